@@ -1,0 +1,523 @@
+/* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR BSD-3-Clause */
+/*
+ * viaduct: the VI Kernel Agent and software RNIC -- character device ABI.
+ *
+ * Objects
+ * -------
+ * A *device* (vd0, vd1, ...) is a software RNIC bound to one network
+ * interface. It lives in that interface's network namespace and its
+ * addresses are the interface's IP addresses. Devices are created and
+ * removed over the generic-netlink family described in viaduct_nl.h; a
+ * device disappears when its interface is deleted or leaves its namespace.
+ * Every device has a global index (never reused while the module is loaded)
+ * and a name that is unique within its network namespace.
+ *
+ * A *context* is created by each open() of /dev/viaduct and destroyed, with
+ * every resource it holds, on the last close() of that file (including when
+ * the process exits or is killed). A context sees only the devices of the
+ * network namespace its opener was in at open() time. Before a context can
+ * create resources it selects one device with VIADUCT_IOCTL_SELECT_DEVICE;
+ * the selection cannot be changed afterwards.
+ *
+ * If the selected device is removed while the context is open, every later
+ * ioctl that needs the device fails with ENODEV; close() still works and
+ * releases everything.
+ *
+ * Commands
+ * --------
+ * All commands are ioctl()s on the /dev/viaduct file descriptor. Every
+ * argument structure uses fixed-width types with explicit padding; padding
+ * and reserved fields must be zero on input (EINVAL otherwise) and are zero
+ * on output. Pointers are passed as __u64. Unknown commands fail with ENOTTY,
+ * unreadable or unwritable argument pointers with EFAULT.
+ *
+ *   VIADUCT_IOCTL_GET_ABI_VERSION  -> struct viaduct_abi_version
+ *       The ABI version implemented by the module. Never fails.
+ *
+ *   VIADUCT_IOCTL_LIST_DEVICES  <-> struct viaduct_list_devices
+ *       Copies up to @capacity entries (struct viaduct_device_entry) into
+ *       the user array at @entries and returns in @count the number of
+ *       devices visible to this context (which may exceed @capacity: call
+ *       again with a larger array). @capacity may be 0 to ask the count.
+ *
+ *   VIADUCT_IOCTL_SELECT_DEVICE  -> struct viaduct_select_device
+ *       Binds the context to one device, named by @name (if @name[0] is not
+ *       zero) or by @index. ENODEV: no such device in this namespace.
+ *       EBUSY: a device is already selected.
+ *
+ *   VIADUCT_IOCTL_QUERY_DEVICE  <-> struct viaduct_device_attr
+ *       Attributes and limits of the device whose index is given in @index
+ *       on input, or of the selected device if @index is
+ *       VIADUCT_INDEX_SELECTED. ENODEV: no such device (or none selected).
+ *
+ * Versioning
+ * ----------
+ * VIADUCT_ABI_VERSION is bumped only for incompatible changes. New
+ * functionality comes as new commands, never as a changed structure.
+ */
+#ifndef _UAPI_VIADUCT_H
+#define _UAPI_VIADUCT_H
+
+#include <linux/types.h>
+#include <linux/ioctl.h>
+
+#define VIADUCT_ABI_VERSION		1
+#define VIADUCT_DEVICE_NAME		"viaduct"	/* /dev/viaduct */
+
+#define VIADUCT_NAME_SIZE		16	/* device and interface names, NUL-terminated */
+#define VIADUCT_MAX_ADDRS		16	/* addresses reported by QUERY_DEVICE */
+#define VIADUCT_INDEX_SELECTED		0xffffffffU
+
+/* struct viaduct_addr.family: the AF_* values of <sys/socket.h> */
+#define VIADUCT_AF_INET			2
+#define VIADUCT_AF_INET6		10
+
+struct viaduct_abi_version {
+	__u32 abi_version;
+	__u32 reserved;
+};
+
+struct viaduct_device_entry {
+	__u32 index;
+	__u32 ifindex;
+	char name[VIADUCT_NAME_SIZE];
+	char ifname[VIADUCT_NAME_SIZE];
+};
+
+struct viaduct_list_devices {
+	__aligned_u64 entries;	/* user pointer to struct viaduct_device_entry[] */
+	__u32 capacity;		/* in: entries the array holds */
+	__u32 count;		/* out: devices visible to this context */
+};
+
+struct viaduct_select_device {
+	__u32 index;
+	__u32 reserved;
+	char name[VIADUCT_NAME_SIZE];
+};
+
+struct viaduct_addr {
+	__u16 family;		/* VIADUCT_AF_INET or VIADUCT_AF_INET6 */
+	__u8 prefixlen;
+	__u8 reserved[5];
+	__u8 addr[16];		/* network byte order; IPv4 in the first 4 bytes */
+};
+
+/* struct viaduct_device_attr.flags */
+#define VIADUCT_DEV_F_UP		(1U << 0)	/* interface is administratively up */
+#define VIADUCT_DEV_F_RUNNING		(1U << 1)	/* and has carrier */
+
+struct viaduct_device_attr {
+	__u32 index;		/* in: device index or VIADUCT_INDEX_SELECTED */
+	__u32 abi_version;
+	char name[VIADUCT_NAME_SIZE];
+	char ifname[VIADUCT_NAME_SIZE];
+	__u32 ifindex;
+	__u32 mtu;
+	__u32 flags;		/* VIADUCT_DEV_F_* */
+	__u32 num_addrs;	/* entries valid in @addrs */
+	__u8 hw_addr[8];	/* interface MAC, 6 bytes used for Ethernet */
+
+	/* limits */
+	__u32 max_pd;
+	__u32 max_mr;
+	__u32 max_cq;
+	__u32 max_cqe;		/* entries per CQ */
+	__u32 max_qp;
+	__u32 max_qp_wr;	/* work requests per send or receive queue */
+	__u32 max_sge;		/* scatter/gather elements per work request */
+	__u32 max_inline;	/* bytes of inline data per send */
+	__u32 max_ord;		/* outstanding RDMA reads as initiator */
+	__u32 max_ird;		/* outstanding RDMA reads as responder */
+	__aligned_u64 max_msg_size;	/* bytes per message */
+	__aligned_u64 max_mr_size;	/* bytes per registered region */
+	__u32 page_size;	/* registration granule */
+	__u32 reserved;
+
+	struct viaduct_addr addrs[VIADUCT_MAX_ADDRS];
+};
+
+#define VIADUCT_IOCTL_MAGIC		0xD6
+
+#define VIADUCT_IOCTL_GET_ABI_VERSION	_IOR(VIADUCT_IOCTL_MAGIC, 0x00, struct viaduct_abi_version)
+#define VIADUCT_IOCTL_LIST_DEVICES	_IOWR(VIADUCT_IOCTL_MAGIC, 0x01, struct viaduct_list_devices)
+#define VIADUCT_IOCTL_SELECT_DEVICE	_IOW(VIADUCT_IOCTL_MAGIC, 0x02, struct viaduct_select_device)
+#define VIADUCT_IOCTL_QUERY_DEVICE	_IOWR(VIADUCT_IOCTL_MAGIC, 0x03, struct viaduct_device_attr)
+
+
+/*
+ * Resources (ABI v1)
+ * ------------------
+ * Every resource belongs to the context that created it and is named by a
+ * handle: a __u32, never 0, meaningful only on the file it came from. A
+ * handle from another file (another process) names nothing there: ENOENT.
+ * Creating any resource needs a selected device.
+ *
+ *   CREATE_PD / DESTROY_PD: a protection domain (VIPL protection tag).
+ *     Destroying one still used by an MR or QP fails with EBUSY.
+ *
+ *   REG_MR / DEREG_MR: registers [addr, addr + length) of the caller's
+ *     address space (any alignment; pinned page-granular, charged to
+ *     RLIMIT_MEMLOCK unless CAP_IPC_LOCK) and returns its handle and STag
+ *     (24-bit index << 8 | the caller's 8-bit key). Local read is always
+ *     granted. VIADUCT_ACCESS_REMOTE_WRITE requires LOCAL_WRITE (as in
+ *     libibverbs). A write right on memory the caller cannot write fails
+ *     with EACCES; unmapped memory with EFAULT; past the memlock limit with
+ *     ENOMEM.
+ *
+ *   CREATE_CQ / RESIZE_CQ / DESTROY_CQ: a completion ring of at least
+ *     @entries CQEs (rounded up to a power of two). The reply gives the mmap
+ *     key of the ring (struct viaduct_ring + CQEs). A CQ attached to a
+ *     completion channel (an fd from CREATE_COMP_CHANNEL) reports armed
+ *     completions there. RESIZE_CQ moves unread CQEs to a new ring with a
+ *     new key; the old mapping stays valid but is no longer written.
+ *     Destroying a CQ used by a QP fails with EBUSY.
+ *
+ *   ARM_CQ: one-shot request for an event on the CQ's channel at the next
+ *     completion (NEXT) or the next solicited or error completion
+ *     (SOLICITED). CQEs already in the ring do not fire.
+ *
+ *   CREATE_QP / MODIFY_QP / QUERY_QP / DESTROY_QP: a queue pair (a VIPL VI).
+ *     Send and receive completions go to @send_cq and @recv_cq; a handle of
+ *     0 gives that queue a private completion ring of its own (mapped with
+ *     its own key), which is how a VI without a CQ completes. The reply gives
+ *     the mmap keys of the doorbell page (struct viaduct_doorbell), the SQ
+ *     and RQ rings (arrays of fixed-size WQE slots, no header) and the
+ *     private completion rings, if any.
+ *
+ *   DOORBELL: tells the kernel that the SQ and/or RQ producer index in the
+ *     doorbell page moved. With VIADUCT_QP_F_POLLED the kernel polls the
+ *     doorbell page itself and the call is needed only while
+ *     VIADUCT_DB_F_NEED_WAKEUP is set (see Documentation/rings.rst).
+ *
+ *   CREATE_COMP_CHANNEL: returns a new file descriptor (O_CLOEXEC) that is
+ *     pollable and read()s struct viaduct_cq_event records.
+ *
+ *   Asynchronous events (CQ overflow, QP errors) are read() from the
+ *     /dev/viaduct descriptor itself as struct viaduct_async_event records;
+ *     it polls readable while events are pending.
+ *
+ * mmap: call mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, key)
+ * with a key and size from a create reply. Mappings are not inherited by a
+ * child across fork().
+ */
+
+/* REG_MR access rights (local read is implied) */
+#define VIADUCT_ACCESS_LOCAL_WRITE	(1U << 0)
+#define VIADUCT_ACCESS_REMOTE_WRITE	(1U << 1)
+#define VIADUCT_ACCESS_REMOTE_READ	(1U << 2)
+#define VIADUCT_ACCESS_MW_BIND		(1U << 3)
+#define VIADUCT_ACCESS_ALL		0xfU
+
+#define VIADUCT_STAG_KEY_MASK		0xffU
+#define VIADUCT_STAG_INDEX_SHIFT	8
+
+struct viaduct_handle {
+	__u32 handle;		/* in (destroy) or out (create PD) */
+	__u32 reserved;
+};
+
+struct viaduct_reg_mr {
+	__aligned_u64 addr;	/* in */
+	__aligned_u64 length;	/* in */
+	__u32 pd_handle;	/* in */
+	__u32 access;		/* in: VIADUCT_ACCESS_* */
+	__u8 key;		/* in: low 8 bits of the STag */
+	__u8 reserved[3];
+	__u32 handle;		/* out */
+	__u32 stag;		/* out */
+	__u32 reserved2;
+};
+
+struct viaduct_create_cq {
+	__aligned_u64 user_data;	/* in: returned in events */
+	__u32 entries;		/* in: minimum; out: actual */
+	__s32 channel_fd;	/* in: completion channel or -1 */
+	__u32 flags;		/* in: 0 */
+	__u32 handle;		/* out */
+	__aligned_u64 mmap_key;	/* out */
+	__aligned_u64 mmap_size;	/* out */
+};
+
+struct viaduct_resize_cq {
+	__u32 handle;		/* in */
+	__u32 entries;		/* in: minimum; out: actual */
+	__aligned_u64 mmap_key;	/* out */
+	__aligned_u64 mmap_size;	/* out */
+};
+
+#define VIADUCT_ARM_NEXT		(1U << 0)
+#define VIADUCT_ARM_SOLICITED		(1U << 1)
+
+struct viaduct_arm_cq {
+	__u32 handle;
+	__u32 flags;		/* VIADUCT_ARM_* */
+};
+
+/* QP states: verbs names, VIPL states in brackets */
+#define VIADUCT_QPS_IDLE		0	/* [Idle] */
+#define VIADUCT_QPS_RTS			1	/* [Connected] */
+#define VIADUCT_QPS_CLOSING		2	/* graceful close under way */
+#define VIADUCT_QPS_TERMINATE		3	/* Terminate sent or received */
+#define VIADUCT_QPS_ERROR		4	/* [Error]; outstanding WRs flushed */
+#define VIADUCT_QPS_MAX			4
+/* VIPL's Pending Connect is an Idle QP with a connection request under way. */
+
+/* VIPL reliability levels (struct viaduct_create_qp.reliability) */
+#define VIADUCT_RELIABILITY_UNRELIABLE		(1U << 0)
+#define VIADUCT_RELIABILITY_RELIABLE_DELIVERY	(1U << 1)
+#define VIADUCT_RELIABILITY_RELIABLE_RECEPTION	(1U << 2)
+
+/* struct viaduct_create_qp.flags */
+#define VIADUCT_QP_F_POLLED		(1U << 0)	/* kernel polls the doorbell page */
+
+/* QP access: what the peer may do to this QP's memory */
+#define VIADUCT_QP_ACCESS_REMOTE_WRITE	(1U << 0)
+#define VIADUCT_QP_ACCESS_REMOTE_READ	(1U << 1)
+
+struct viaduct_create_qp {
+	__aligned_u64 user_data;	/* in: returned in events */
+	__u32 pd_handle;	/* in */
+	__u32 send_cq;		/* in: CQ handle or 0 for a private ring */
+	__u32 recv_cq;		/* in: CQ handle or 0 for a private ring */
+	__u32 flags;		/* in: VIADUCT_QP_F_* */
+	__u32 reliability;	/* in: one VIADUCT_RELIABILITY_* */
+	__u32 access;		/* in: VIADUCT_QP_ACCESS_* */
+	__u32 sq_depth;		/* in: minimum; out: actual (power of two) */
+	__u32 rq_depth;		/* in/out, likewise */
+	__u32 max_send_sge;	/* in/out */
+	__u32 max_recv_sge;	/* in/out */
+	__u32 max_inline;	/* in/out */
+	__u32 ord;		/* in: outstanding RDMA reads as initiator */
+	__u32 ird;		/* in: as responder */
+	__u32 max_msg_size;	/* in: VIPL MaxTransferSize, 0 for the device limit; out */
+	__u32 handle;		/* out */
+	__u32 qpn;		/* out: device-wide QP number */
+	__u32 sq_wqe_size;	/* out: bytes per SQ slot */
+	__u32 rq_wqe_size;	/* out: bytes per RQ slot */
+	__aligned_u64 db_key;	/* out: doorbell page */
+	__aligned_u64 sq_key;	/* out */
+	__aligned_u64 rq_key;	/* out */
+	__aligned_u64 scq_key;	/* out: private send completion ring, if send_cq == 0 */
+	__aligned_u64 rcq_key;	/* out: private receive completion ring, if recv_cq == 0 */
+	__u32 db_size;		/* out */
+	__u32 sq_size;		/* out */
+	__u32 rq_size;		/* out */
+	__u32 scq_size;		/* out */
+	__u32 rcq_size;		/* out */
+	__u32 scq_entries;	/* out */
+	__u32 rcq_entries;	/* out */
+	__u32 reserved;
+};
+
+/* struct viaduct_modify_qp.mask: which fields to apply */
+#define VIADUCT_QP_ATTR_STATE		(1U << 0)
+#define VIADUCT_QP_ATTR_ACCESS		(1U << 1)
+#define VIADUCT_QP_ATTR_ORD		(1U << 2)
+#define VIADUCT_QP_ATTR_IRD		(1U << 3)
+#define VIADUCT_QP_ATTR_ALL		0xfU
+
+struct viaduct_modify_qp {
+	__u32 handle;
+	__u32 mask;		/* VIADUCT_QP_ATTR_* */
+	__u32 state;		/* VIADUCT_QPS_* */
+	__u32 access;
+	__u32 ord;
+	__u32 ird;
+};
+
+struct viaduct_query_qp {
+	__u32 handle;		/* in */
+	__u32 state;		/* out */
+	__u32 access;
+	__u32 ord;
+	__u32 ird;
+	__u32 qpn;
+	__u32 sq_depth;
+	__u32 rq_depth;
+	__u32 sq_outstanding;	/* WRs the kernel holds for the SQ */
+	__u32 rq_outstanding;
+	__u32 terminate;	/* last Terminate: layer << 12 | etype << 8 | code */
+	__u32 reserved;
+};
+
+#define VIADUCT_DOORBELL_SQ		(1U << 0)
+#define VIADUCT_DOORBELL_RQ		(1U << 1)
+
+struct viaduct_doorbell_req {
+	__u32 handle;
+	__u32 flags;		/* VIADUCT_DOORBELL_* */
+};
+
+struct viaduct_comp_channel {
+	__s32 fd;		/* out */
+	__u32 reserved;
+};
+
+/*
+ * Shared memory layouts.
+ *
+ * Indices are free-running __u32 counters; slot = index & (entries - 1).
+ * Each index has one writer and sits on its own cache line. The writer
+ * publishes with a store-release after filling the slots; the reader loads
+ * with load-acquire before reading them. The kernel keeps a private copy of
+ * every index it owns, copies each element out of the ring before looking
+ * at it, and never trusts an index written by userspace beyond using it as
+ * a hint bounded by the ring size.
+ */
+#define VIADUCT_CACHELINE		64
+
+struct viaduct_doorbell {
+	__u32 sq_producer;	/* user writes: SQ slots filled */
+	__u32 pad0[15];
+	__u32 rq_producer;	/* user writes: RQ slots filled */
+	__u32 pad1[15];
+	__u32 sq_consumer;	/* kernel writes: SQ slots taken (free again) */
+	__u32 pad2[15];
+	__u32 rq_consumer;	/* kernel writes: RQ slots taken */
+	__u32 pad3[15];
+	__u32 flags;		/* kernel writes: VIADUCT_DB_F_* */
+	__u32 pad4[15];
+};
+
+#define VIADUCT_DB_F_NEED_WAKEUP	(1U << 0)	/* polling worker asleep: ring DOORBELL */
+
+/* The header of a completion ring; CQEs follow at VIADUCT_RING_HDR_SIZE. */
+struct viaduct_ring {
+	__u32 producer;		/* kernel writes */
+	__u32 pad0[15];
+	__u32 consumer;		/* user writes */
+	__u32 pad1[15];
+	__u32 flags;		/* kernel writes: VIADUCT_RING_F_* */
+	__u32 entries;		/* informational */
+	__u32 pad2[14];
+	__u32 reserved[16];
+};
+
+#define VIADUCT_RING_HDR_SIZE		256
+#define VIADUCT_RING_F_OVERFLOW		(1U << 0)	/* a completion did not fit: CQ in error */
+
+struct viaduct_sge {
+	__aligned_u64 addr;
+	__u32 length;
+	__u32 stag;
+};
+
+/* SQ opcodes */
+#define VIADUCT_OP_SEND			0
+#define VIADUCT_OP_RDMA_WRITE		1
+#define VIADUCT_OP_RDMA_READ		2
+#define VIADUCT_OP_MAX			2
+
+/* struct viaduct_sqe.flags */
+#define VIADUCT_SQE_SIGNALED		(1U << 0)	/* write a CQE on success */
+#define VIADUCT_SQE_SOLICITED		(1U << 1)	/* Send with Solicited Event */
+#define VIADUCT_SQE_READ_FENCE		(1U << 2)	/* wait for earlier RDMA Reads */
+#define VIADUCT_SQE_INLINE		(1U << 3)	/* payload in the slot, @length bytes */
+#define VIADUCT_SQE_IMMEDIATE		(1U << 4)	/* @imm_data is valid */
+#define VIADUCT_SQE_FLAGS_ALL		0x1fU
+
+/*
+ * A send-queue slot (sq_wqe_size bytes): this header, then @num_sge
+ * struct viaduct_sge, or with VIADUCT_SQE_INLINE @length bytes of payload.
+ * RDMA Read: exactly one local SGE receives the data from
+ * (@remote_addr, @remote_stag).
+ */
+struct viaduct_sqe {
+	__aligned_u64 wr_id;
+	__u8 opcode;		/* VIADUCT_OP_* */
+	__u8 flags;		/* VIADUCT_SQE_* */
+	__u16 num_sge;
+	__u32 length;		/* inline bytes, or 0 */
+	__u32 imm_data;
+	__u32 remote_stag;
+	__aligned_u64 remote_addr;
+	/* struct viaduct_sge sge[] or inline data */
+};
+
+/* A receive-queue slot (rq_wqe_size bytes): this header, then SGEs. */
+struct viaduct_rqe {
+	__aligned_u64 wr_id;
+	__u16 num_sge;
+	__u16 reserved0;
+	__u32 reserved1;
+	/* struct viaduct_sge sge[] */
+};
+
+/* CQE opcodes */
+#define VIADUCT_WC_SEND			0
+#define VIADUCT_WC_RDMA_WRITE		1
+#define VIADUCT_WC_RDMA_READ		2
+#define VIADUCT_WC_RECV			3
+
+/* CQE status */
+#define VIADUCT_WC_SUCCESS		0
+#define VIADUCT_WC_FLUSHED		1	/* QP in Error, WR not executed */
+#define VIADUCT_WC_LOC_LEN_ERR		2	/* length or SGE count out of range */
+#define VIADUCT_WC_LOC_QP_OP_ERR	3	/* malformed WQE (bad opcode, flags) */
+#define VIADUCT_WC_LOC_PROT_ERR		4	/* local STag check failed */
+#define VIADUCT_WC_REM_ACCESS_ERR	5	/* remote STag check failed */
+#define VIADUCT_WC_REM_OP_ERR		6	/* remote operation error */
+#define VIADUCT_WC_REM_INV_REQ_ERR	7	/* no receive posted at the peer, etc. */
+#define VIADUCT_WC_TRANSPORT_ERR	8	/* connection lost */
+#define VIADUCT_WC_REM_TERMINATED	9	/* a Terminate arrived for this WR */
+#define VIADUCT_WC_GENERAL_ERR		10
+
+/* struct viaduct_cqe.flags */
+#define VIADUCT_WC_F_RECV		(1U << 0)	/* from the RQ (else the SQ) */
+#define VIADUCT_WC_F_IMMEDIATE		(1U << 1)	/* @imm_data is valid */
+#define VIADUCT_WC_F_SOLICITED		(1U << 2)	/* received Send with SE */
+
+struct viaduct_cqe {
+	__aligned_u64 wr_id;
+	__u32 qp_handle;
+	__u32 byte_len;
+	__u8 opcode;		/* VIADUCT_WC_* */
+	__u8 status;		/* VIADUCT_WC_SUCCESS, ... */
+	__u8 flags;		/* VIADUCT_WC_F_* */
+	__u8 reserved;
+	__u32 imm_data;
+	__u32 vendor_err;	/* for errors from the wire: the Terminate code */
+	__u32 reserved2;
+};
+
+struct viaduct_cq_event {
+	__aligned_u64 user_data;	/* the CQ's */
+	__u32 cq_handle;
+	__u32 reserved;
+};
+
+/* struct viaduct_async_event.type */
+#define VIADUCT_EVENT_CQ_ERROR		1	/* CQ overflow: the CQ is in error */
+#define VIADUCT_EVENT_QP_FATAL		2	/* QP entered Error on its own */
+#define VIADUCT_EVENT_QP_REQ_ERR	3	/* bad WQE posted */
+#define VIADUCT_EVENT_QP_ACCESS_ERR	4	/* remote access violation */
+#define VIADUCT_EVENT_COMM_EST		5
+#define VIADUCT_EVENT_SQ_DRAINED	6
+#define VIADUCT_EVENT_QP_LAST_WQE	7
+#define VIADUCT_EVENT_DEVICE_FATAL	8	/* the device was removed */
+
+struct viaduct_async_event {
+	__aligned_u64 user_data;	/* the object's, 0 for device events */
+	__u32 type;
+	__u32 handle;		/* CQ or QP handle */
+	__u32 detail;		/* e.g. the Terminate code */
+	__u32 reserved;
+};
+
+#define VIADUCT_IOCTL_CREATE_PD		_IOR(VIADUCT_IOCTL_MAGIC, 0x10, struct viaduct_handle)
+#define VIADUCT_IOCTL_DESTROY_PD	_IOW(VIADUCT_IOCTL_MAGIC, 0x11, struct viaduct_handle)
+#define VIADUCT_IOCTL_REG_MR		_IOWR(VIADUCT_IOCTL_MAGIC, 0x12, struct viaduct_reg_mr)
+#define VIADUCT_IOCTL_DEREG_MR		_IOW(VIADUCT_IOCTL_MAGIC, 0x13, struct viaduct_handle)
+#define VIADUCT_IOCTL_CREATE_CQ		_IOWR(VIADUCT_IOCTL_MAGIC, 0x14, struct viaduct_create_cq)
+#define VIADUCT_IOCTL_RESIZE_CQ		_IOWR(VIADUCT_IOCTL_MAGIC, 0x15, struct viaduct_resize_cq)
+#define VIADUCT_IOCTL_DESTROY_CQ	_IOW(VIADUCT_IOCTL_MAGIC, 0x16, struct viaduct_handle)
+#define VIADUCT_IOCTL_ARM_CQ		_IOW(VIADUCT_IOCTL_MAGIC, 0x17, struct viaduct_arm_cq)
+#define VIADUCT_IOCTL_CREATE_QP		_IOWR(VIADUCT_IOCTL_MAGIC, 0x18, struct viaduct_create_qp)
+#define VIADUCT_IOCTL_MODIFY_QP		_IOW(VIADUCT_IOCTL_MAGIC, 0x19, struct viaduct_modify_qp)
+#define VIADUCT_IOCTL_QUERY_QP		_IOWR(VIADUCT_IOCTL_MAGIC, 0x1a, struct viaduct_query_qp)
+#define VIADUCT_IOCTL_DESTROY_QP	_IOW(VIADUCT_IOCTL_MAGIC, 0x1b, struct viaduct_handle)
+#define VIADUCT_IOCTL_DOORBELL		_IOW(VIADUCT_IOCTL_MAGIC, 0x1c, struct viaduct_doorbell_req)
+#define VIADUCT_IOCTL_CREATE_COMP_CHANNEL _IOR(VIADUCT_IOCTL_MAGIC, 0x1d, struct viaduct_comp_channel)
+
+#endif /* _UAPI_VIADUCT_H */

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "netlink.hpp"
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <cstring>
+#include <linux/netlink.h>
+#include <netlink/genl/ctrl.h>
+#include <netlink/genl/genl.h>
+#include <netlink/msg.h>
+#include <sys/socket.h>
+
+#include <uapi/viaduct.h>
+#include <uapi/viaduct_nl.h>
+
+namespace viaductctl {
+
+namespace {
+
+struct Reply {
+    std::vector<LinkInfo> links;
+    bool done = false;
+    int err = 0;
+    std::string extack;
+};
+
+const char *const limit_names[VIADUCT_A_LIMIT_MAX + 1] = {
+    nullptr,   "max_pd",     "max_mr",  "max_cq",  "max_cqe",      "max_qp",      "max_qp_wr",
+    "max_sge", "max_inline", "max_ord", "max_ird", "max_msg_size", "max_mr_size", nullptr,
+};
+
+void parse_addrs(nlattr *nest, LinkInfo &info) {
+    nlattr *a;
+    int rem;
+    nla_for_each_nested(a, nest, rem) {
+        nlattr *tb[VIADUCT_A_ADDR_MAX + 1] = {};
+        if (nla_parse_nested(tb, VIADUCT_A_ADDR_MAX, a, nullptr) < 0)
+            continue;
+        if (!tb[VIADUCT_A_ADDR_FAMILY] || !tb[VIADUCT_A_ADDR_DATA])
+            continue;
+        int family =
+            nla_get_u16(tb[VIADUCT_A_ADDR_FAMILY]) == VIADUCT_AF_INET6 ? AF_INET6 : AF_INET;
+        std::size_t want = family == AF_INET6 ? 16 : 4;
+        if (static_cast<std::size_t>(nla_len(tb[VIADUCT_A_ADDR_DATA])) < want)
+            continue;
+        char buf[INET6_ADDRSTRLEN] = {};
+        if (!inet_ntop(family, nla_data(tb[VIADUCT_A_ADDR_DATA]), buf, sizeof(buf)))
+            continue;
+        unsigned plen = tb[VIADUCT_A_ADDR_PREFIXLEN] ? nla_get_u8(tb[VIADUCT_A_ADDR_PREFIXLEN]) : 0;
+        info.addresses.push_back(std::string(buf) + "/" + std::to_string(plen));
+    }
+}
+
+void parse_limits(nlattr *nest, LinkInfo &info) {
+    nlattr *tb[VIADUCT_A_LIMIT_MAX + 1] = {};
+    if (nla_parse_nested(tb, VIADUCT_A_LIMIT_MAX, nest, nullptr) < 0)
+        return;
+    for (int i = 1; i <= VIADUCT_A_LIMIT_MAX; ++i) {
+        if (!tb[i] || !limit_names[i])
+            continue;
+        std::uint64_t v = nla_len(tb[i]) >= 8 ? nla_get_u64(tb[i]) : nla_get_u32(tb[i]);
+        info.limits.emplace_back(limit_names[i], v);
+    }
+}
+
+std::string get_str(nlattr *a) {
+    if (!a)
+        return {};
+    const char *s = static_cast<const char *>(nla_data(a));
+    return std::string(s, strnlen(s, static_cast<std::size_t>(nla_len(a))));
+}
+
+std::uint32_t get_u32(nlattr *a) {
+    return a ? nla_get_u32(a) : 0;
+}
+
+int on_valid(nl_msg *msg, void *arg) {
+    auto *reply = static_cast<Reply *>(arg);
+    nlattr *tb[VIADUCT_A_MAX + 1] = {};
+    if (genlmsg_parse(nlmsg_hdr(msg), 0, tb, VIADUCT_A_MAX, nullptr) < 0)
+        return NL_SKIP;
+    LinkInfo info;
+    info.index = get_u32(tb[VIADUCT_A_DEV_INDEX]);
+    info.name = get_str(tb[VIADUCT_A_DEV_NAME]);
+    info.ifindex = get_u32(tb[VIADUCT_A_IFINDEX]);
+    info.ifname = get_str(tb[VIADUCT_A_IFNAME]);
+    info.mtu = get_u32(tb[VIADUCT_A_MTU]);
+    info.flags = get_u32(tb[VIADUCT_A_FLAGS]);
+    info.abi_version = get_u32(tb[VIADUCT_A_ABI_VERSION]);
+    info.contexts = get_u32(tb[VIADUCT_A_CONTEXTS]);
+    if (tb[VIADUCT_A_ADDRS])
+        parse_addrs(tb[VIADUCT_A_ADDRS], info);
+    if (tb[VIADUCT_A_LIMITS])
+        parse_limits(tb[VIADUCT_A_LIMITS], info);
+    reply->links.push_back(std::move(info));
+    return NL_OK;
+}
+
+int on_finish(nl_msg *, void *arg) {
+    static_cast<Reply *>(arg)->done = true;
+    return NL_STOP;
+}
+
+// Reads the kernel's extended-ack message out of the error reply.
+std::string extack_message(const nlmsgerr *err) {
+    const auto *nlh =
+        reinterpret_cast<const nlmsghdr *>(reinterpret_cast<const char *>(err) - NLMSG_HDRLEN);
+    if (!(nlh->nlmsg_flags & NLM_F_ACK_TLVS))
+        return {};
+    std::size_t off = sizeof(*err);
+    if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
+        off += err->msg.nlmsg_len - NLMSG_HDRLEN;
+    std::size_t total = nlh->nlmsg_len - NLMSG_HDRLEN;
+    if (off >= total)
+        return {};
+    auto *attrs =
+        reinterpret_cast<nlattr *>(const_cast<char *>(reinterpret_cast<const char *>(err) + off));
+    nlattr *tb[NLMSGERR_ATTR_MAX + 1] = {};
+    if (nla_parse(tb, NLMSGERR_ATTR_MAX, attrs, static_cast<int>(total - off), nullptr) < 0)
+        return {};
+    return get_str(tb[NLMSGERR_ATTR_MSG]);
+}
+
+int on_error(sockaddr_nl *, nlmsgerr *err, void *arg) {
+    auto *reply = static_cast<Reply *>(arg);
+    reply->err = -err->error;
+    reply->extack = extack_message(err);
+    reply->done = true;
+    return NL_STOP;
+}
+
+} // namespace
+
+Genl::Genl() {
+    sock_ = nl_socket_alloc();
+    if (!sock_)
+        throw NetlinkError(ENOMEM, "cannot allocate a netlink socket");
+    if (int r = genl_connect(sock_); r < 0) {
+        nl_socket_free(sock_);
+        throw NetlinkError(-r, std::string("cannot open generic netlink: ") + nl_geterror(r));
+    }
+    int one = 1;
+    setsockopt(nl_socket_get_fd(sock_), SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof(one));
+    family_ = genl_ctrl_resolve(sock_, VIADUCT_GENL_NAME);
+    if (family_ < 0) {
+        nl_socket_free(sock_);
+        throw NetlinkError(ENOENT,
+                           "viaduct generic netlink family not found: is viaduct.ko loaded?");
+    }
+}
+
+Genl::~Genl() {
+    nl_socket_free(sock_);
+}
+
+std::vector<LinkInfo> Genl::transact(std::uint8_t cmd, int flags, const std::string &name,
+                                     const std::string &ifname) {
+    std::unique_ptr<nl_msg, void (*)(nl_msg *)> msg(nlmsg_alloc(), nlmsg_free);
+    if (!msg)
+        throw NetlinkError(ENOMEM, "out of memory");
+    if (!genlmsg_put(msg.get(), NL_AUTO_PORT, NL_AUTO_SEQ, family_, 0, flags, cmd,
+                     VIADUCT_GENL_VERSION) ||
+        (!name.empty() && nla_put_string(msg.get(), VIADUCT_A_DEV_NAME, name.c_str()) < 0) ||
+        (!ifname.empty() && nla_put_string(msg.get(), VIADUCT_A_IFNAME, ifname.c_str()) < 0))
+        throw NetlinkError(EMSGSIZE, "cannot build the netlink request");
+
+    Reply reply;
+    std::unique_ptr<nl_cb, void (*)(nl_cb *)> cb(nl_cb_alloc(NL_CB_DEFAULT), nl_cb_put);
+    nl_cb_set(cb.get(), NL_CB_VALID, NL_CB_CUSTOM, on_valid, &reply);
+    nl_cb_set(cb.get(), NL_CB_FINISH, NL_CB_CUSTOM, on_finish, &reply);
+    nl_cb_set(cb.get(), NL_CB_ACK, NL_CB_CUSTOM, on_finish, &reply);
+    nl_cb_err(cb.get(), NL_CB_CUSTOM, on_error, &reply);
+
+    if (int r = nl_send_auto(sock_, msg.get()); r < 0)
+        throw NetlinkError(-r, std::string("netlink send: ") + nl_geterror(r));
+    while (!reply.done) {
+        int r = nl_recvmsgs(sock_, cb.get());
+        if (reply.done)
+            break;
+        if (r < 0)
+            throw NetlinkError(EIO, std::string("netlink receive: ") + nl_geterror(r));
+    }
+    if (reply.err)
+        throw NetlinkError(reply.err, std::strerror(reply.err), reply.extack);
+    return std::move(reply.links);
+}
+
+LinkInfo Genl::link_add(const std::string &name, const std::string &ifname) {
+    auto links = transact(VIADUCT_CMD_LINK_ADD, NLM_F_ACK, name, ifname);
+    return links.empty() ? LinkInfo{} : links.front();
+}
+
+void Genl::link_del(const std::string &name) {
+    transact(VIADUCT_CMD_LINK_DEL, NLM_F_ACK, name, {});
+}
+
+std::vector<LinkInfo> Genl::link_get(const std::string &name) {
+    if (name.empty())
+        return transact(VIADUCT_CMD_LINK_GET, NLM_F_DUMP, {}, {});
+    return transact(VIADUCT_CMD_LINK_GET, NLM_F_ACK, name, {});
+}
+
+} // namespace viaductctl

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <unistd.h>
+#include <utility>
+
+#include <viaduct/viaduct.hpp>
+
+namespace viaduct {
+
+FileDescriptor::FileDescriptor(FileDescriptor &&other) noexcept : fd_(other.release()) {}
+
+FileDescriptor &FileDescriptor::operator=(FileDescriptor &&other) noexcept {
+    if (this != &other)
+        reset(other.release());
+    return *this;
+}
+
+FileDescriptor::~FileDescriptor() {
+    reset();
+}
+
+int FileDescriptor::release() noexcept {
+    return std::exchange(fd_, -1);
+}
+
+void FileDescriptor::reset(int fd) noexcept {
+    int old = std::exchange(fd_, fd);
+    if (old >= 0)
+        ::close(old);
+}
+
+} // namespace viaduct

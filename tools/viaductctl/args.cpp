@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "args.hpp"
 
-#include <cctype>
-
 #include <uapi/viaduct.h>
 
 namespace viaductctl {
@@ -14,20 +12,16 @@ const char *const usage_text = "Usage: viaductctl [OPTIONS] OBJECT COMMAND [ARGS
                                "       viaductctl dev [show] [NAME]\n"
                                "Options:\n"
                                "  -j, --json     print JSON\n"
-                               "  -p, --pretty   indent JSON\n"
+                               "  -p, --pretty   indent the JSON of --json\n"
                                "  -h, --help     show this help\n"
                                "  -V, --version  show the version\n";
 
-bool valid_device_name(const std::string &name) {
-    if (name.empty() || name.size() >= VIADUCT_NAME_SIZE)
-        return false;
-    for (unsigned char c : name)
-        if (!std::isalnum(c) && c != '_' && c != '.' && c != '-')
-            return false;
-    return true;
-}
-
 namespace {
+
+bool name_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == '-';
+}
 
 void check_name(const std::string &name) {
     if (!valid_device_name(name))
@@ -35,27 +29,81 @@ void check_name(const std::string &name) {
                          "': 1 to 15 characters of A-Z a-z 0-9 _ . -");
 }
 
+void check_netdev(const std::string &ifname) {
+    // The kernel's rules for interface names (IFNAMSIZ, no '/', ':' or
+    // blanks); anything else is for the kernel to find or not.
+    bool ok = !ifname.empty() && ifname.size() < VIADUCT_NAME_SIZE && ifname != "." &&
+              ifname != ".." && ifname.find_first_of("/: \t\n") == std::string::npos;
+    if (!ok)
+        throw UsageError("invalid interface name '" + ifname + "'");
+}
+
+bool is_word(const std::string &s, std::initializer_list<const char *> words) {
+    for (const char *w : words)
+        if (s == w)
+            return true;
+    return false;
+}
+
 } // namespace
+
+bool valid_device_name(const std::string &name) {
+    if (name.empty() || name.size() >= VIADUCT_NAME_SIZE)
+        return false;
+    for (char c : name)
+        if (!name_char(c))
+            return false;
+    return true;
+}
 
 Command parse_args(const std::vector<std::string> &args) {
     Command cmd;
     std::vector<std::string> words;
+    bool help = false, version = false;
     for (const auto &a : args) {
-        if (a == "-j" || a == "--json")
+        if (a == "--json") {
             cmd.json = true;
-        else if (a == "-p" || a == "--pretty")
+        } else if (a == "--pretty") {
             cmd.pretty = true;
-        else if (a == "-h" || a == "--help" || a == "help")
-            return Command{};
-        else if (a == "-V" || a == "--version")
-            return Command{Command::Kind::Version, {}, {}, false, false};
-        else if (a.size() > 1 && a[0] == '-')
+        } else if (a == "--help") {
+            help = true;
+        } else if (a == "--version") {
+            version = true;
+        } else if (a.size() > 1 && a[0] == '-' && a[1] != '-') {
+            for (std::size_t i = 1; i < a.size(); ++i) {
+                switch (a[i]) {
+                case 'j':
+                    cmd.json = true;
+                    break;
+                case 'p':
+                    cmd.pretty = true;
+                    break;
+                case 'h':
+                    help = true;
+                    break;
+                case 'V':
+                    version = true;
+                    break;
+                default:
+                    throw UsageError("unknown option '-" + std::string(1, a[i]) + "'");
+                }
+            }
+        } else if (a.size() > 1 && a[0] == '-') {
             throw UsageError("unknown option '" + a + "'");
-        else
+        } else {
             words.push_back(a);
+        }
+    }
+    if (help || (!words.empty() && words[0] == "help")) {
+        cmd.kind = Command::Kind::Help;
+        return cmd;
+    }
+    if (version) {
+        cmd.kind = Command::Kind::Version;
+        return cmd;
     }
     if (words.empty())
-        throw UsageError("missing OBJECT");
+        throw UsageError("missing OBJECT: link or dev");
 
     const std::string &object = words[0];
     std::string verb = words.size() > 1 ? words[1] : "show";
@@ -69,26 +117,24 @@ Command parse_args(const std::vector<std::string> &args) {
             cmd.name = words[2];
             cmd.netdev = words[4];
             check_name(cmd.name);
-            if (cmd.netdev.empty() || cmd.netdev.size() >= VIADUCT_NAME_SIZE)
-                throw UsageError("invalid interface name '" + cmd.netdev + "'");
-        } else if (verb == "del" || verb == "delete") {
+            check_netdev(cmd.netdev);
+        } else if (is_word(verb, {"del", "delete"})) {
             if (nargs != 1)
                 throw UsageError("usage: viaductctl link del NAME");
             cmd.kind = Command::Kind::LinkDel;
             cmd.name = words[2];
-            check_name(cmd.name);
-        } else if (verb == "show" || verb == "list") {
+        } else if (is_word(verb, {"show", "list", "ls"})) {
             if (nargs > 1)
                 throw UsageError("usage: viaductctl link show [NAME]");
             cmd.kind = Command::Kind::LinkShow;
             if (nargs == 1)
                 cmd.name = words[2];
         } else {
-            throw UsageError("unknown link command '" + verb + "'");
+            throw UsageError("unknown link command '" + verb + "': add, del or show");
         }
-    } else if (object == "dev" || object == "device") {
+    } else if (is_word(object, {"dev", "device"})) {
         std::size_t first = 1;
-        if (words.size() > 1 && (words[1] == "show" || words[1] == "list"))
+        if (words.size() > 1 && is_word(words[1], {"show", "list", "ls"}))
             first = 2;
         if (words.size() > first + 1)
             throw UsageError("usage: viaductctl dev [show] [NAME]");
@@ -96,7 +142,7 @@ Command parse_args(const std::vector<std::string> &args) {
         if (words.size() == first + 1)
             cmd.name = words[first];
     } else {
-        throw UsageError("unknown object '" + object + "'");
+        throw UsageError("unknown object '" + object + "': link or dev");
     }
     if (!cmd.name.empty())
         check_name(cmd.name);

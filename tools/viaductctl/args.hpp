@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-// Command-line grammar of viaductctl, kept apart from netlink for testing.
+// The command-line grammar of viaductctl, kept apart from netlink so that it
+// can be tested on any host.
 #pragma once
 
 #include <stdexcept>
@@ -8,6 +9,8 @@
 
 namespace viaductctl {
 
+// A command line that does not parse; main() prints it with the usage and
+// exits 2.
 struct UsageError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
@@ -15,16 +18,17 @@ struct UsageError : std::runtime_error {
 struct Command {
     enum class Kind { Help, Version, LinkAdd, LinkDel, LinkShow, DevShow };
     Kind kind = Kind::Help;
-    std::string name;   // device name, empty for all
-    std::string netdev; // link add
+    std::string name;   // device name; empty for all devices
+    std::string netdev; // link add: the interface
     bool json = false;
     bool pretty = false;
 };
 
-// Parses argv[1..]; throws UsageError with a message for the user.
+// Parses argv[1..]. Options (-j/--json, -p/--pretty, -h/--help,
+// -V/--version; short ones may be combined, as in -jp) may appear anywhere.
 Command parse_args(const std::vector<std::string> &args);
 
-// True if @name is a valid device name: 1..15 of [A-Za-z0-9_.-].
+// 1 to 15 characters of [A-Za-z0-9_.-], as the kernel accepts.
 bool valid_device_name(const std::string &name);
 
 extern const char *const usage_text;

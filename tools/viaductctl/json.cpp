@@ -5,9 +5,65 @@
 
 namespace viaductctl {
 
+namespace {
+
+// Length of the well-formed UTF-8 sequence at @s[i] (overlong forms,
+// surrogates and code points past U+10FFFF are not), or 0 if there is none;
+// then @bad is the length of the ill-formed part to replace with a single
+// U+FFFD: the lead byte and the continuation bytes that fit it, as Unicode
+// recommends.
+std::size_t utf8_sequence(std::string_view s, std::size_t i, std::size_t &bad) {
+    auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+    unsigned char c = byte(i);
+    std::size_t len;
+    unsigned char lo = 0x80, hi = 0xbf; // allowed range of the second byte
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        if (c == 0xe0)
+            lo = 0xa0;
+        else if (c == 0xed)
+            hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        if (c == 0xf0)
+            lo = 0x90;
+        else if (c == 0xf4)
+            hi = 0x8f;
+    } else {
+        bad = 1;
+        return 0;
+    }
+    for (std::size_t k = 1; k < len; ++k) {
+        bool fits = i + k < s.size() && byte(i + k) >= (k == 1 ? lo : 0x80) &&
+                    byte(i + k) <= (k == 1 ? hi : 0xbf);
+        if (!fits) {
+            bad = k;
+            return 0;
+        }
+    }
+    return len;
+}
+
+} // namespace
+
 std::string JsonWriter::escape(std::string_view s) {
     std::string r = "\"";
-    for (unsigned char c : s) {
+    for (std::size_t i = 0; i < s.size();) {
+        unsigned char c = static_cast<unsigned char>(s[i]);
+        if (c >= 0x80) {
+            std::size_t bad = 0;
+            if (std::size_t len = utf8_sequence(s, i, bad)) {
+                r.append(s, i, len);
+                i += len;
+            } else {
+                r += "\\ufffd";
+                i += bad;
+            }
+            continue;
+        }
+        ++i;
         switch (c) {
         case '"':
             r += "\\\"";
@@ -31,7 +87,7 @@ std::string JsonWriter::escape(std::string_view s) {
             r += "\\f";
             break;
         default:
-            if (c < 0x20) {
+            if (c < 0x20 || c == 0x7f) {
                 char buf[8];
                 std::snprintf(buf, sizeof(buf), "\\u%04x", c);
                 r += buf;
@@ -47,7 +103,7 @@ void JsonWriter::newline() {
     if (!pretty_)
         return;
     out_ += '\n';
-    out_.append(first_.size() * 2, ' ');
+    out_.append(open_.size() * 2, ' ');
 }
 
 void JsonWriter::before_value() {
@@ -55,28 +111,32 @@ void JsonWriter::before_value() {
         after_key_ = false;
         return;
     }
-    if (!first_.empty()) {
-        if (!first_.back())
+    if (!open_.empty()) {
+        if (!open_.back())
             out_ += ',';
-        first_.back() = false;
+        open_.back() = false;
         newline();
     }
 }
 
-JsonWriter &JsonWriter::begin_object() {
+JsonWriter &JsonWriter::open(char c) {
     before_value();
-    out_ += '{';
-    first_.push_back(true);
+    out_ += c;
+    open_.push_back(true);
     return *this;
 }
 
 JsonWriter &JsonWriter::close(char c) {
-    bool empty = first_.back();
-    first_.pop_back();
+    bool empty = open_.back();
+    open_.pop_back();
     if (!empty)
         newline();
     out_ += c;
     return *this;
+}
+
+JsonWriter &JsonWriter::begin_object() {
+    return open('{');
 }
 
 JsonWriter &JsonWriter::end_object() {
@@ -84,10 +144,7 @@ JsonWriter &JsonWriter::end_object() {
 }
 
 JsonWriter &JsonWriter::begin_array() {
-    before_value();
-    out_ += '[';
-    first_.push_back(true);
-    return *this;
+    return open('[');
 }
 
 JsonWriter &JsonWriter::end_array() {
@@ -108,7 +165,7 @@ JsonWriter &JsonWriter::value(std::string_view s) {
     return *this;
 }
 
-JsonWriter &JsonWriter::value(std::uint64_t n) {
+JsonWriter &JsonWriter::number(std::uint64_t n) {
     before_value();
     out_ += std::to_string(n);
     return *this;

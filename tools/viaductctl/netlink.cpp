@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <linux/netlink.h>
+#include <netlink/errno.h>
 #include <netlink/genl/ctrl.h>
 #include <netlink/genl/genl.h>
 #include <netlink/msg.h>
@@ -17,6 +18,16 @@ namespace viaductctl {
 
 namespace {
 
+using Source = NetlinkError::Source;
+
+struct MsgDeleter {
+    void operator()(nl_msg *msg) const noexcept { nlmsg_free(msg); }
+};
+struct CbDeleter {
+    void operator()(nl_cb *cb) const noexcept { nl_cb_put(cb); }
+};
+
+// What the callbacks collect from the replies to one request.
 struct Reply {
     std::vector<LinkInfo> links;
     bool done = false;
@@ -29,6 +40,26 @@ const char *const limit_names[VIADUCT_A_LIMIT_MAX + 1] = {
     "max_sge", "max_inline", "max_ord", "max_ird", "max_msg_size", "max_mr_size", nullptr,
 };
 
+std::size_t payload_len(const nlattr *a) {
+    int len = nla_len(a);
+    return len > 0 ? static_cast<std::size_t>(len) : 0;
+}
+
+std::string get_str(nlattr *a) {
+    if (!a)
+        return {};
+    const char *s = static_cast<const char *>(nla_data(a));
+    return std::string(s, strnlen(s, payload_len(a)));
+}
+
+std::uint32_t get_u32(nlattr *a) {
+    return a && payload_len(a) >= 4 ? nla_get_u32(a) : 0;
+}
+
+std::uint64_t get_uint(nlattr *a) {
+    return payload_len(a) >= 8 ? nla_get_u64(a) : get_u32(a);
+}
+
 void parse_addrs(nlattr *nest, LinkInfo &info) {
     nlattr *a;
     int rem;
@@ -36,18 +67,31 @@ void parse_addrs(nlattr *nest, LinkInfo &info) {
         nlattr *tb[VIADUCT_A_ADDR_MAX + 1] = {};
         if (nla_parse_nested(tb, VIADUCT_A_ADDR_MAX, a, nullptr) < 0)
             continue;
-        if (!tb[VIADUCT_A_ADDR_FAMILY] || !tb[VIADUCT_A_ADDR_DATA])
+        nlattr *fam = tb[VIADUCT_A_ADDR_FAMILY], *data = tb[VIADUCT_A_ADDR_DATA];
+        if (!fam || payload_len(fam) < 2 || !data)
             continue;
-        int family =
-            nla_get_u16(tb[VIADUCT_A_ADDR_FAMILY]) == VIADUCT_AF_INET6 ? AF_INET6 : AF_INET;
-        std::size_t want = family == AF_INET6 ? 16 : 4;
-        if (static_cast<std::size_t>(nla_len(tb[VIADUCT_A_ADDR_DATA])) < want)
+        int family;
+        std::size_t want;
+        switch (nla_get_u16(fam)) {
+        case VIADUCT_AF_INET:
+            family = AF_INET;
+            want = 4;
+            break;
+        case VIADUCT_AF_INET6:
+            family = AF_INET6;
+            want = 16;
+            break;
+        default:
+            continue;
+        }
+        if (payload_len(data) < want)
             continue;
         char buf[INET6_ADDRSTRLEN] = {};
-        if (!inet_ntop(family, nla_data(tb[VIADUCT_A_ADDR_DATA]), buf, sizeof(buf)))
+        if (!inet_ntop(family, nla_data(data), buf, sizeof(buf)))
             continue;
-        unsigned plen = tb[VIADUCT_A_ADDR_PREFIXLEN] ? nla_get_u8(tb[VIADUCT_A_ADDR_PREFIXLEN]) : 0;
-        info.addresses.push_back(std::string(buf) + "/" + std::to_string(plen));
+        nlattr *plen = tb[VIADUCT_A_ADDR_PREFIXLEN];
+        unsigned prefixlen = plen && payload_len(plen) >= 1 ? nla_get_u8(plen) : 0;
+        info.addresses.push_back(std::string(buf) + "/" + std::to_string(prefixlen));
     }
 }
 
@@ -55,23 +99,9 @@ void parse_limits(nlattr *nest, LinkInfo &info) {
     nlattr *tb[VIADUCT_A_LIMIT_MAX + 1] = {};
     if (nla_parse_nested(tb, VIADUCT_A_LIMIT_MAX, nest, nullptr) < 0)
         return;
-    for (int i = 1; i <= VIADUCT_A_LIMIT_MAX; ++i) {
-        if (!tb[i] || !limit_names[i])
-            continue;
-        std::uint64_t v = nla_len(tb[i]) >= 8 ? nla_get_u64(tb[i]) : nla_get_u32(tb[i]);
-        info.limits.emplace_back(limit_names[i], v);
-    }
-}
-
-std::string get_str(nlattr *a) {
-    if (!a)
-        return {};
-    const char *s = static_cast<const char *>(nla_data(a));
-    return std::string(s, strnlen(s, static_cast<std::size_t>(nla_len(a))));
-}
-
-std::uint32_t get_u32(nlattr *a) {
-    return a ? nla_get_u32(a) : 0;
+    for (int i = 1; i <= VIADUCT_A_LIMIT_MAX; ++i)
+        if (tb[i] && limit_names[i])
+            info.limits.emplace_back(limit_names[i], get_uint(tb[i]));
 }
 
 int on_valid(nl_msg *msg, void *arg) {
@@ -101,20 +131,21 @@ int on_finish(nl_msg *, void *arg) {
     return NL_STOP;
 }
 
-// Reads the kernel's extended-ack message out of the error reply.
+// The kernel's extended-ack message, which follows the echoed request in an
+// error reply when the socket asked for NETLINK_EXT_ACK. libnl hands us
+// @err, the payload of that reply, so its header sits just in front.
 std::string extack_message(const nlmsgerr *err) {
-    const auto *nlh =
-        reinterpret_cast<const nlmsghdr *>(reinterpret_cast<const char *>(err) - NLMSG_HDRLEN);
-    if (!(nlh->nlmsg_flags & NLM_F_ACK_TLVS))
+    const char *payload = reinterpret_cast<const char *>(err);
+    const auto *nlh = reinterpret_cast<const nlmsghdr *>(payload - NLMSG_HDRLEN);
+    if (!(nlh->nlmsg_flags & NLM_F_ACK_TLVS) || nlh->nlmsg_len < NLMSG_HDRLEN)
         return {};
-    std::size_t off = sizeof(*err);
-    if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
-        off += err->msg.nlmsg_len - NLMSG_HDRLEN;
     std::size_t total = nlh->nlmsg_len - NLMSG_HDRLEN;
+    std::size_t off = sizeof(*err);
+    if (!(nlh->nlmsg_flags & NLM_F_CAPPED) && err->msg.nlmsg_len >= NLMSG_HDRLEN)
+        off += NLMSG_ALIGN(err->msg.nlmsg_len - NLMSG_HDRLEN);
     if (off >= total)
         return {};
-    auto *attrs =
-        reinterpret_cast<nlattr *>(const_cast<char *>(reinterpret_cast<const char *>(err) + off));
+    auto *attrs = reinterpret_cast<nlattr *>(const_cast<char *>(payload + off));
     nlattr *tb[NLMSGERR_ATTR_MAX + 1] = {};
     if (nla_parse(tb, NLMSGERR_ATTR_MAX, attrs, static_cast<int>(total - off), nullptr) < 0)
         return {};
@@ -129,59 +160,68 @@ int on_error(sockaddr_nl *, nlmsgerr *err, void *arg) {
     return NL_STOP;
 }
 
-} // namespace
-
-Genl::Genl() {
-    sock_ = nl_socket_alloc();
-    if (!sock_)
-        throw NetlinkError(ENOMEM, "cannot allocate a netlink socket");
-    if (int r = genl_connect(sock_); r < 0) {
-        nl_socket_free(sock_);
-        throw NetlinkError(-r, std::string("cannot open generic netlink: ") + nl_geterror(r));
-    }
-    int one = 1;
-    setsockopt(nl_socket_get_fd(sock_), SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof(one));
-    family_ = genl_ctrl_resolve(sock_, VIADUCT_GENL_NAME);
-    if (family_ < 0) {
-        nl_socket_free(sock_);
-        throw NetlinkError(ENOENT,
-                           "viaduct generic netlink family not found: is viaduct.ko loaded?");
-    }
+std::string libnl_error(const char *what, int nlerr) {
+    return std::string(what) + ": " + nl_geterror(nlerr);
 }
 
-Genl::~Genl() {
-    nl_socket_free(sock_);
+} // namespace
+
+void Genl::SocketDeleter::operator()(nl_sock *sock) const noexcept {
+    nl_socket_free(sock); // closes the socket too
+}
+
+Genl::Genl() : sock_(nl_socket_alloc()) {
+    if (!sock_)
+        throw NetlinkError(Source::Local, ENOMEM, "cannot allocate a netlink socket");
+    if (int r = genl_connect(sock_.get()); r < 0)
+        throw NetlinkError(Source::Local, EIO, libnl_error("cannot open generic netlink", r));
+    int one = 1;
+    // Without extended acks the kernel's messages are lost; not fatal.
+    (void)setsockopt(nl_socket_get_fd(sock_.get()), SOL_NETLINK, NETLINK_EXT_ACK, &one,
+                     sizeof(one));
+    family_ = genl_ctrl_resolve(sock_.get(), VIADUCT_GENL_NAME);
+    if (family_ == -NLE_OBJ_NOTFOUND)
+        throw NetlinkError(Source::FamilyMissing, ENOENT,
+                           "viaduct generic netlink family not found: is viaduct.ko loaded?");
+    if (family_ < 0)
+        throw NetlinkError(
+            Source::Local, EIO,
+            libnl_error("cannot look up the viaduct generic netlink family", family_));
 }
 
 std::vector<LinkInfo> Genl::transact(std::uint8_t cmd, int flags, const std::string &name,
                                      const std::string &ifname) {
-    std::unique_ptr<nl_msg, void (*)(nl_msg *)> msg(nlmsg_alloc(), nlmsg_free);
+    std::unique_ptr<nl_msg, MsgDeleter> msg(nlmsg_alloc());
     if (!msg)
-        throw NetlinkError(ENOMEM, "out of memory");
+        throw NetlinkError(Source::Local, ENOMEM, "out of memory");
     if (!genlmsg_put(msg.get(), NL_AUTO_PORT, NL_AUTO_SEQ, family_, 0, flags, cmd,
                      VIADUCT_GENL_VERSION) ||
         (!name.empty() && nla_put_string(msg.get(), VIADUCT_A_DEV_NAME, name.c_str()) < 0) ||
         (!ifname.empty() && nla_put_string(msg.get(), VIADUCT_A_IFNAME, ifname.c_str()) < 0))
-        throw NetlinkError(EMSGSIZE, "cannot build the netlink request");
+        throw NetlinkError(Source::Local, EMSGSIZE, "cannot build the netlink request");
 
+    std::unique_ptr<nl_cb, CbDeleter> cb(nl_cb_alloc(NL_CB_DEFAULT));
+    if (!cb)
+        throw NetlinkError(Source::Local, ENOMEM, "out of memory");
     Reply reply;
-    std::unique_ptr<nl_cb, void (*)(nl_cb *)> cb(nl_cb_alloc(NL_CB_DEFAULT), nl_cb_put);
     nl_cb_set(cb.get(), NL_CB_VALID, NL_CB_CUSTOM, on_valid, &reply);
     nl_cb_set(cb.get(), NL_CB_FINISH, NL_CB_CUSTOM, on_finish, &reply);
     nl_cb_set(cb.get(), NL_CB_ACK, NL_CB_CUSTOM, on_finish, &reply);
     nl_cb_err(cb.get(), NL_CB_CUSTOM, on_error, &reply);
 
-    if (int r = nl_send_auto(sock_, msg.get()); r < 0)
-        throw NetlinkError(-r, std::string("netlink send: ") + nl_geterror(r));
+    if (int r = nl_send_auto(sock_.get(), msg.get()); r < 0)
+        throw NetlinkError(Source::Local, EIO, libnl_error("netlink send", r));
+    // An error reply makes nl_recvmsgs() fail as well; on_error has the
+    // details by then, so "done" is checked first.
     while (!reply.done) {
-        int r = nl_recvmsgs(sock_, cb.get());
+        int r = nl_recvmsgs(sock_.get(), cb.get());
         if (reply.done)
             break;
         if (r < 0)
-            throw NetlinkError(EIO, std::string("netlink receive: ") + nl_geterror(r));
+            throw NetlinkError(Source::Local, EIO, libnl_error("netlink receive", r));
     }
     if (reply.err)
-        throw NetlinkError(reply.err, std::strerror(reply.err), reply.extack);
+        throw NetlinkError(Source::Kernel, reply.err, std::strerror(reply.err), reply.extack);
     return std::move(reply.links);
 }
 

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
+#include "file_descriptor.hpp"
+
 #include <unistd.h>
 #include <utility>
 
-#include <viaduct/viaduct.hpp>
-
-namespace viaduct {
+namespace viaduct::detail {
 
 FileDescriptor::FileDescriptor(FileDescriptor &&other) noexcept : fd_(other.release()) {}
 
@@ -24,8 +24,10 @@ int FileDescriptor::release() noexcept {
 
 void FileDescriptor::reset(int fd) noexcept {
     int old = std::exchange(fd_, fd);
+    // close() releases the descriptor even when it reports an error (EINTR
+    // included, on Linux), so it must not be retried.
     if (old >= 0)
         ::close(old);
 }
 
-} // namespace viaduct
+} // namespace viaduct::detail

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Soft RNIC devices: one per bound net_device, living in its namespace.
+ *
+ * API
+ * ---
+ *   vd_device_init(), vd_device_uninit()
+ *       Module lifetime: the netdev notifier and the pernet cleanup.
+ *       Uninit removes every device that is still there.
+ *
+ *   vd_device_create(netdev, name)
+ *       Binds a new device named @name to @netdev (RTNL held) and returns
+ *       it with a reference for the caller. -EINVAL: bad name; -ENODEV:
+ *       @netdev is going away; -EBUSY: @netdev already has a device;
+ *       -EEXIST: @name is taken in @netdev's namespace; -ENOSPC: device
+ *       indices exhausted; -ENOMEM.
+ *   vd_device_remove(vd)
+ *       Unlists @vd and drops its netdev reference; -ENODEV if it was
+ *       already removed. Holders of references keep the memory only.
+ *   vd_device_get_by_index(net, index), vd_device_get_by_name(net, name)
+ *       Referenced live device of namespace @net, or NULL.
+ *   vd_device_get_next(net, &index)
+ *       The live device of @net with the lowest index >= *@index,
+ *       referenced, with *@index set to its index; NULL if none.
+ *   vd_device_get(vd), vd_device_put(vd)
+ *       Memory lifetime (kref). Any context.
+ *   vd_device_alive(vd)
+ *       False once removed. A hint without locks: the answer can change
+ *       right after it is given, so callers that act on the bound netdev go
+ *       through vd_device_query() and friends, which check under the lock.
+ *   vd_device_query(vd, attr)
+ *       Fills all of @attr (@index too) from the device and its interface;
+ *       -ENODEV once the device was removed.
+ *   vd_device_list(net, capacity, &entries, &filled)
+ *       Returns the number of devices of @net and, in a new array the
+ *       caller frees with kvfree(), the first min(capacity, number) of
+ *       them; or -ENOMEM.
+ *   vd_device_ctx_attach(vd), vd_device_ctx_detach(vd), vd_device_contexts(vd)
+ *       Count of user contexts that selected the device (for reporting).
+ *   vd_device_name_valid(name)
+ *       1 to VIADUCT_NAME_SIZE - 1 characters of [A-Za-z0-9_.-].
+ *
+ * Locking and lifetimes
+ * ---------------------
+ * vd_devices_lock (a mutex) protects the table of live devices and each
+ * device's binding (@netdev, @removed). RTNL, where both are needed, is
+ * taken first: creation holds RTNL so that the interface cannot start to
+ * unregister between the check of its state and the device joining the
+ * table, and the notifier is called with RTNL held.
+ *
+ * The table holds one reference on every live device; removal drops it.
+ * The netdev reference is dropped at removal, not at the last put, so a
+ * context that keeps a removed device open never delays the interface's
+ * unregistration. A device's namespace is the interface's, and a device
+ * leaves with its interface (NETDEV_UNREGISTER is also sent when the
+ * interface moves to another namespace), so @net is valid while the
+ * device is live and needs no reference of its own.
+ */
+#ifndef _VD_DEVICE_H
+#define _VD_DEVICE_H
+
+#include <linux/atomic.h>
+#include <linux/kref.h>
+#include <linux/netdevice.h>
+#include <linux/types.h>
+#include <net/net_namespace.h>
+
+#include <uapi/viaduct.h>
+
+#include "viaduct.h"
+
+struct vd_device {
+	struct kref ref;
+	u32 index;			/* global, never reused while loaded */
+	char name[VIADUCT_NAME_SIZE];
+	possible_net_t net;		/* the interface's, while live */
+	struct net_device *netdev;	/* NULL once removed */
+	netdevice_tracker netdev_tracker;
+	bool removed;
+	atomic_t contexts;
+};
+
+int vd_device_init(void);
+void vd_device_uninit(void);
+
+bool vd_device_name_valid(const char *name);
+
+struct vd_device *vd_device_create(struct net_device *netdev, const char *name);
+int vd_device_remove(struct vd_device *vd);
+
+struct vd_device *vd_device_get_by_index(struct net *net, u32 index);
+struct vd_device *vd_device_get_by_name(struct net *net, const char *name);
+struct vd_device *vd_device_get_next(struct net *net, u32 *index);
+void vd_device_put(struct vd_device *vd);
+
+int vd_device_query(struct vd_device *vd, struct viaduct_device_attr *attr);
+int vd_device_list(struct net *net, u32 capacity,
+		   struct viaduct_device_entry **entries, u32 *filled);
+
+static inline struct vd_device *vd_device_get(struct vd_device *vd)
+{
+	kref_get(&vd->ref);
+	return vd;
+}
+
+static inline bool vd_device_alive(const struct vd_device *vd)
+{
+	return !READ_ONCE(vd->removed);
+}
+
+static inline void vd_device_ctx_attach(struct vd_device *vd)
+{
+	atomic_inc(&vd->contexts);
+}
+
+static inline void vd_device_ctx_detach(struct vd_device *vd)
+{
+	atomic_dec(&vd->contexts);
+}
+
+static inline u32 vd_device_contexts(const struct vd_device *vd)
+{
+	return atomic_read(&vd->contexts);
+}
+
+#define vd_dbg_dev(vd, fmt, ...) do {					\
+	const struct vd_device *__vd = (vd);				\
+									\
+	pr_debug("%s(%u) %s: " fmt, __vd->name, __vd->index, __func__,	\
+		 ##__VA_ARGS__);					\
+} while (0)
+
+#endif /* _VD_DEVICE_H */

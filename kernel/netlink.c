@@ -1,0 +1,353 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The "viaduct" generic-netlink family: link add, del and get/dump.
+ *
+ * Every command acts on the namespace of the requesting socket. The family
+ * owns nothing: devices belong to device.c, which reports their state
+ * through vd_device_query(); this file only translates.
+ */
+#include <linux/if.h>
+#include <linux/kernel.h>
+#include <linux/netdevice.h>
+#include <linux/rtnetlink.h>
+#include <linux/slab.h>
+#include <net/genetlink.h>
+#include <net/netlink.h>
+#include <net/sock.h>
+
+#include <uapi/viaduct_nl.h>
+
+#include "device.h"
+#include "netlink.h"
+
+static const struct nla_policy vd_nl_policy[VIADUCT_A_MAX + 1] = {
+	[VIADUCT_A_DEV_INDEX]	= { .type = NLA_U32 },
+	[VIADUCT_A_DEV_NAME]	= { .type = NLA_NUL_STRING,
+				    .len = VIADUCT_NAME_SIZE - 1 },
+	[VIADUCT_A_IFINDEX]	= NLA_POLICY_MIN(NLA_U32, 1),
+	[VIADUCT_A_IFNAME]	= { .type = NLA_NUL_STRING, .len = IFNAMSIZ - 1 },
+};
+
+static struct genl_family vd_nl_family;
+
+static int put_addrs(struct sk_buff *skb,
+		     const struct viaduct_device_attr *attr)
+{
+	struct nlattr *addrs, *addr;
+	u32 i;
+
+	addrs = nla_nest_start(skb, VIADUCT_A_ADDRS);
+	if (!addrs)
+		return -EMSGSIZE;
+	for (i = 0; i < attr->num_addrs; i++) {
+		const struct viaduct_addr *a = &attr->addrs[i];
+		int len = a->family == VIADUCT_AF_INET ? 4 : 16;
+
+		addr = nla_nest_start(skb, VIADUCT_A_ADDR);
+		if (!addr ||
+		    nla_put_u16(skb, VIADUCT_A_ADDR_FAMILY, a->family) ||
+		    nla_put_u8(skb, VIADUCT_A_ADDR_PREFIXLEN, a->prefixlen) ||
+		    nla_put(skb, VIADUCT_A_ADDR_DATA, len, a->addr))
+			return -EMSGSIZE;
+		nla_nest_end(skb, addr);
+	}
+	nla_nest_end(skb, addrs);
+	return 0;
+}
+
+static int put_limits(struct sk_buff *skb,
+		      const struct viaduct_device_attr *attr)
+{
+	struct nlattr *limits;
+
+	limits = nla_nest_start(skb, VIADUCT_A_LIMITS);
+	if (!limits ||
+	    nla_put_u32(skb, VIADUCT_A_LIMIT_MAX_PD, attr->max_pd) ||
+	    nla_put_u32(skb, VIADUCT_A_LIMIT_MAX_MR, attr->max_mr) ||
+	    nla_put_u32(skb, VIADUCT_A_LIMIT_MAX_CQ, attr->max_cq) ||
+	    nla_put_u32(skb, VIADUCT_A_LIMIT_MAX_CQE, attr->max_cqe) ||
+	    nla_put_u32(skb, VIADUCT_A_LIMIT_MAX_QP, attr->max_qp) ||
+	    nla_put_u32(skb, VIADUCT_A_LIMIT_MAX_QP_WR, attr->max_qp_wr) ||
+	    nla_put_u32(skb, VIADUCT_A_LIMIT_MAX_SGE, attr->max_sge) ||
+	    nla_put_u32(skb, VIADUCT_A_LIMIT_MAX_INLINE, attr->max_inline) ||
+	    nla_put_u32(skb, VIADUCT_A_LIMIT_MAX_ORD, attr->max_ord) ||
+	    nla_put_u32(skb, VIADUCT_A_LIMIT_MAX_IRD, attr->max_ird) ||
+	    nla_put_u64_64bit(skb, VIADUCT_A_LIMIT_MAX_MSG_SIZE,
+			      attr->max_msg_size, VIADUCT_A_LIMIT_PAD) ||
+	    nla_put_u64_64bit(skb, VIADUCT_A_LIMIT_MAX_MR_SIZE,
+			      attr->max_mr_size, VIADUCT_A_LIMIT_PAD))
+		return -EMSGSIZE;
+	nla_nest_end(skb, limits);
+	return 0;
+}
+
+/*
+ * One LINK_GET message for @vd; @attr is scratch space. -ENODEV if the
+ * device was removed meanwhile, -EMSGSIZE if @skb is full (then @skb is
+ * left as it was).
+ */
+static int fill_link(struct sk_buff *skb, struct vd_device *vd, u32 portid,
+		     u32 seq, int flags, struct viaduct_device_attr *attr)
+{
+	void *hdr;
+	int ret;
+
+	ret = vd_device_query(vd, attr);
+	if (ret)
+		return ret;
+
+	hdr = genlmsg_put(skb, portid, seq, &vd_nl_family, flags,
+			  VIADUCT_CMD_LINK_GET);
+	if (!hdr)
+		return -EMSGSIZE;
+	if (nla_put_u32(skb, VIADUCT_A_DEV_INDEX, attr->index) ||
+	    nla_put_string(skb, VIADUCT_A_DEV_NAME, attr->name) ||
+	    nla_put_u32(skb, VIADUCT_A_IFINDEX, attr->ifindex) ||
+	    nla_put_string(skb, VIADUCT_A_IFNAME, attr->ifname) ||
+	    nla_put_u32(skb, VIADUCT_A_MTU, attr->mtu) ||
+	    nla_put_u32(skb, VIADUCT_A_FLAGS, attr->flags) ||
+	    nla_put_u32(skb, VIADUCT_A_ABI_VERSION, attr->abi_version) ||
+	    put_addrs(skb, attr) || put_limits(skb, attr) ||
+	    nla_put_u32(skb, VIADUCT_A_CONTEXTS, vd_device_contexts(vd))) {
+		genlmsg_cancel(skb, hdr);
+		return -EMSGSIZE;
+	}
+	genlmsg_end(skb, hdr);
+	return 0;
+}
+
+/* The device named in the request by name or index, referenced. */
+static struct vd_device *lookup_device(struct genl_info *info)
+{
+	struct net *net = genl_info_net(info);
+	struct nlattr **attrs = info->attrs;
+	struct vd_device *vd;
+
+	if (attrs[VIADUCT_A_DEV_NAME]) {
+		vd = vd_device_get_by_name(net,
+					   nla_data(attrs[VIADUCT_A_DEV_NAME]));
+	} else if (attrs[VIADUCT_A_DEV_INDEX]) {
+		vd = vd_device_get_by_index(net,
+					    nla_get_u32(attrs[VIADUCT_A_DEV_INDEX]));
+	} else {
+		NL_SET_ERR_MSG(info->extack, "device name or index required");
+		return ERR_PTR(-EINVAL);
+	}
+	if (!vd) {
+		NL_SET_ERR_MSG(info->extack, "no such device");
+		return ERR_PTR(-ENODEV);
+	}
+	return vd;
+}
+
+/* The interface named in the request, RTNL held. */
+static struct net_device *lookup_netdev(struct genl_info *info)
+{
+	struct net *net = genl_info_net(info);
+	struct nlattr **attrs = info->attrs;
+	struct net_device *netdev = NULL;
+
+	ASSERT_RTNL();
+
+	if (attrs[VIADUCT_A_IFINDEX]) {
+		netdev = __dev_get_by_index(net,
+					    nla_get_u32(attrs[VIADUCT_A_IFINDEX]));
+		if (netdev && attrs[VIADUCT_A_IFNAME] &&
+		    nla_strcmp(attrs[VIADUCT_A_IFNAME], netdev->name))
+			netdev = NULL;
+	} else if (attrs[VIADUCT_A_IFNAME]) {
+		netdev = __dev_get_by_name(net,
+					   nla_data(attrs[VIADUCT_A_IFNAME]));
+	}
+	return netdev;
+}
+
+static void create_error(struct genl_info *info, int err)
+{
+	struct nlattr *name = info->attrs[VIADUCT_A_DEV_NAME];
+
+	switch (err) {
+	case -EINVAL:
+		NL_SET_ERR_MSG_ATTR(info->extack, name, "invalid device name");
+		break;
+	case -EEXIST:
+		NL_SET_ERR_MSG_ATTR(info->extack, name, "name in use");
+		break;
+	case -EBUSY:
+		NL_SET_ERR_MSG(info->extack,
+			       "interface already has a viaduct device");
+		break;
+	case -ENODEV:
+		NL_SET_ERR_MSG(info->extack, "interface is going away");
+		break;
+	case -ENOSPC:
+		NL_SET_ERR_MSG(info->extack, "device indices exhausted");
+		break;
+	}
+}
+
+static int vd_nl_link_add(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr **attrs = info->attrs;
+	struct viaduct_device_attr *attr;
+	struct net_device *netdev;
+	struct vd_device *vd;
+	struct sk_buff *msg;
+	int ret;
+
+	if (GENL_REQ_ATTR_CHECK(info, VIADUCT_A_DEV_NAME))
+		return -EINVAL;
+	if (!attrs[VIADUCT_A_IFINDEX] && !attrs[VIADUCT_A_IFNAME]) {
+		NL_SET_ERR_MSG(info->extack, "interface index or name required");
+		return -EINVAL;
+	}
+
+	attr = kmalloc(sizeof(*attr), GFP_KERNEL);
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	ret = -ENOMEM;
+	if (!attr || !msg)
+		goto out;
+
+	rtnl_lock();
+	netdev = lookup_netdev(info);
+	if (!netdev) {
+		NL_SET_ERR_MSG(info->extack, "no such interface");
+		ret = -ENODEV;
+		goto out_unlock;
+	}
+	vd = vd_device_create(netdev, nla_data(attrs[VIADUCT_A_DEV_NAME]));
+	if (IS_ERR(vd)) {
+		ret = PTR_ERR(vd);
+		create_error(info, ret);
+		goto out_unlock;
+	}
+	ret = fill_link(msg, vd, info->snd_portid, info->snd_seq, 0, attr);
+	if (ret) {
+		/* not reported, so not created */
+		vd_device_remove(vd);
+		vd_device_put(vd);
+		goto out_unlock;
+	}
+	rtnl_unlock();
+	vd_device_put(vd);
+	kfree(attr);
+	return genlmsg_reply(msg, info);
+
+out_unlock:
+	rtnl_unlock();
+out:
+	nlmsg_free(msg);
+	kfree(attr);
+	return ret;
+}
+
+static int vd_nl_link_del(struct sk_buff *skb, struct genl_info *info)
+{
+	struct vd_device *vd;
+	int ret;
+
+	vd = lookup_device(info);
+	if (IS_ERR(vd))
+		return PTR_ERR(vd);
+	ret = vd_device_remove(vd);
+	if (ret)
+		NL_SET_ERR_MSG(info->extack, "no such device");
+	vd_device_put(vd);
+	return ret;
+}
+
+static int vd_nl_link_get(struct sk_buff *skb, struct genl_info *info)
+{
+	struct viaduct_device_attr *attr;
+	struct vd_device *vd;
+	struct sk_buff *msg;
+	int ret;
+
+	vd = lookup_device(info);
+	if (IS_ERR(vd))
+		return PTR_ERR(vd);
+
+	attr = kmalloc(sizeof(*attr), GFP_KERNEL);
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	ret = -ENOMEM;
+	if (!attr || !msg)
+		goto out;
+	ret = fill_link(msg, vd, info->snd_portid, info->snd_seq, 0, attr);
+	if (ret)
+		goto out;
+	vd_device_put(vd);
+	kfree(attr);
+	return genlmsg_reply(msg, info);
+
+out:
+	nlmsg_free(msg);
+	kfree(attr);
+	vd_device_put(vd);
+	return ret;
+}
+
+/* cb->args[0]: the index to resume the dump at. */
+static int vd_nl_link_dump(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	struct net *net = sock_net(skb->sk);
+	struct viaduct_device_attr *attr;
+	u32 index = cb->args[0];
+	struct vd_device *vd;
+	int ret;
+
+	attr = kmalloc(sizeof(*attr), GFP_KERNEL);
+	if (!attr)
+		return -ENOMEM;
+	while ((vd = vd_device_get_next(net, &index))) {
+		ret = fill_link(skb, vd, NETLINK_CB(cb->skb).portid,
+				cb->nlh->nlmsg_seq, NLM_F_MULTI, attr);
+		vd_device_put(vd);
+		if (ret == -EMSGSIZE)
+			break;
+		/* removed meanwhile (-ENODEV) or sent: on to the next */
+		index++;
+	}
+	cb->args[0] = index;
+	kfree(attr);
+	return skb->len;
+}
+
+static const struct genl_small_ops vd_nl_ops[] = {
+	{
+		.cmd = VIADUCT_CMD_LINK_ADD,
+		.flags = GENL_UNS_ADMIN_PERM,
+		.doit = vd_nl_link_add,
+	},
+	{
+		.cmd = VIADUCT_CMD_LINK_DEL,
+		.flags = GENL_UNS_ADMIN_PERM,
+		.doit = vd_nl_link_del,
+	},
+	{
+		.cmd = VIADUCT_CMD_LINK_GET,
+		.doit = vd_nl_link_get,
+		.dumpit = vd_nl_link_dump,
+	},
+};
+
+static struct genl_family vd_nl_family __ro_after_init = {
+	.name = VIADUCT_GENL_NAME,
+	.version = VIADUCT_GENL_VERSION,
+	.maxattr = VIADUCT_A_MAX,
+	.policy = vd_nl_policy,
+	.netnsok = true,
+	.parallel_ops = true,
+	.module = THIS_MODULE,
+	.small_ops = vd_nl_ops,
+	.n_small_ops = ARRAY_SIZE(vd_nl_ops),
+};
+
+int __init vd_netlink_init(void)
+{
+	return genl_register_family(&vd_nl_family);
+}
+
+void vd_netlink_uninit(void)
+{
+	genl_unregister_family(&vd_nl_family);
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Module-wide counters, reported through the generic-netlink family.
+ * Plain atomics: they are statistics, not synchronisation.
+ */
+#ifndef _VD_STATS_H
+#define _VD_STATS_H
+
+#include <linux/atomic.h>
+
+struct vd_stats {
+	atomic64_t contexts;		/* open /dev/viaduct files */
+	atomic64_t pds;
+	atomic64_t mrs;
+	atomic64_t cqs;
+	atomic64_t qps;
+	atomic64_t pinned_pages;	/* pages pinned by registrations now */
+	atomic64_t doorbells;		/* DOORBELL system calls */
+	atomic64_t worker_polls;	/* doorbell pages polled by the kernel worker */
+	atomic64_t worker_wakeups;	/* times the worker was woken from sleep */
+	atomic64_t wqes_consumed;	/* WQEs copied out of SQ and RQ rings */
+	atomic64_t cqes_written;
+	atomic64_t cq_overflows;
+};
+
+extern struct vd_stats vd_stats;
+
+#define vd_stat_inc(name)	atomic64_inc(&vd_stats.name)
+#define vd_stat_dec(name)	atomic64_dec(&vd_stats.name)
+#define vd_stat_add(name, n)	atomic64_add((n), &vd_stats.name)
+#define vd_stat_sub(name, n)	atomic64_sub((n), &vd_stats.name)
+#define vd_stat_read(name)	atomic64_read(&vd_stats.name)
+
+#endif /* _VD_STATS_H */

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Protection domains.
+ *
+ * API
+ * ---
+ *   vd_pd_create(dev)       new PD with one reference (the creator's), or
+ *                           ERR_PTR(-ENOMEM / -ENOSPC).
+ *   vd_pd_get(pd), vd_pd_put(pd)
+ *                           memory lifetime. The last put frees the PD and
+ *                           its number; it never sleeps.
+ *   vd_pd_attach(pd)        counts one more user (an MR or a QP) of a live
+ *                           PD; -ENOENT once vd_pd_try_destroy() succeeded.
+ *   vd_pd_detach(pd)        uncounts it.
+ *   vd_pd_try_destroy(pd)   -EBUSY while the PD has users; otherwise marks
+ *                           it destroyed (no user can attach any more) and
+ *                           returns 0. The caller then forgets its handle
+ *                           and drops its reference with vd_pd_put().
+ *
+ * A user holds a reference of its own (vd_pd_get) for as long as it keeps
+ * the pointer, and is counted as a user (vd_pd_attach) for as long as it
+ * should keep the PD from being destroyed. The two are separate because a
+ * deregistered MR stops counting as a user at once, while an in-flight data
+ * transfer may keep the MR, and so its PD pointer, alive a little longer.
+ *
+ * The user count is an atomic with a "destroyed" value of -1: attaching is
+ * an increment that refuses negative values and destroying is a 0 -> -1
+ * cmpxchg, so attach and destroy need no common lock and cannot both win.
+ *
+ * PD numbers (@pdn) are unique among all live PDs of the module (so also
+ * within each device), start at 1, and may be reused after a PD is freed.
+ * They are for reporting; access checks compare PD pointers.
+ *
+ * @dev is never dereferenced here: the caller guarantees that the device
+ * outlives its PDs.
+ */
+#ifndef _VD_PD_H
+#define _VD_PD_H
+
+#include <linux/atomic.h>
+#include <linux/kref.h>
+#include <linux/types.h>
+
+struct vd_device;
+
+struct vd_pd {
+	struct kref ref;
+	struct vd_device *dev;
+	u32 pdn;
+	atomic_t users;		/* MRs and QPs attached; -1 once destroyed */
+};
+
+struct vd_pd *vd_pd_create(struct vd_device *dev);
+int vd_pd_try_destroy(struct vd_pd *pd);
+int vd_pd_attach(struct vd_pd *pd);
+void vd_pd_detach(struct vd_pd *pd);
+void vd_pd_put(struct vd_pd *pd);
+
+static inline struct vd_pd *vd_pd_get(struct vd_pd *pd)
+{
+	kref_get(&pd->ref);
+	return pd;
+}
+
+#endif /* _VD_PD_H */

@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The Translation and Protection Table: STag allocation, memory region
+ * lifetime, and the access check. See tpt.h for the API and
+ * Documentation/memory.rst for the design.
+ *
+ * Lifetime. A region is found through the xarray under RCU and pinned by
+ * kref_get_unless_zero(). Deregistration erases the index first, so once
+ * it returns no new lookup can find the region; lookups that raced with it
+ * either took their reference before the count reached zero (and keep the
+ * region, with its pages, alive until they put it) or fail. The structure
+ * is freed with kfree_rcu(), so a racing reader never touches freed memory.
+ * Fields other than @state never change after the region is published.
+ */
+#include <linux/bug.h>
+#include <linux/err.h>
+#include <linux/overflow.h>
+#include <linux/slab.h>
+#include <kunit/visibility.h>
+
+#include "mem.h"
+#include "pd.h"
+#include "stats.h"
+#include "tpt.h"
+
+static void vd_mr_free(struct vd_mr *mr)
+{
+	struct vd_tpt *tpt = mr->tpt;
+
+	vd_umem_release(mr->umem);
+	vd_pd_put(mr->pd);
+	vd_stat_dec(mrs);
+	kfree_rcu(mr, rcu);
+	atomic_dec(&tpt->nr_alive);
+}
+
+static void vd_tpt_release_work(struct work_struct *work)
+{
+	struct vd_tpt *tpt = container_of(work, struct vd_tpt, release_work);
+	struct llist_node *list = llist_del_all(&tpt->release_list);
+	struct vd_mr *mr, *next;
+
+	llist_for_each_entry_safe(mr, next, list, release_node)
+		vd_mr_free(mr);
+}
+
+void vd_tpt_init(struct vd_tpt *tpt, u32 max_mr)
+{
+	xa_init_flags(&tpt->mrs, XA_FLAGS_ALLOC);
+	tpt->next = 1;
+	tpt->max_mr = max_mr && max_mr < VD_STAG_INDEX_MAX ?
+		      max_mr : VD_STAG_INDEX_MAX;
+	atomic_set(&tpt->nr_mrs, 0);
+	atomic_set(&tpt->nr_alive, 0);
+	init_llist_head(&tpt->release_list);
+	INIT_WORK(&tpt->release_work, vd_tpt_release_work);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_tpt_init);
+
+void vd_tpt_uninit(struct vd_tpt *tpt)
+{
+	/*
+	 * Regions whose last reference went away outside process context
+	 * are queued on release_work; once it is flushed, nothing of ours
+	 * can run any more.
+	 */
+	flush_work(&tpt->release_work);
+	WARN_ON(!xa_empty(&tpt->mrs));
+	WARN_ON(atomic_read(&tpt->nr_alive));
+	xa_destroy(&tpt->mrs);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_tpt_uninit);
+
+/*
+ * VIADUCT_ACCESS_* -> VD_RIGHT_*, or -EINVAL. Local read is always granted;
+ * remote write needs local write (remote read needs local read, which is
+ * implied).
+ */
+int vd_mr_access_rights(u32 access)
+{
+	u32 rights = VD_RIGHT_LOCAL_READ;
+
+	if (access & ~VIADUCT_ACCESS_ALL)
+		return -EINVAL;
+	if ((access & VIADUCT_ACCESS_REMOTE_WRITE) &&
+	    !(access & VIADUCT_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+
+	if (access & VIADUCT_ACCESS_LOCAL_WRITE)
+		rights |= VD_RIGHT_LOCAL_WRITE;
+	if (access & VIADUCT_ACCESS_REMOTE_WRITE)
+		rights |= VD_RIGHT_REMOTE_WRITE;
+	if (access & VIADUCT_ACCESS_REMOTE_READ)
+		rights |= VD_RIGHT_REMOTE_READ;
+	if (access & VIADUCT_ACCESS_MW_BIND)
+		rights |= VD_RIGHT_MW_BIND;
+	return rights;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_mr_access_rights);
+
+/* On success the region owns @umem; on failure the caller still does. */
+struct vd_mr *vd_mr_insert(struct vd_tpt *tpt, struct vd_pd *pd,
+			   struct vd_umem *umem, u64 addr, u64 length,
+			   u32 access, u8 key)
+{
+	int rights = vd_mr_access_rights(access);
+	struct vd_mr *mr;
+	u64 last;
+	u32 index;
+	int ret;
+
+	if (rights < 0)
+		return ERR_PTR(rights);
+	if (!length || check_add_overflow(addr, length - 1, &last))
+		return ERR_PTR(-EINVAL);
+
+	if (atomic_inc_return(&tpt->nr_mrs) > tpt->max_mr) {
+		ret = -ENOMEM;
+		goto err_uncount;
+	}
+	ret = vd_pd_attach(pd);
+	if (ret)
+		goto err_uncount;
+
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL_ACCOUNT);
+	if (!mr) {
+		ret = -ENOMEM;
+		goto err_detach;
+	}
+	kref_init(&mr->ref);
+	mr->tpt = tpt;
+	mr->pd = vd_pd_get(pd);
+	mr->access = access;
+	mr->rights = rights;
+	mr->state = VD_MR_VALID;
+	mr->addr = addr;
+	mr->length = length;
+	mr->umem = umem;
+
+	/*
+	 * Reserve an index, then publish the finished region in it: a reader
+	 * that guesses the STag sees either nothing or the whole region,
+	 * never one whose @stag is still being written.
+	 */
+	ret = xa_alloc_cyclic(&tpt->mrs, &index, NULL,
+			      XA_LIMIT(1, VD_STAG_INDEX_MAX), &tpt->next,
+			      GFP_KERNEL);
+	if (ret < 0) {
+		ret = ret == -EBUSY ? -ENOMEM : ret;
+		goto err_free;
+	}
+	mr->stag = vd_stag_make(index, key);
+	WARN_ON(xa_is_err(xa_store(&tpt->mrs, index, mr, GFP_KERNEL)));
+
+	atomic_inc(&tpt->nr_alive);
+	vd_stat_inc(mrs);
+	return mr;
+
+err_free:
+	vd_pd_put(pd);
+	kfree(mr);
+err_detach:
+	vd_pd_detach(pd);
+err_uncount:
+	atomic_dec(&tpt->nr_mrs);
+	return ERR_PTR(ret);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_mr_insert);
+
+struct vd_mr *vd_mr_register(struct vd_tpt *tpt, struct vd_pd *pd, u64 addr,
+			     u64 length, u32 access, u8 key)
+{
+	int rights = vd_mr_access_rights(access);
+	struct vd_umem *umem;
+	struct vd_mr *mr;
+
+	if (rights < 0)
+		return ERR_PTR(rights);
+	if (addr != (unsigned long)addr)
+		return ERR_PTR(-EFAULT);
+
+	umem = vd_umem_pin(addr, length, rights & VD_RIGHT_LOCAL_WRITE);
+	if (IS_ERR(umem))
+		return ERR_CAST(umem);
+
+	mr = vd_mr_insert(tpt, pd, umem, addr, length, access, key);
+	if (IS_ERR(mr))
+		vd_umem_release(umem);
+	return mr;
+}
+
+static void vd_mr_release_now(struct kref *ref)
+{
+	vd_mr_free(container_of(ref, struct vd_mr, ref));
+}
+
+/*
+ * The last put may come from the data path in atomic context, while
+ * unpinning sleeps: hand the region to the table's work item.
+ */
+static void vd_mr_release_later(struct kref *ref)
+{
+	struct vd_mr *mr = container_of(ref, struct vd_mr, ref);
+	struct vd_tpt *tpt = mr->tpt;
+
+	if (llist_add(&mr->release_node, &tpt->release_list))
+		schedule_work(&tpt->release_work);
+}
+
+void vd_mr_put(struct vd_mr *mr)
+{
+	if (mr)
+		kref_put(&mr->ref, vd_mr_release_later);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_mr_put);
+
+void vd_mr_deregister(struct vd_mr *mr)
+{
+	struct vd_tpt *tpt = mr->tpt;
+
+	might_sleep();
+	/*
+	 * The state is left alone: a lookup that found the region just
+	 * before the erase then gets either a reference or, once the count
+	 * is zero, VD_ACCESS_INVALID_STAG, never a third answer.
+	 */
+	xa_erase(&tpt->mrs, vd_stag_index(mr->stag));
+	atomic_dec(&tpt->nr_mrs);
+	/*
+	 * Stop counting as a user of the PD now, so that DESTROY_PD right
+	 * after DEREG_MR succeeds even while a transfer still holds the
+	 * region; the PD reference itself goes with the region.
+	 */
+	vd_pd_detach(mr->pd);
+	kref_put(&mr->ref, vd_mr_release_now);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_mr_deregister);
+
+/* Steps 1 and 2 of the check. Under rcu_read_lock(). */
+static struct vd_mr *vd_tpt_lookup(struct vd_tpt *tpt, u32 stag)
+{
+	u32 index = vd_stag_index(stag);
+	struct vd_mr *mr;
+
+	if (unlikely(!index))
+		return NULL;
+	mr = xa_load(&tpt->mrs, index);
+	if (unlikely(!mr || mr->stag != stag))
+		return NULL;
+	return mr;
+}
+
+/* Steps 3 to 7 of the check. */
+static enum vd_access_status vd_mr_check(const struct vd_mr *mr,
+					 const struct vd_pd *pd, u32 rights,
+					 u64 addr, u64 length)
+{
+	u64 off;
+
+	if (unlikely(READ_ONCE(mr->state) != VD_MR_VALID))
+		return VD_ACCESS_INVALID_STATE;
+	if (unlikely(mr->pd != pd))
+		return VD_ACCESS_PD_MISMATCH;
+	if (unlikely(!rights || (rights & ~mr->rights)))
+		return VD_ACCESS_RIGHTS;
+	/* Bytes addr .. addr + length - 1 must be addressable: no wrap. */
+	if (unlikely(length - 1 > U64_MAX - addr))
+		return VD_ACCESS_WRAP;
+	/*
+	 * off <= mr->length rules out addresses below the base (off wraps
+	 * to a huge value) and keeps mr->length - off from underflowing.
+	 */
+	off = addr - mr->addr;
+	if (unlikely(off > mr->length || length > mr->length - off))
+		return VD_ACCESS_BOUNDS;
+	return VD_ACCESS_OK;
+}
+
+enum vd_access_status vd_tpt_check(struct vd_tpt *tpt, u32 stag,
+				   const struct vd_pd *pd, u32 rights,
+				   u64 addr, u64 length, struct vd_mr **mrp)
+{
+	enum vd_access_status status;
+	struct vd_mr *mr;
+
+	if (mrp)
+		*mrp = NULL;
+	/* A zero-length access is not validated at all (verbs 7.6.3). */
+	if (!length)
+		return VD_ACCESS_OK;
+
+	rcu_read_lock();
+	mr = vd_tpt_lookup(tpt, stag);
+	if (unlikely(!mr))
+		status = VD_ACCESS_INVALID_STAG;
+	else
+		status = vd_mr_check(mr, pd, rights, addr, length);
+	/* A region whose count reached zero is being deregistered: gone. */
+	if (status == VD_ACCESS_OK && mrp) {
+		if (likely(kref_get_unless_zero(&mr->ref)))
+			*mrp = mr;
+		else
+			status = VD_ACCESS_INVALID_STAG;
+	}
+	rcu_read_unlock();
+	return status;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_tpt_check);
+
+/*
+ * Invalidating an already INVALID region succeeds: the result the caller
+ * asked for holds. Which rights an invalidation needs (a remote one needs
+ * the QP to allow it) is the caller's policy.
+ */
+enum vd_access_status vd_tpt_invalidate(struct vd_tpt *tpt, u32 stag,
+					const struct vd_pd *pd)
+{
+	enum vd_access_status status = VD_ACCESS_OK;
+	struct vd_mr *mr;
+
+	rcu_read_lock();
+	mr = vd_tpt_lookup(tpt, stag);
+	if (!mr)
+		status = VD_ACCESS_INVALID_STAG;
+	else if (mr->pd != pd)
+		status = VD_ACCESS_PD_MISMATCH;
+	else
+		WRITE_ONCE(mr->state, VD_MR_INVALID);
+	rcu_read_unlock();
+	return status;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_tpt_invalidate);
+
+/*
+ * RFC 5040 section 7.2, RDMAP layer, Remote Protection Error: for a
+ * failed check of the data source of an RDMA Read Request.
+ */
+static const u8 vd_term_rdmap_code[VD_ACCESS_NR] = {
+	[VD_ACCESS_INVALID_STAG]	= 0x00,	/* invalid STag */
+	[VD_ACCESS_INVALID_STATE]	= 0x00,	/* invalid STag */
+	[VD_ACCESS_BOUNDS]		= 0x01,	/* base or bounds violation */
+	[VD_ACCESS_RIGHTS]		= 0x02,	/* access rights violation */
+	[VD_ACCESS_PD_MISMATCH]		= 0x03,	/* STag not associated with stream */
+	[VD_ACCESS_WRAP]		= 0x04,	/* to wrap */
+};
+
+/*
+ * RFC 5041 section 7.2, DDP layer, Tagged Buffer Error: for a failed check
+ * of the sink of an RDMA Write or Read Response. DDP has no code for an
+ * access rights violation; like the verbs draft, report the STag as not
+ * associated with the stream.
+ */
+static const u8 vd_term_ddp_code[VD_ACCESS_NR] = {
+	[VD_ACCESS_INVALID_STAG]	= 0x00,	/* invalid STag */
+	[VD_ACCESS_INVALID_STATE]	= 0x00,	/* invalid STag */
+	[VD_ACCESS_BOUNDS]		= 0x01,	/* base or bounds violation */
+	[VD_ACCESS_RIGHTS]		= 0x02,	/* STag not associated with stream */
+	[VD_ACCESS_PD_MISMATCH]		= 0x02,	/* STag not associated with stream */
+	[VD_ACCESS_WRAP]		= 0x03,	/* to wrap */
+};
+
+/* Both return 0 for VD_ACCESS_OK, which has no Terminate. */
+u16 vd_access_term_rdmap(enum vd_access_status status)
+{
+	if (status == VD_ACCESS_OK)
+		return 0;
+	if (status >= VD_ACCESS_NR)
+		status = VD_ACCESS_INVALID_STAG;
+	return VD_TERM_CODE(VD_TERM_LAYER_RDMAP, VD_TERM_RDMAP_REMOTE_PROT,
+			    vd_term_rdmap_code[status]);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_access_term_rdmap);
+
+u16 vd_access_term_ddp(enum vd_access_status status)
+{
+	if (status == VD_ACCESS_OK)
+		return 0;
+	if (status >= VD_ACCESS_NR)
+		status = VD_ACCESS_INVALID_STAG;
+	return VD_TERM_CODE(VD_TERM_LAYER_DDP, VD_TERM_DDP_TAGGED,
+			    vd_term_ddp_code[status]);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_access_term_ddp);
+
+/*
+ * @remote: the failed check was made by the peer (reported to us in a
+ * Terminate) rather than by us on one of our own work requests.
+ */
+u8 vd_access_wc_status(enum vd_access_status status, bool remote)
+{
+	if (status == VD_ACCESS_OK)
+		return VIADUCT_WC_SUCCESS;
+	return remote ? VIADUCT_WC_REM_ACCESS_ERR : VIADUCT_WC_LOC_PROT_ERR;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_access_wc_status);

@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Doorbells: the DOORBELL system call and the per-device polling worker
+ * with its NEED_WAKEUP protocol. doorbell.h has the API, and
+ * Documentation/qp.rst the protocol and why it loses no wakeup.
+ */
+#include <linux/compiler.h>
+#include <linux/err.h>
+#include <linux/kthread.h>
+#include <linux/ktime.h>
+#include <linux/moduleparam.h>
+#include <linux/processor.h>
+#include <linux/sched.h>
+#include <kunit/visibility.h>
+
+#include "doorbell.h"
+#include "qp.h"
+#include "stats.h"
+
+static unsigned int poll_idle_us = 2000;
+module_param(poll_idle_us, uint, 0644);
+MODULE_PARM_DESC(poll_idle_us,
+		 "Doorbell worker: microseconds of polling without work before it sleeps");
+
+#define VD_DOORBELL_ALL		(VIADUCT_DOORBELL_SQ | VIADUCT_DOORBELL_RQ)
+
+int vd_doorbell_ring(struct vd_qp *qp, u32 flags)
+{
+	int n;
+
+	if (!flags || flags & ~VD_DOORBELL_ALL)
+		return -EINVAL;
+	vd_stat_inc(doorbells);
+
+	/*
+	 * A polled QP's user rings only while the worker sleeps: wake it so
+	 * that it polls again, and take the WQEs here as well, so that they
+	 * do not wait for the worker to be scheduled.
+	 */
+	if (qp->worker)
+		vd_doorbell_kick(qp->worker);
+	if (flags & VIADUCT_DOORBELL_SQ) {
+		n = vd_qp_consume(qp, VD_QP_SQ);
+		if (n < 0)
+			return n;
+	}
+	if (flags & VIADUCT_DOORBELL_RQ) {
+		n = vd_qp_consume(qp, VD_QP_RQ);
+		if (n < 0)
+			return n;
+	}
+	return 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_doorbell_ring);
+
+void vd_doorbell_kick(struct vd_doorbell_worker *w)
+{
+	/* The wait queue's lock orders this store before the waiter's check. */
+	atomic_set(&w->kick, 1);
+	wake_up(&w->wait);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_doorbell_kick);
+
+/* Only the kernel writes the flags word; whatever the user put there goes. */
+static void set_need_wakeup(struct vd_qp *qp, bool on)
+{
+	WRITE_ONCE(qp->db->flags, on ? VIADUCT_DB_F_NEED_WAKEUP : 0);
+}
+
+static void worker_flag_all(struct vd_doorbell_worker *w, bool on)
+{
+	struct vd_qp *qp;
+	unsigned long idx;
+
+	mutex_lock(&w->lock);
+	xa_for_each(&w->qps, idx, qp)
+		set_need_wakeup(qp, on);
+	mutex_unlock(&w->lock);
+}
+
+/*
+ * One look at every registered doorbell page. Returns whether any WQE was
+ * taken: a producer index that moved but whose WQEs cannot be taken (no
+ * room, Closing, a stopped queue) is not work, or the worker would spin
+ * on it. Whoever makes them takeable again kicks the worker.
+ */
+static bool worker_pass(struct vd_doorbell_worker *w)
+{
+	struct vd_qp *qp;
+	unsigned long idx;
+	bool work = false;
+
+	mutex_lock(&w->lock);
+	xa_for_each(&w->qps, idx, qp) {
+		vd_stat_inc(worker_polls);
+		if (vd_qp_db_pending(qp, VD_QP_SQ) &&
+		    vd_qp_consume(qp, VD_QP_SQ) > 0)
+			work = true;
+		if (vd_qp_db_pending(qp, VD_QP_RQ) &&
+		    vd_qp_consume(qp, VD_QP_RQ) > 0)
+			work = true;
+		if (need_resched()) {
+			/* xa_for_each() resumes after @idx: entries may go. */
+			mutex_unlock(&w->lock);
+			cond_resched();
+			mutex_lock(&w->lock);
+		}
+	}
+	mutex_unlock(&w->lock);
+	return work;
+}
+
+static int worker_fn(void *data)
+{
+	struct vd_doorbell_worker *w = data;
+	u64 last_work = ktime_get_ns();
+
+	while (!kthread_should_stop()) {
+		u64 idle_ns;
+
+		if (atomic_read(&w->kick) && atomic_xchg(&w->kick, 0)) {
+			/* Awake (again): users need not ring any more. */
+			worker_flag_all(w, false);
+			last_work = ktime_get_ns();
+		}
+
+		if (worker_pass(w)) {
+			last_work = ktime_get_ns();
+			cond_resched();
+			continue;
+		}
+
+		idle_ns = (u64)READ_ONCE(poll_idle_us) * NSEC_PER_USEC;
+		if (ktime_get_ns() - last_work < idle_ns) {
+			cpu_relax();
+			cond_resched();
+			continue;
+		}
+
+		/* Going to sleep: announce it in every page, then look again. */
+		worker_flag_all(w, true);
+		/*
+		 * Orders the flag stores before the producer loads of the next
+		 * pass. Pairs with the user's full fence between its producer
+		 * store and its flags load: either this pass sees the new
+		 * producer index, or the user sees NEED_WAKEUP and rings
+		 * DOORBELL, which kicks us.
+		 */
+		smp_mb();
+		if (worker_pass(w)) {
+			worker_flag_all(w, false);
+			last_work = ktime_get_ns();
+			continue;
+		}
+
+		wait_event_idle(w->wait,
+				atomic_read(&w->kick) || kthread_should_stop());
+		vd_stat_inc(worker_wakeups);
+	}
+	return 0;
+}
+
+int vd_doorbell_worker_start(struct vd_doorbell_worker *w, const char *name)
+{
+	struct task_struct *task;
+
+	mutex_init(&w->lock);
+	xa_init(&w->qps);
+	init_waitqueue_head(&w->wait);
+	atomic_set(&w->kick, 0);
+	w->task = NULL;
+
+	task = kthread_run(worker_fn, w, "vd_db/%s", name);
+	if (IS_ERR(task))
+		return PTR_ERR(task);
+	mutex_lock(&w->lock);
+	w->task = task;
+	mutex_unlock(&w->lock);
+	return 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_doorbell_worker_start);
+
+void vd_doorbell_worker_stop(struct vd_doorbell_worker *w)
+{
+	struct task_struct *task;
+
+	mutex_lock(&w->lock);
+	task = w->task;
+	w->task = NULL;
+	mutex_unlock(&w->lock);
+	if (!task)
+		return;
+	kthread_stop(task);
+
+	/* Nobody polls any more: whoever is left must ring DOORBELL. */
+	worker_flag_all(w, true);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_doorbell_worker_stop);
+
+int vd_doorbell_register(struct vd_doorbell_worker *w, struct vd_qp *qp)
+{
+	int err = -ENODEV;
+
+	mutex_lock(&w->lock);
+	if (w->task) {
+		/*
+		 * Ring until the worker has noticed this page: it clears the
+		 * flag when the kick below reaches it.
+		 */
+		set_need_wakeup(qp, true);
+		err = xa_insert(&w->qps, qp->qpn, qp, GFP_KERNEL);
+		if (!err)
+			vd_qp_get(qp);
+	}
+	mutex_unlock(&w->lock);
+	if (!err)
+		vd_doorbell_kick(w);
+	return err;
+}
+
+void vd_doorbell_unregister(struct vd_doorbell_worker *w, struct vd_qp *qp)
+{
+	struct vd_qp *old;
+
+	/* The worker polls a QP only while holding @lock. */
+	mutex_lock(&w->lock);
+	old = xa_erase(&w->qps, qp->qpn);
+	mutex_unlock(&w->lock);
+	if (old) {
+		WARN_ON_ONCE(old != qp);
+		vd_qp_put(old);
+	}
+}

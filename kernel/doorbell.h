@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Doorbells: how the kernel learns that a QP's producer indices moved.
+ * Documentation/qp.rst describes both modes and the NEED_WAKEUP protocol.
+ *
+ * API
+ * ---
+ *   vd_doorbell_ring(qp, flags)
+ *       The DOORBELL ioctl: VIADUCT_DOORBELL_SQ and/or _RQ (at least one,
+ *       nothing else: -EINVAL otherwise). Takes the new WQEs of those
+ *       queues at once, and for a polled QP also wakes the worker so that
+ *       it resumes polling. -ENOENT once the QP was destroyed. Process
+ *       context.
+ *
+ *   vd_doorbell_worker_start(w, name)
+ *       Initialises the worker embedded in a device and starts its kernel
+ *       thread, "vd_db/<name>". Process context; -ENOMEM and the like.
+ *   vd_doorbell_worker_stop(w)
+ *       Stops the thread (kthread_stop) and waits for it. QPs still
+ *       registered stay registered (vd_doorbell_unregister() still works)
+ *       with VIADUCT_DB_F_NEED_WAKEUP set, so their users fall back to
+ *       ringing DOORBELL, which consumes directly. New registrations fail
+ *       with -ENODEV. The structure must stay allocated until the last QP
+ *       is unregistered; it needs no other teardown (the registry frees its
+ *       memory as it empties).
+ *   vd_doorbell_register(w, qp), vd_doorbell_unregister(w, qp)
+ *       Called by vd_qp_create() and vd_qp_destroy() for POLLED QPs. The
+ *       registry holds a QP reference. When unregister returns, the worker
+ *       no longer uses the QP. Process context (they take a mutex).
+ *   vd_doorbell_kick(w)
+ *       Wakes the worker (or keeps it from falling asleep). Any context.
+ *
+ * One worker per device, embedded in struct vd_device: a device's QPs are
+ * polled by one thread that dies with the device, one busy device does
+ * not delay another's, and the idle cost is one sleeping thread per device.
+ *
+ * Locking: @lock (a mutex) serialises changes to the registry with the
+ * worker's use of each entry: the worker holds it while it polls a QP and
+ * drops it between QPs when it should reschedule. @kick is the wakeup
+ * condition; the wait queue provides the ordering between setting it and
+ * the worker's check.
+ */
+#ifndef _VD_DOORBELL_H
+#define _VD_DOORBELL_H
+
+#include <linux/atomic.h>
+#include <linux/mutex.h>
+#include <linux/types.h>
+#include <linux/wait.h>
+#include <linux/xarray.h>
+
+struct task_struct;
+struct vd_qp;
+
+struct vd_doorbell_worker {
+	struct mutex lock;		/* registry vs. poll passes */
+	struct xarray qps;		/* qpn -> referenced struct vd_qp */
+	struct task_struct *task;	/* NULL once stopped */
+	wait_queue_head_t wait;
+	atomic_t kick;
+};
+
+int vd_doorbell_ring(struct vd_qp *qp, u32 flags);
+
+int vd_doorbell_worker_start(struct vd_doorbell_worker *w, const char *name);
+void vd_doorbell_worker_stop(struct vd_doorbell_worker *w);
+int vd_doorbell_register(struct vd_doorbell_worker *w, struct vd_qp *qp);
+void vd_doorbell_unregister(struct vd_doorbell_worker *w, struct vd_qp *qp);
+void vd_doorbell_kick(struct vd_doorbell_worker *w);
+
+#endif /* _VD_DOORBELL_H */

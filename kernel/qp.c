@@ -1,0 +1,872 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Queue pairs: creation, the state machine, taking WQEs from the shared
+ * rings (copy first, then validate), and flushing. qp.h has the API and
+ * the locking rules, Documentation/qp.rst the semantics.
+ */
+#include <linux/bug.h>
+#include <linux/err.h>
+#include <linux/idr.h>
+#include <linux/lockdep.h>
+#include <linux/log2.h>
+#include <linux/minmax.h>
+#include <linux/mm.h>
+#include <linux/overflow.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <kunit/visibility.h>
+
+#include "cq.h"
+#include "doorbell.h"
+#include "event.h"
+#include "pd.h"
+#include "qp.h"
+#include "ring.h"
+#include "stats.h"
+#include "viaduct.h"
+
+#define VD_QP_ATTR_VALUES	(VIADUCT_QP_ATTR_ACCESS | VIADUCT_QP_ATTR_ORD | \
+				 VIADUCT_QP_ATTR_IRD)
+#define VD_QP_ACCESS_ALL	(VIADUCT_QP_ACCESS_REMOTE_WRITE | \
+				 VIADUCT_QP_ACCESS_REMOTE_READ)
+#define VD_RELIABILITY_ALL	(VIADUCT_RELIABILITY_UNRELIABLE | \
+				 VIADUCT_RELIABILITY_RELIABLE_DELIVERY | \
+				 VIADUCT_RELIABILITY_RELIABLE_RECEPTION)
+#define VD_QP_FLAGS_ALL		VIADUCT_QP_F_POLLED
+
+/* A flushed or failed SQ WR reports its own opcode as the CQE opcode. */
+static_assert(VIADUCT_WC_SEND == VIADUCT_OP_SEND);
+static_assert(VIADUCT_WC_RDMA_WRITE == VIADUCT_OP_RDMA_WRITE);
+static_assert(VIADUCT_WC_RDMA_READ == VIADUCT_OP_RDMA_READ);
+static_assert(sizeof(struct viaduct_doorbell) <= PAGE_SIZE);
+/* A private CQ has as many entries as its queue has slots. */
+static_assert(VD_MAX_QP_WR <= VD_MAX_CQE);
+static_assert(VD_MAX_MSG_SIZE <= U32_MAX);
+
+/*
+ * QP numbers come from one IDA for the whole module, so they are unique
+ * device-wide (and module-wide). The IDA frees its memory as it empties
+ * and every QP is gone before the module can be unloaded.
+ */
+static DEFINE_IDA(vd_qpn_ida);
+
+/* --- Pure rules ----------------------------------------------------- */
+
+/*
+ * The modify rules of the verbs draft (QP state table): which (cur, next)
+ * pairs a consumer may ask for, and whether the request may also change
+ * attributes. Closing and Terminate are left by the transport only.
+ */
+int vd_qp_check_transition(u32 cur, u32 next, u32 mask, bool has_llp)
+{
+	bool attrs = mask & VD_QP_ATTR_VALUES;
+
+	if (!mask || mask & ~VIADUCT_QP_ATTR_ALL)
+		return -EINVAL;
+	if (cur > VIADUCT_QPS_MAX || next > VIADUCT_QPS_MAX)
+		return -EINVAL;
+
+	switch (cur) {
+	case VIADUCT_QPS_IDLE:
+		switch (next) {
+		case VIADUCT_QPS_IDLE:
+			return 0;
+		case VIADUCT_QPS_RTS:
+			return has_llp ? 0 : -EINVAL;
+		case VIADUCT_QPS_ERROR:
+			return attrs ? -EINVAL : 0;
+		default:
+			return -EINVAL;
+		}
+	case VIADUCT_QPS_RTS:
+		switch (next) {
+		case VIADUCT_QPS_RTS:
+			return 0;
+		case VIADUCT_QPS_CLOSING:
+		case VIADUCT_QPS_TERMINATE:
+		case VIADUCT_QPS_ERROR:
+			return attrs ? -EINVAL : 0;
+		default:
+			return -EINVAL;
+		}
+	case VIADUCT_QPS_ERROR:
+		return next == VIADUCT_QPS_IDLE && !attrs ? 0 : -EINVAL;
+	default:
+		return -EINVAL;
+	}
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_qp_check_transition);
+
+static int check_modify_values(const struct viaduct_modify_qp *m)
+{
+	if (m->mask & VIADUCT_QP_ATTR_ACCESS && m->access & ~VD_QP_ACCESS_ALL)
+		return -EINVAL;
+	if (m->mask & VIADUCT_QP_ATTR_ORD && m->ord > VD_MAX_ORD)
+		return -EINVAL;
+	if (m->mask & VIADUCT_QP_ATTR_IRD && m->ird > VD_MAX_IRD)
+		return -EINVAL;
+	return 0;
+}
+
+static u32 wqe_size(u32 hdr, u32 payload)
+{
+	return max_t(u32, VD_QP_MIN_WQE_SIZE, roundup_pow_of_two(hdr + payload));
+}
+
+int vd_qp_caps(const struct viaduct_create_qp *a, struct vd_qp_caps *c)
+{
+	const u32 sqe = sizeof(struct viaduct_sqe);
+	const u32 rqe = sizeof(struct viaduct_rqe);
+	const u32 sge = sizeof(struct viaduct_sge);
+	u32 msg = a->max_msg_size ? a->max_msg_size : (u32)VD_MAX_MSG_SIZE;
+
+	if (!is_power_of_2(a->reliability) ||
+	    a->reliability & ~VD_RELIABILITY_ALL)
+		return -EINVAL;
+	if (a->flags & ~VD_QP_FLAGS_ALL || a->access & ~VD_QP_ACCESS_ALL)
+		return -EINVAL;
+	if (!a->sq_depth || a->sq_depth > VD_MAX_QP_WR ||
+	    !a->rq_depth || a->rq_depth > VD_MAX_QP_WR)
+		return -EINVAL;
+	if (a->max_send_sge > VD_MAX_SGE || a->max_recv_sge > VD_MAX_SGE ||
+	    a->max_inline > VD_MAX_INLINE)
+		return -EINVAL;
+	if (a->ord > VD_MAX_ORD || a->ird > VD_MAX_IRD ||
+	    a->max_msg_size > VD_MAX_MSG_SIZE || a->reserved)
+		return -EINVAL;
+
+	c->sq_depth = roundup_pow_of_two(a->sq_depth);
+	c->rq_depth = roundup_pow_of_two(a->rq_depth);
+	c->sq_wqe_size = wqe_size(sqe, max(a->max_send_sge * sge,
+					   a->max_inline));
+	c->rq_wqe_size = wqe_size(rqe, a->max_recv_sge * sge);
+	/* Report what the slots can really hold, within the device limits. */
+	c->sq.max_sge = min(VD_MAX_SGE, (c->sq_wqe_size - sqe) / sge);
+	c->sq.max_inline = min(VD_MAX_INLINE, c->sq_wqe_size - sqe);
+	c->sq.max_msg_size = msg;
+	c->rq.max_sge = min(VD_MAX_SGE, (c->rq_wqe_size - rqe) / sge);
+	c->rq.max_inline = 0;
+	c->rq.max_msg_size = msg;
+	return 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_qp_caps);
+
+static bool sum_sges(const struct viaduct_sge *sge, u32 n, u32 *total)
+{
+	u32 i, sum = 0;
+
+	for (i = 0; i < n; i++)
+		if (check_add_overflow(sum, sge[i].length, &sum))
+			return false;
+	*total = sum;
+	return true;
+}
+
+/*
+ * Validates a private copy of an SQ slot. The caller guarantees that the
+ * copy is a whole slot, so that lim->max_sge SGEs fit behind the header.
+ */
+u8 vd_qp_check_sqe(const void *slot, const struct vd_wqe_limits *lim,
+		   u32 *len)
+{
+	const struct viaduct_sqe *sqe = slot;
+	const struct viaduct_sge *sge = slot + sizeof(*sqe);
+	u8 op = sqe->opcode, flags = sqe->flags;
+	u32 total;
+
+	if (op > VIADUCT_OP_MAX || flags & ~VIADUCT_SQE_FLAGS_ALL)
+		return VIADUCT_WC_LOC_QP_OP_ERR;
+	if (flags & VIADUCT_SQE_SOLICITED && op != VIADUCT_OP_SEND)
+		return VIADUCT_WC_LOC_QP_OP_ERR;
+	if (flags & VIADUCT_SQE_IMMEDIATE ? op == VIADUCT_OP_RDMA_READ :
+	    sqe->imm_data != 0)
+		return VIADUCT_WC_LOC_QP_OP_ERR;
+	if (op == VIADUCT_OP_SEND && (sqe->remote_stag || sqe->remote_addr))
+		return VIADUCT_WC_LOC_QP_OP_ERR;
+
+	if (flags & VIADUCT_SQE_INLINE) {
+		if (op == VIADUCT_OP_RDMA_READ || sqe->num_sge)
+			return VIADUCT_WC_LOC_QP_OP_ERR;
+		if (sqe->length > lim->max_inline)
+			return VIADUCT_WC_LOC_LEN_ERR;
+		total = sqe->length;
+	} else {
+		if (sqe->length)
+			return VIADUCT_WC_LOC_QP_OP_ERR;
+		if (sqe->num_sge > lim->max_sge)
+			return VIADUCT_WC_LOC_LEN_ERR;
+		if (op == VIADUCT_OP_RDMA_READ && sqe->num_sge != 1)
+			return VIADUCT_WC_LOC_LEN_ERR;
+		if (!sum_sges(sge, sqe->num_sge, &total))
+			return VIADUCT_WC_LOC_LEN_ERR;
+	}
+	if (total > lim->max_msg_size)
+		return VIADUCT_WC_LOC_LEN_ERR;
+	*len = total;
+	return VIADUCT_WC_SUCCESS;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_qp_check_sqe);
+
+u8 vd_qp_check_rqe(const void *slot, const struct vd_wqe_limits *lim,
+		   u32 *len)
+{
+	const struct viaduct_rqe *rqe = slot;
+	const struct viaduct_sge *sge = slot + sizeof(*rqe);
+	u32 total;
+
+	if (rqe->reserved0 || rqe->reserved1)
+		return VIADUCT_WC_LOC_QP_OP_ERR;
+	if (rqe->num_sge > lim->max_sge)
+		return VIADUCT_WC_LOC_LEN_ERR;
+	if (!sum_sges(sge, rqe->num_sge, &total) || total > lim->max_msg_size)
+		return VIADUCT_WC_LOC_LEN_ERR;
+	*len = total;
+	return VIADUCT_WC_SUCCESS;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_qp_check_rqe);
+
+/* --- Work queues ---------------------------------------------------- */
+
+static struct vd_wq *qp_wq(struct vd_qp *qp, unsigned int which)
+{
+	return which == VD_QP_RQ ? &qp->rq : &qp->sq;
+}
+
+static void *wq_copy(const struct vd_wq *wq, u32 idx)
+{
+	return wq->copies + (size_t)(idx & (wq->depth - 1)) * wq->wqe_size;
+}
+
+static struct vd_wqe_meta *wq_meta(const struct vd_wq *wq, u32 idx)
+{
+	return &wq->meta[idx & (wq->depth - 1)];
+}
+
+static u8 wq_check(const struct vd_wq *wq, const void *copy, u32 *len)
+{
+	*len = 0;
+	if (wq->is_rq)
+		return vd_qp_check_rqe(copy, &wq->lim, len);
+	return vd_qp_check_sqe(copy, &wq->lim, len);
+}
+
+/*
+ * Writes the CQE of the WR whose private copy is @copy. The caller fills
+ * status, byte_len and whatever else the transport knows; the WR's own
+ * fields come from the copy, never from the ring.
+ */
+static int wq_push(struct vd_qp *qp, struct vd_wq *wq, const void *copy,
+		   struct viaduct_cqe *cqe, bool solicited)
+{
+	if (wq->is_rq) {
+		const struct viaduct_rqe *rqe = copy;
+
+		cqe->wr_id = rqe->wr_id;
+		cqe->opcode = VIADUCT_WC_RECV;
+		cqe->flags |= VIADUCT_WC_F_RECV;
+	} else {
+		const struct viaduct_sqe *sqe = copy;
+
+		cqe->wr_id = sqe->wr_id;
+		cqe->opcode = sqe->opcode;
+	}
+	cqe->qp_handle = qp->handle;
+	return vd_cq_push(wq->cq, cqe, solicited);
+}
+
+/*
+ * Completes a WR that never ran: flushed, or malformed. The QP is in Error
+ * (or entering it): an overflow of the CQ is reported by the CQ itself and
+ * changes nothing more here.
+ */
+static void wq_push_unexecuted(struct vd_qp *qp, struct vd_wq *wq,
+			       const void *copy, u8 status)
+{
+	struct viaduct_cqe cqe = { .status = status };
+
+	wq_push(qp, wq, copy, &cqe, false);
+}
+
+/*
+ * Takes new WQEs from the ring: copies each slot into private memory, then
+ * validates the copy, then frees the slot by publishing the consumer index.
+ * Valid WQEs join the in-flight FIFO (Idle, RTS; the RQ also in Closing)
+ * or, in Error, complete as flushed at once. A malformed WQE joins the FIFO
+ * with its error status and stops the queue; the caller then moves the QP
+ * to Error (*@bad), which completes it in order with the others. A
+ * producer index that is not within one ring of the consumer index is
+ * garbage and stops the queue the same way.
+ */
+static int wq_take(struct vd_qp *qp, struct vd_wq *wq, bool *bad)
+{
+	u32 state = qp->state, prod;
+	bool error = state == VIADUCT_QPS_ERROR;
+	int n = 0;
+
+	lockdep_assert_held(&wq->lock);
+
+	if (qp->destroyed)
+		return 0;
+	if (!error) {
+		if (wq->stopped || state == VIADUCT_QPS_TERMINATE)
+			return 0;
+		if (state == VIADUCT_QPS_CLOSING && !wq->is_rq)
+			return 0;
+	}
+
+	if (unlikely(vd_ring_load_user_index(wq->producer, wq->consumer,
+					     wq->depth, &prod))) {
+		if (!error) {
+			wq->stopped = true;
+			*bad = true;
+		}
+		return 0;
+	}
+
+	while (wq->consumer != prod) {
+		struct vd_wqe_meta *meta;
+		void *copy;
+		u8 status;
+
+		/* In Error the FIFO is empty: its tail entry is scratch. */
+		if (!error && wq->tail - wq->head == wq->depth)
+			break;
+		copy = wq_copy(wq, wq->tail);
+		vd_ring_copy_slot(copy, wq->mem->va, wq->consumer, wq->depth,
+				  wq->wqe_size);
+		WRITE_ONCE(wq->consumer, wq->consumer + 1);
+		n++;
+
+		meta = wq_meta(wq, wq->tail);
+		status = wq_check(wq, copy, &meta->byte_len);
+		if (error) {
+			wq_push_unexecuted(qp, wq, copy,
+					   status ? status : VIADUCT_WC_FLUSHED);
+			continue;
+		}
+		meta->status = status;
+		wq->tail++;
+		if (unlikely(status)) {
+			vd_dbg_qp(qp, "malformed %s WQE: status %u\n",
+				  wq->is_rq ? "RQ" : "SQ", status);
+			wq->stopped = true;
+			*bad = true;
+			break;
+		}
+	}
+
+	if (n) {
+		/* Every copy is done: the slots may be reused. */
+		vd_ring_publish(wq->consumer_pub, wq->consumer);
+		vd_stat_add(wqes_consumed, n);
+	}
+	return n;
+}
+
+/* Completes everything the queue holds as flushed; the QP is in Error. */
+static void wq_flush(struct vd_qp *qp, struct vd_wq *wq)
+{
+	bool bad = false;
+
+	lockdep_assert_held(&wq->lock);
+
+	for (; wq->head != wq->tail; wq->head++) {
+		u8 status = wq_meta(wq, wq->head)->status;
+
+		wq_push_unexecuted(qp, wq, wq_copy(wq, wq->head),
+				   status ? status : VIADUCT_WC_FLUSHED);
+	}
+	/* Then what is still in the ring, up to the producer index. */
+	wq_take(qp, wq, &bad);
+}
+
+static int wq_init(struct vd_wq *wq, bool is_rq, u32 depth, u32 size,
+		   const struct vd_wqe_limits *lim, u32 *producer,
+		   u32 *consumer_pub)
+{
+	struct vd_ring_mem *mem;
+
+	wq->is_rq = is_rq;
+	wq->depth = depth;
+	wq->wqe_size = size;
+	wq->lim = *lim;
+	wq->producer = producer;
+	wq->consumer_pub = consumer_pub;
+
+	mem = vd_ring_mem_alloc((size_t)depth * size);
+	if (IS_ERR(mem))
+		return PTR_ERR(mem);
+	wq->mem = mem;
+	wq->copies = kvcalloc(depth, size, GFP_KERNEL_ACCOUNT);
+	wq->meta = kvcalloc(depth, sizeof(*wq->meta), GFP_KERNEL_ACCOUNT);
+	if (!wq->copies || !wq->meta)
+		return -ENOMEM;
+	return 0;
+}
+
+static void wq_free(struct vd_wq *wq)
+{
+	kvfree(wq->meta);
+	kvfree(wq->copies);
+	vd_ring_mem_put(wq->mem);
+	vd_cq_put(wq->cq);
+}
+
+static int wq_attach_cq(struct vd_qp *qp, struct vd_wq *wq,
+			struct vd_cq *cq)
+{
+	int err;
+
+	if (cq) {
+		err = vd_cq_attach(cq);
+		if (err)
+			return err;
+		wq->cq = vd_cq_get(cq);
+		return 0;
+	}
+	cq = vd_cq_create_private(wq->depth, qp->handle, qp->user_data,
+				  qp->aq);
+	if (IS_ERR(cq))
+		return PTR_ERR(cq);
+	wq->cq = cq;
+	wq->private_cq = true;
+	return 0;
+}
+
+static void wq_detach_cq(struct vd_wq *wq)
+{
+	if (!wq->private_cq)
+		vd_cq_detach(wq->cq);
+}
+
+/* --- State ---------------------------------------------------------- */
+
+static void qp_lock_all(struct vd_qp *qp)
+	__acquires(&qp->lock) __acquires(&qp->sq.lock) __acquires(&qp->rq.lock)
+{
+	spin_lock_bh(&qp->lock);
+	spin_lock(&qp->sq.lock);
+	spin_lock(&qp->rq.lock);
+}
+
+static void qp_unlock_all(struct vd_qp *qp)
+	__releases(&qp->rq.lock) __releases(&qp->sq.lock) __releases(&qp->lock)
+{
+	spin_unlock(&qp->rq.lock);
+	spin_unlock(&qp->sq.lock);
+	spin_unlock_bh(&qp->lock);
+}
+
+static void qp_set_state(struct vd_qp *qp, u32 state)
+{
+	lockdep_assert_held(&qp->lock);
+	lockdep_assert_held(&qp->sq.lock);
+	lockdep_assert_held(&qp->rq.lock);
+
+	vd_dbg_qp(qp, "state %u -> %u\n", qp->state, state);
+	WRITE_ONCE(qp->state, state);
+}
+
+/* Entering Error: every outstanding WR completes, in post order per queue. */
+static void qp_flush(struct vd_qp *qp)
+{
+	wq_flush(qp, &qp->sq);
+	wq_flush(qp, &qp->rq);
+}
+
+/*
+ * Tells the transport and the polling worker that the state changed: the
+ * transport may have to start, stop or close; WQEs that waited in the ring
+ * may be takeable now.
+ */
+static void qp_state_changed(struct vd_qp *qp)
+{
+	vd_qp_sq_work(qp);
+	if (qp->worker)
+		vd_doorbell_kick(qp->worker);
+}
+
+/*
+ * Error entered on the QP's own (a malformed WQE, a garbage index, a CQ
+ * overflow, or the transport) rather than by MODIFY_QP: raises @event.
+ */
+void vd_qp_enter_error(struct vd_qp *qp, u32 event, u32 detail)
+{
+	bool changed = false;
+
+	qp_lock_all(qp);
+	if (!qp->destroyed && qp->state != VIADUCT_QPS_ERROR) {
+		qp_set_state(qp, VIADUCT_QPS_ERROR);
+		qp_flush(qp);
+		if (event && qp->aq)
+			vd_async_queue_push(qp->aq, event, qp->handle,
+					    qp->user_data, detail);
+		changed = true;
+	}
+	qp_unlock_all(qp);
+	if (changed)
+		qp_state_changed(qp);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_qp_enter_error);
+
+int vd_qp_enter_rts(struct vd_qp *qp, struct vd_conn *conn)
+{
+	int err = -EINVAL;
+
+	if (!conn)
+		return -EINVAL;
+	qp_lock_all(qp);
+	if (!qp->destroyed && qp->state == VIADUCT_QPS_IDLE) {
+		qp->conn = conn;
+		qp_set_state(qp, VIADUCT_QPS_RTS);
+		err = 0;
+	}
+	qp_unlock_all(qp);
+	if (!err)
+		qp_state_changed(qp);
+	return err;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_qp_enter_rts);
+
+int vd_qp_modify(struct vd_qp *qp, const struct viaduct_modify_qp *m)
+{
+	u32 cur, next;
+	bool changed = false;
+	int err;
+
+	qp_lock_all(qp);
+	if (qp->destroyed) {
+		err = -ENOENT;
+		goto out;
+	}
+	cur = qp->state;
+	next = m->mask & VIADUCT_QP_ATTR_STATE ? m->state : cur;
+	err = vd_qp_check_transition(cur, next, m->mask, !!qp->conn);
+	if (!err)
+		err = check_modify_values(m);
+	if (err)
+		goto out;
+
+	/* Everything is checked: nothing below can fail. */
+	if (m->mask & VIADUCT_QP_ATTR_ACCESS)
+		qp->access = m->access;
+	if (m->mask & VIADUCT_QP_ATTR_ORD)
+		qp->ord = m->ord;
+	if (m->mask & VIADUCT_QP_ATTR_IRD)
+		qp->ird = m->ird;
+	if (next == cur)
+		goto out;
+
+	switch (next) {
+	case VIADUCT_QPS_ERROR:
+		qp_set_state(qp, next);
+		qp_flush(qp);
+		break;
+	case VIADUCT_QPS_IDLE:
+		/*
+		 * From Error: what was posted since is flushed too (the FIFOs
+		 * are empty already), then the queues start afresh at the
+		 * current indices, which userspace keeps.
+		 */
+		qp_flush(qp);
+		qp->sq.stopped = false;
+		qp->rq.stopped = false;
+		qp->conn = NULL;
+		qp->terminate = 0;
+		qp_set_state(qp, next);
+		break;
+	default:
+		/* RTS (with an LLP stream), Closing, Terminate */
+		qp_set_state(qp, next);
+		break;
+	}
+	changed = true;
+out:
+	qp_unlock_all(qp);
+	if (changed)
+		qp_state_changed(qp);
+	return err;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_qp_modify);
+
+void vd_qp_query(struct vd_qp *qp, struct viaduct_query_qp *q)
+{
+	qp_lock_all(qp);
+	q->state = qp->state;
+	q->access = qp->access;
+	q->ord = qp->ord;
+	q->ird = qp->ird;
+	q->qpn = qp->qpn;
+	q->sq_depth = qp->sq.depth;
+	q->rq_depth = qp->rq.depth;
+	q->sq_outstanding = qp->sq.tail - qp->sq.head;
+	q->rq_outstanding = qp->rq.tail - qp->rq.head;
+	q->terminate = qp->terminate;
+	q->reserved = 0;
+	qp_unlock_all(qp);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_qp_query);
+
+/* --- Consuming and completing --------------------------------------- */
+
+int vd_qp_consume(struct vd_qp *qp, unsigned int which)
+{
+	struct vd_wq *wq = qp_wq(qp, which);
+	bool bad = false, work;
+	int n;
+
+	spin_lock_bh(&wq->lock);
+	if (unlikely(qp->destroyed)) {
+		spin_unlock_bh(&wq->lock);
+		return -ENOENT;
+	}
+	n = wq_take(qp, wq, &bad);
+	work = n && !wq->is_rq && qp->state == VIADUCT_QPS_RTS;
+	spin_unlock_bh(&wq->lock);
+
+	if (unlikely(bad))
+		vd_qp_enter_error(qp, VIADUCT_EVENT_QP_REQ_ERR, 0);
+	else if (work)
+		vd_qp_sq_work(qp);
+	return n;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_qp_consume);
+
+/*
+ * Retires the oldest in-flight WR of a queue with the CQE the transport
+ * prepared (status, byte_len, imm_data, flags, vendor_err; the rest is
+ * filled here). A successful unsignaled SQ WR writes no CQE. If the CQ
+ * overflowed, the QP enters Error with VIADUCT_EVENT_QP_FATAL. The slot
+ * freed in the FIFO is refilled from the ring at once. -ENOENT: nothing in
+ * flight (the QP was flushed or destroyed meanwhile).
+ */
+int vd_qp_complete(struct vd_qp *qp, unsigned int which,
+		   struct viaduct_cqe *cqe, bool solicited)
+{
+	struct vd_wq *wq = qp_wq(qp, which);
+	bool bad = false, overflow = false, work = false;
+	const void *copy;
+	int err = 0;
+
+	spin_lock_bh(&wq->lock);
+	if (qp->destroyed || wq->head == wq->tail) {
+		err = -ENOENT;
+		goto out;
+	}
+	copy = wq_copy(wq, wq->head);
+	if (wq->is_rq || cqe->status != VIADUCT_WC_SUCCESS ||
+	    ((const struct viaduct_sqe *)copy)->flags & VIADUCT_SQE_SIGNALED)
+		overflow = wq_push(qp, wq, copy, cqe, solicited) == -ENOSPC;
+	wq->head++;
+	work = wq_take(qp, wq, &bad) && !wq->is_rq &&
+	       qp->state == VIADUCT_QPS_RTS;
+out:
+	spin_unlock_bh(&wq->lock);
+
+	if (overflow)
+		vd_qp_enter_error(qp, VIADUCT_EVENT_QP_FATAL, 0);
+	else if (bad)
+		vd_qp_enter_error(qp, VIADUCT_EVENT_QP_REQ_ERR, 0);
+	else if (work)
+		vd_qp_sq_work(qp);
+	return err;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_qp_complete);
+
+/*
+ * THE TRANSPORT HOOK (filled in by the transport, tx.c): called with no QP
+ * lock held, from process or softirq context, whenever the SQ got WRs to
+ * execute in RTS or the state changed. It must only schedule work, never
+ * execute WRs inline: vd_qp_complete() calls it too. The transport walks
+ * the SQ FIFO from its own cursor under @sq.lock; an entry whose meta
+ * status is nonzero is malformed, and nothing from it on may be executed
+ * (the QP is about to enter Error).
+ */
+void vd_qp_sq_work(struct vd_qp *qp)
+{
+}
+
+/* --- Life ----------------------------------------------------------- */
+
+static void vd_qp_free(struct kref *ref)
+{
+	struct vd_qp *qp = container_of(ref, struct vd_qp, ref);
+
+	wq_free(&qp->sq);
+	wq_free(&qp->rq);
+	vd_ring_mem_put(qp->db_mem);
+	vd_pd_put(qp->pd);
+	vd_async_queue_put(qp->aq);
+	ida_free(&vd_qpn_ida, qp->qpn);
+	vd_stat_dec(qps);
+	kfree(qp);
+}
+
+void vd_qp_put(struct vd_qp *qp)
+{
+	if (qp)
+		kref_put(&qp->ref, vd_qp_free);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_qp_put);
+
+static void fill_reply(struct vd_qp *qp, const struct vd_qp_caps *c,
+		       struct viaduct_create_qp *a)
+{
+	a->sq_depth = c->sq_depth;
+	a->rq_depth = c->rq_depth;
+	a->max_send_sge = c->sq.max_sge;
+	a->max_recv_sge = c->rq.max_sge;
+	a->max_inline = c->sq.max_inline;
+	a->max_msg_size = c->sq.max_msg_size;
+	a->handle = qp->handle;
+	a->qpn = qp->qpn;
+	a->sq_wqe_size = c->sq_wqe_size;
+	a->rq_wqe_size = c->rq_wqe_size;
+	a->db_key = 0;
+	a->sq_key = 0;
+	a->rq_key = 0;
+	a->scq_key = 0;
+	a->rcq_key = 0;
+	a->db_size = qp->db_mem->size;
+	a->sq_size = qp->sq.mem->size;
+	a->rq_size = qp->rq.mem->size;
+	a->scq_size = 0;
+	a->scq_entries = 0;
+	a->rcq_size = 0;
+	a->rcq_entries = 0;
+	if (qp->sq.private_cq) {
+		a->scq_size = vd_cq_mem(qp->sq.cq)->size;
+		a->scq_entries = vd_cq_entries(qp->sq.cq);
+	}
+	if (qp->rq.private_cq) {
+		a->rcq_size = vd_cq_mem(qp->rq.cq)->size;
+		a->rcq_entries = vd_cq_entries(qp->rq.cq);
+	}
+}
+
+struct vd_qp *vd_qp_create(const struct vd_qp_init *init)
+{
+	struct viaduct_create_qp *a = init->attr;
+	struct vd_ring_mem *db_mem;
+	struct vd_qp_caps caps;
+	struct vd_qp *qp;
+	int qpn, err;
+
+	err = vd_qp_caps(a, &caps);
+	if (err)
+		return ERR_PTR(err);
+	if (a->flags & VIADUCT_QP_F_POLLED && !init->worker)
+		return ERR_PTR(-EOPNOTSUPP);
+
+	qp = kzalloc(sizeof(*qp), GFP_KERNEL_ACCOUNT);
+	if (!qp)
+		return ERR_PTR(-ENOMEM);
+	qpn = ida_alloc_range(&vd_qpn_ida, 1, VD_QPN_MAX, GFP_KERNEL);
+	if (qpn < 0) {
+		kfree(qp);
+		return ERR_PTR(qpn);
+	}
+	/* From here on vd_qp_put() undoes whatever was done. */
+	kref_init(&qp->ref);
+	vd_stat_inc(qps);
+	/* Three init sites: three lock classes, so lockdep sees the order. */
+	spin_lock_init(&qp->lock);
+	spin_lock_init(&qp->sq.lock);
+	spin_lock_init(&qp->rq.lock);
+	qp->qpn = qpn;
+	qp->dev = init->dev;
+	qp->handle = init->handle;
+	qp->user_data = a->user_data;
+	qp->flags = a->flags;
+	qp->reliability = a->reliability;
+	qp->access = a->access;
+	qp->ord = a->ord;
+	qp->ird = a->ird;
+	qp->state = VIADUCT_QPS_IDLE;
+	if (init->aq)
+		qp->aq = vd_async_queue_get(init->aq);
+
+	db_mem = vd_ring_mem_alloc(PAGE_SIZE);
+	if (IS_ERR(db_mem)) {
+		err = PTR_ERR(db_mem);
+		goto put;
+	}
+	qp->db_mem = db_mem;
+	qp->db = db_mem->va;
+
+	err = wq_init(&qp->sq, false, caps.sq_depth, caps.sq_wqe_size,
+		      &caps.sq, &qp->db->sq_producer, &qp->db->sq_consumer);
+	if (err)
+		goto put;
+	err = wq_init(&qp->rq, true, caps.rq_depth, caps.rq_wqe_size,
+		      &caps.rq, &qp->db->rq_producer, &qp->db->rq_consumer);
+	if (err)
+		goto put;
+
+	err = vd_pd_attach(init->pd);
+	if (err)
+		goto put;
+	qp->pd = vd_pd_get(init->pd);
+	err = wq_attach_cq(qp, &qp->sq, init->send_cq);
+	if (err)
+		goto detach_pd;
+	err = wq_attach_cq(qp, &qp->rq, init->recv_cq);
+	if (err)
+		goto detach_scq;
+
+	/* Last: once registered, the worker may consume from the rings. */
+	if (a->flags & VIADUCT_QP_F_POLLED) {
+		qp->worker = init->worker;
+		err = vd_doorbell_register(qp->worker, qp);
+		if (err)
+			goto detach_rcq;
+	}
+
+	fill_reply(qp, &caps, a);
+	vd_dbg_qp(qp, "created: sq %u x %u, rq %u x %u\n", caps.sq_depth,
+		  caps.sq_wqe_size, caps.rq_depth, caps.rq_wqe_size);
+	return qp;
+
+detach_rcq:
+	wq_detach_cq(&qp->rq);
+detach_scq:
+	wq_detach_cq(&qp->sq);
+detach_pd:
+	vd_pd_detach(qp->pd);
+put:
+	vd_qp_put(qp);
+	return ERR_PTR(err);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_qp_create);
+
+void vd_qp_destroy(struct vd_qp *qp)
+{
+	struct vd_async_queue *aq;
+
+	/* First the worker: once this returns it no longer polls the QP. */
+	if (qp->worker)
+		vd_doorbell_unregister(qp->worker, qp);
+
+	/*
+	 * Outstanding WRs are dropped without CQEs: the CQs may be destroyed
+	 * right after (contexts tear down QPs before CQs), and the consumer
+	 * that destroys a QP no longer waits for its completions. Nothing
+	 * writes to the CQs or raises events for this QP after this.
+	 */
+	qp_lock_all(qp);
+	WRITE_ONCE(qp->destroyed, true);
+	qp->sq.head = qp->sq.tail;
+	qp->rq.head = qp->rq.tail;
+	aq = qp->aq;
+	qp->aq = NULL;
+	qp_unlock_all(qp);
+	vd_async_queue_put(aq);
+	vd_qp_sq_work(qp);
+
+	wq_detach_cq(&qp->sq);
+	wq_detach_cq(&qp->rq);
+	vd_pd_detach(qp->pd);
+	vd_dbg_qp(qp, "destroyed\n");
+	vd_qp_put(qp);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_qp_destroy);

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Queue pairs: the objects, the state machine, the consumption of work
+ * queue entries from the shared rings, and flushing. The rules are in
+ * Documentation/qp.rst.
+ *
+ * API
+ * ---
+ *   vd_qp_create(init)
+ *       Validates @init->attr (struct viaduct_create_qp, in/out), allocates
+ *       the doorbell page, the SQ and RQ rings and the private in-flight
+ *       copies, attaches to the PD and the CQs (creating private CQs for the
+ *       queues whose CQ is NULL), registers with the polling worker if the
+ *       QP is VIADUCT_QP_F_POLLED, fills the reply fields of @init->attr
+ *       (everything but the mmap keys, which the caller owns) and returns
+ *       the QP in Idle with one reference, the creator's. Errors:
+ *       ERR_PTR(-EINVAL) (bad attributes), -ENOENT (the PD or a CQ was
+ *       destroyed), -EOPNOTSUPP (POLLED without a worker), -ENODEV (the
+ *       worker was stopped), -ENOSPC (QP numbers), -ENOMEM. Process context.
+ *   vd_qp_destroy(qp)
+ *       Consumes the creator's reference: unregisters from the worker
+ *       (after it returns the worker no longer looks at the QP), discards
+ *       every outstanding WR without writing CQEs, stops raising events,
+ *       detaches from the PD and the CQs, and drops the reference. Later
+ *       calls on the QP by holders of other references fail or do nothing.
+ *       Process context. Cannot fail.
+ *   vd_qp_get(qp), vd_qp_put(qp)
+ *       Memory lifetime. The last put frees the QP number, the private
+ *       copies, and the references to PD, CQs and ring memory (mappings
+ *       hold their own). Process or softirq context, no spinlock held.
+ *
+ *   vd_qp_modify(qp, m)    MODIFY_QP: all or nothing. -EINVAL: a transition
+ *                          or value the rules forbid (nothing changed).
+ *   vd_qp_query(qp, q)     QUERY_QP: fills everything but @q->handle.
+ *   vd_qp_consume(qp, which)
+ *                          Takes new WQEs of VD_QP_SQ or VD_QP_RQ from the
+ *                          ring; returns how many (>= 0), or -ENOENT once
+ *                          the QP was destroyed. Any context but hard irq,
+ *                          with no QP lock held.
+ *
+ *   For the connection manager and the transport (no QP lock held):
+ *   vd_qp_enter_rts(qp, conn)  Idle -> RTS bound to the LLP stream @conn.
+ *   vd_qp_enter_error(qp, event, detail)
+ *                          Moves the QP to Error (flushing) unless it is
+ *                          there already; raises @event (0: none).
+ *   vd_qp_complete(qp, which, cqe, solicited)
+ *                          Retires the oldest in-flight WR of the queue.
+ *   vd_qp_sq_work(qp)      the hook where the transport learns that the SQ
+ *                          has WRs to execute or that the state changed.
+ *
+ *   Pure functions (no QP needed; the KUnit suite viaduct_qp tests them):
+ *   vd_qp_check_transition(cur, next, mask, has_llp)
+ *   vd_qp_caps(attr, caps)    create attributes -> sizes, or -EINVAL
+ *   vd_qp_check_sqe(slot, lim, &len), vd_qp_check_rqe(slot, lim, &len)
+ *                          0 (VIADUCT_WC_SUCCESS) or the CQE status that
+ *                          the WQE completes with.
+ *
+ * Locking
+ * -------
+ * Three spinlocks per QP, always taken with bottom halves disabled because
+ * the transport completes WRs from softirq context:
+ *   @lock      the attributes, @conn, the async queue pointer;
+ *   @sq.lock   the SQ's private consumer index and in-flight FIFO;
+ *   @rq.lock   the same for the RQ.
+ * The order is @lock -> @sq.lock -> @rq.lock -> (CQ and async queue locks).
+ * @state and @destroyed are written with all three held and may be read
+ * under any one of them, so the SQ and RQ consumers (holding only their
+ * own queue's lock) run independently of each other yet see a stable
+ * state. A consumer that must change the state (a malformed WQE) marks its
+ * queue stopped, drops its lock and calls vd_qp_enter_error(), which takes
+ * all three in order.
+ *
+ * Lifetime
+ * --------
+ * The QP holds references to its PD and CQs (attached: they count it as
+ * a user until vd_qp_destroy()), its ring memory and the async queue
+ * (until vd_qp_destroy()). The caller guarantees that the polling worker
+ * (embedded in the device) outlives vd_qp_destroy(). The last put drops
+ * CQ references, which may sleep: never put a QP under a spinlock.
+ */
+#ifndef _VD_QP_H
+#define _VD_QP_H
+
+#include <linux/bits.h>
+#include <linux/compiler.h>
+#include <linux/kref.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <uapi/viaduct.h>
+
+struct vd_async_queue;
+struct vd_conn;
+struct vd_cq;
+struct vd_device;
+struct vd_doorbell_worker;
+struct vd_pd;
+struct vd_ring_mem;
+
+/* vd_qp_consume() and friends: which queue */
+#define VD_QP_SQ		0U
+#define VD_QP_RQ		1U
+
+/* The smallest WQE slot; slots are powers of two. */
+#define VD_QP_MIN_WQE_SIZE	64U
+
+/* QP numbers: one space for the whole module, 0 is never used. */
+#define VD_QPN_MAX		((1U << 24) - 1)
+
+/* What a WQE may carry, as fixed at creation (the values reported back). */
+struct vd_wqe_limits {
+	u32 max_sge;
+	u32 max_inline;		/* SQ only */
+	u32 max_msg_size;
+};
+
+/* vd_qp_caps(): the sizes a valid struct viaduct_create_qp leads to. */
+struct vd_qp_caps {
+	u32 sq_depth;
+	u32 rq_depth;
+	u32 sq_wqe_size;
+	u32 rq_wqe_size;
+	struct vd_wqe_limits sq;
+	struct vd_wqe_limits rq;
+};
+
+/* Per in-flight WR state, next to its private copy. */
+struct vd_wqe_meta {
+	u32 byte_len;		/* message length, validated */
+	u8 status;		/* 0, or the status a malformed WQE completes with */
+	u8 reserved[3];
+};
+
+/* One work queue: the shared ring and the kernel's private side of it. */
+struct vd_wq {
+	spinlock_t lock;		/* the fields below that change */
+	struct vd_ring_mem *mem;	/* the shared slots */
+	u8 *copies;			/* depth private copies of taken slots */
+	struct vd_wqe_meta *meta;	/* depth entries, parallel to @copies */
+	struct vd_cq *cq;
+	u32 *producer;			/* user's index, in the doorbell page */
+	u32 *consumer_pub;		/* kernel's index, in the doorbell page */
+	struct vd_wqe_limits lim;
+	u32 depth;			/* power of two */
+	u32 wqe_size;			/* power of two */
+	u32 consumer;			/* slots taken (private copy) */
+	u32 head;			/* oldest in-flight copy */
+	u32 tail;			/* next free copy; tail - head in flight */
+	bool is_rq;
+	bool private_cq;		/* @cq was created for this queue */
+	bool stopped;			/* a malformed WQE waits for Error */
+};
+
+struct vd_qp {
+	struct kref ref;
+	spinlock_t lock;		/* attributes; see "Locking" */
+	struct vd_device *dev;		/* not dereferenced here */
+	struct vd_pd *pd;
+	struct vd_async_queue *aq;	/* NULL once destroyed */
+	struct vd_doorbell_worker *worker;	/* set iff POLLED */
+	struct vd_conn *conn;		/* LLP stream, owned by the CM */
+	struct vd_ring_mem *db_mem;
+	struct viaduct_doorbell *db;	/* = db_mem->va */
+	struct vd_wq sq;
+	struct vd_wq rq;
+	u64 user_data;
+	u32 handle;			/* the creator's name for it */
+	u32 qpn;
+	u32 flags;			/* VIADUCT_QP_F_* */
+	u32 reliability;
+	u32 access;			/* VIADUCT_QP_ACCESS_* */
+	u32 ord;
+	u32 ird;
+	u32 terminate;			/* last Terminate code, for QUERY_QP */
+	u32 state;			/* VIADUCT_QPS_* */
+	bool destroyed;
+};
+
+struct vd_qp_init {
+	struct vd_device *dev;
+	struct vd_pd *pd;
+	struct vd_cq *send_cq;		/* NULL: a private completion ring */
+	struct vd_cq *recv_cq;		/* likewise */
+	struct vd_async_queue *aq;
+	struct vd_doorbell_worker *worker;	/* the device's, for POLLED */
+	u32 handle;
+	struct viaduct_create_qp *attr;	/* in: the request; out: the reply */
+};
+
+struct vd_qp *vd_qp_create(const struct vd_qp_init *init);
+void vd_qp_destroy(struct vd_qp *qp);
+void vd_qp_put(struct vd_qp *qp);
+
+static inline struct vd_qp *vd_qp_get(struct vd_qp *qp)
+{
+	kref_get(&qp->ref);
+	return qp;
+}
+
+int vd_qp_modify(struct vd_qp *qp, const struct viaduct_modify_qp *m);
+void vd_qp_query(struct vd_qp *qp, struct viaduct_query_qp *q);
+int vd_qp_consume(struct vd_qp *qp, unsigned int which);
+
+int vd_qp_enter_rts(struct vd_qp *qp, struct vd_conn *conn);
+void vd_qp_enter_error(struct vd_qp *qp, u32 event, u32 detail);
+int vd_qp_complete(struct vd_qp *qp, unsigned int which,
+		   struct viaduct_cqe *cqe, bool solicited);
+void vd_qp_sq_work(struct vd_qp *qp);
+
+int vd_qp_check_transition(u32 cur, u32 next, u32 mask, bool has_llp);
+int vd_qp_caps(const struct viaduct_create_qp *attr, struct vd_qp_caps *caps);
+u8 vd_qp_check_sqe(const void *slot, const struct vd_wqe_limits *lim,
+		   u32 *len);
+u8 vd_qp_check_rqe(const void *slot, const struct vd_wqe_limits *lim,
+		   u32 *len);
+
+/*
+ * For the polling worker: whether the user moved the producer index of
+ * @which past what the kernel took. A racy hint (the worker confirms it
+ * under the queue lock in vd_qp_consume()), so a plain READ_ONCE().
+ */
+static inline bool vd_qp_db_pending(const struct vd_qp *qp, unsigned int which)
+{
+	const struct vd_wq *wq = which == VD_QP_RQ ? &qp->rq : &qp->sq;
+
+	return READ_ONCE(*wq->producer) != READ_ONCE(wq->consumer);
+}
+
+#define vd_dbg_qp(qp, fmt, ...)						\
+	pr_debug("qp%u %s: " fmt, (qp)->qpn, __func__, ##__VA_ARGS__)
+
+#endif /* _VD_QP_H */

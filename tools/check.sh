@@ -1,0 +1,291 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# "make check": every test of viaduct, host side and in the test VM.
+#
+#   tools/check.sh [--quick] [--vm-only] [--only=GLOB] [--kunit=GLOB]
+#                  [--gtest-filter=FILTER]
+#
+#   --quick          normal flavour only (same as VIADUCT_FLAVOURS=normal)
+#   --vm-only        skip the host-only checks (ctest, 6.1 build, style)
+#   --only=GLOB      run only the selftest programs whose name matches GLOB
+#   --kunit=GLOB     run only the KUnit suites (or suite.case) matching GLOB
+#   --gtest-filter=F pass --gtest_filter=F to the live gtest binary
+#
+# Environment: VIADUCT_FLAVOURS ("normal debug"), VIADUCT_CACHE (kernel
+# cache, ~/.cache/viaduct), VIADUCT_GTEST (live gtest binary to run in the
+# VM), VD_TIMEOUT (seconds per VM run, 1200), VD_TEST_TIMEOUT (seconds per
+# selftest program, 300), VD_CONSOLE=full (show the whole VM console).
+#
+# Every step becomes one or more verdict lines "PASS|FAIL|SKIP name"; a
+# failed step does not stop the steps that do not depend on it. The last
+# line is "N passed, N failed" (", N skipped" when there are skips) and the
+# exit status is 0 only when nothing failed. Everything is kept under
+# build/check/ (logs, verdicts.txt) and build/vm/<flavour>/ (VM results).
+set -euo pipefail
+
+# The whole script is one compound command, read completely before it
+# runs, so editing this file while it runs cannot derail the run.
+{
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+vm=$repo/tools/vm
+build=$repo/build
+out=$build/check
+flavours=${VIADUCT_FLAVOURS:-normal debug}
+vm_only=0
+
+for a in "$@"; do
+	case $a in
+	--quick) flavours=normal ;;
+	--vm-only) vm_only=1 ;;
+	--only=*) export VD_ONLY=${a#*=} ;;
+	--kunit=*) export VD_KUNIT=${a#*=} ;;
+	--gtest-filter=*) export VD_GTEST_FILTER=${a#*=} ;;
+	-h | --help) sed -n '4,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "[check] unknown argument $a (see --help)" >&2; exit 2 ;;
+	esac
+done
+[[ ${VIADUCT_QUICK:-0} == 1 ]] && flavours=normal
+for f in $flavours; do
+	[[ $f == normal || $f == debug ]] || { echo "[check] unknown flavour $f" >&2; exit 2; }
+done
+
+mkdir -p "$out"
+rm -f "$out"/kernel-*.log
+verdicts=$out/verdicts.txt
+: >"$verdicts"
+timings=()
+t_start=$SECONDS
+
+log() { echo "[check] $*"; }
+
+# record PASS|FAIL|SKIP name [logfile]: one verdict, with the log's tail
+# shown under a failure.
+record() {
+	echo "$1 $2" | tee -a "$verdicts"
+	if [[ $1 == FAIL && -n ${3:-} && -f ${3:-} ]]; then
+		tail -n 40 "$3" | sed 's/^/    | /' | tee -a "$verdicts"
+	fi
+	return 0
+}
+
+# Adds the verdict lines of report.py (or any PASS/FAIL/SKIP lines).
+record_lines() {
+	grep -E '^(PASS|FAIL|SKIP) |^    \| ' | tee -a "$verdicts" || true
+}
+
+phase_t0=0
+phase_name=
+phase() { # starts a timed phase (ends the previous one)
+	phase_end
+	phase_name=$1
+	phase_t0=$SECONDS
+	log "=== $1"
+}
+phase_end() {
+	if [[ -n $phase_name ]]; then
+		timings+=("$(printf '%5ds  %s' $((SECONDS - phase_t0)) "$phase_name")")
+		phase_name=
+	fi
+}
+
+# step NAME LOG cmd...: runs cmd with its output in LOG, records one verdict.
+step() {
+	local name=$1 logf=$2 rc=0
+	shift 2
+	"$@" >"$logf" 2>&1 || rc=$?
+	if [[ $rc == 0 ]]; then
+		record PASS "$name"
+	else
+		record FAIL "$name" "$logf"
+	fi
+	return "$rc"
+}
+
+# checkpatch.pl, with the per-file "total:" lines of clean files left out.
+# shellcheck disable=SC2317 # called through step()
+checkpatch() {
+	local rc=0
+	"$ksrc/scripts/checkpatch.pl" --strict --no-tree --terse --show-types -f "$@" \
+		>"$out/checkpatch.raw" 2>&1 || rc=$?
+	grep -v '^total: 0 errors, 0 warnings, 0 checks' "$out/checkpatch.raw" || true
+	return "$rc"
+}
+
+# Kernel builds run in the background from the start: they are the long
+# pole (7-12 min each on a fresh machine, nothing once cached).
+kpid=
+start_kernels() {
+	local f
+	for f in $flavours; do
+		if [[ ! -e $("$vm/kernel.sh" --builddir "$f")/.viaduct-built ]]; then
+			log "starting kernel builds in the background ($flavours; log: $out/kernel-*.log)"
+			(
+				for g in $flavours; do
+					"$vm/kernel.sh" "$g" >"$out/kernel-$g.log" 2>&1 ||
+						echo "kernel.sh $g failed" >>"$out/kernel-$g.log"
+				done
+			) &
+			kpid=$!
+			return
+		fi
+	done
+	log "kernels cached: $flavours"
+}
+
+# Waits for flavour F's kernel, one progress line a minute.
+wait_kernel() {
+	local f=$1 kdir n=0
+	kdir=$("$vm/kernel.sh" --builddir "$f")
+	while [[ ! -e $kdir/.viaduct-built ]]; do
+		if grep -qx "kernel.sh $f failed" "$out/kernel-$f.log" 2>/dev/null; then
+			break
+		fi
+		if [[ -z $kpid ]] || ! kill -0 "$kpid" 2>/dev/null; then
+			# Not (or no longer) building in the background: build here.
+			"$vm/kernel.sh" "$f" >>"$out/kernel-$f.log" 2>&1 || true
+			break
+		fi
+		if ((n % 60 == 0)); then
+			log "waiting for the $f kernel: $(tail -n1 "$out/kernel-$f.log" 2>/dev/null | cut -c1-100)"
+		fi
+		n=$((n + 1))
+		sleep 1
+	done
+	[[ -e $kdir/.viaduct-built ]]
+}
+
+# ---------------------------------------------------------------------------
+phase deps
+if ! bash "$vm/deps.sh"; then
+	record FAIL host/deps
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+
+ksrc=
+phase "kernel source"
+if ksrc=$("$vm/kernel.sh" --srcdir 2>"$out/srcdir.log"); then
+	log "kernel source: $ksrc"
+else
+	record FAIL host/kernel-source "$out/srcdir.log"
+	ksrc=
+fi
+start_kernels
+
+phase "host build (cmake)"
+cmake_ok=0
+if step host/cmake-build "$out/cmake.log" bash -c \
+	"cmake -S . -B build/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build build/cmake -j2"; then
+	cmake_ok=1
+fi
+
+if [[ $vm_only == 0 ]]; then
+	phase "host tests (ctest)"
+	if [[ $cmake_ok == 1 ]]; then
+		ctest --test-dir build/cmake --output-on-failure >"$out/ctest.log" 2>&1 || true
+		python3 "$vm/report.py" ctest "$out/ctest.log" host/ctest | record_lines || true
+	else
+		record SKIP host/ctest
+	fi
+
+	phase "module vs Debian 6.1 headers"
+	k61=$(find /usr/src -maxdepth 1 -name 'linux-headers-*-amd64' | sort -V | tail -n1)
+	if [[ -n $k61 ]]; then
+		step "host/module/builds-against-$(basename "$k61" | sed 's/^linux-headers-//')" \
+			"$out/module-6.1.log" "$vm/build-module.sh" "$k61" "$build/module-6.1" || true
+	else
+		record FAIL host/module/builds-against-6.1 # deps.sh installs them
+	fi
+
+	phase "style"
+	if [[ -n $ksrc ]]; then
+		shopt -s nullglob
+		kfiles=(kernel/*.[ch] kernel/tests/*.[ch] include/uapi/*.h)
+		shopt -u nullglob
+		step host/style/checkpatch "$out/checkpatch.log" checkpatch "${kfiles[@]}" || true
+	else
+		record FAIL host/style/checkpatch
+	fi
+	if [[ -f .clang-format ]]; then
+		mapfile -t cxx < <(find user tools -type f \( -name '*.cpp' -o -name '*.cc' \
+			-o -name '*.hpp' -o -name '*.h' \) -not -path '*/build/*' | sort)
+		if [[ ${#cxx[@]} -gt 0 ]]; then
+			step host/style/clang-format "$out/clang-format.log" \
+				clang-format --dry-run -Werror "${cxx[@]}" || true
+		fi
+	fi
+fi
+
+phase "selftests build"
+selftests_ok=0
+if [[ -n $ksrc && -f selftests/Makefile ]]; then
+	# The guest runs every program in the dir: start from an empty one.
+	rm -rf "$build/selftests"
+	if step host/selftests/build "$out/selftests-build.log" \
+		make -C selftests -j2 OUTPUT="$build/selftests" \
+		KSFT_DIR="$ksrc/tools/testing/selftests"; then
+		selftests_ok=1
+	fi
+else
+	record FAIL host/selftests/build
+fi
+
+gtest=${VIADUCT_GTEST:-$build/cmake/user/viaduct_tests}
+if [[ -x $gtest ]]; then
+	export VD_GTEST=$gtest
+else
+	[[ -n ${VIADUCT_GTEST:-} ]] && record FAIL host/gtest-binary
+	unset VD_GTEST
+fi
+
+for f in $flavours; do
+	phase "$f kernel (wait/build)"
+	if ! wait_kernel "$f"; then
+		record FAIL "$f/kernel/build" "$out/kernel-$f.log"
+		continue
+	fi
+	kdir=$("$vm/kernel.sh" --builddir "$f")
+
+	phase "$f module build"
+	if ! step "$f/module/builds-against-the-6.12-tree" "$out/module-$f.log" \
+		"$vm/build-module.sh" "$kdir" "$build/module-$f"; then
+		continue
+	fi
+
+	phase "$f VM run"
+	[[ $selftests_ok == 1 ]] || log "selftests did not build; the VM runs without them"
+	rc=0
+	VD_FLAVOUR=$f VD_KDIR=$kdir VD_KMOD=$build/module-$f VD_SELFTESTS=$build/selftests \
+		"$vm/run.sh" -r "$build/vm/$f" "$vm/guest-check.sh" || rc=$?
+	log "VM run exit status $rc; parsing $build/vm/$f"
+	python3 "$vm/report.py" vm "$build/vm/$f" "$f" | record_lines || true
+done
+phase_end
+
+if [[ -n $kpid ]] && kill -0 "$kpid" 2>/dev/null; then
+	log "waiting for the background kernel build to finish"
+	wait "$kpid" || true
+fi
+
+log "timings:"
+for t in "${timings[@]}"; do
+	log "  $t"
+done
+log "$(printf '%5ds  total' $((SECONDS - t_start)))"
+
+pass=$(grep -c '^PASS ' "$verdicts" || true)
+fail=$(grep -c '^FAIL ' "$verdicts" || true)
+skip=$(grep -c '^SKIP ' "$verdicts" || true)
+if [[ $fail -gt 0 ]]; then
+	log "failures:"
+	grep '^FAIL ' "$verdicts" | sed 's/^/[check]   /'
+fi
+summary="$pass passed, $fail failed"
+[[ $skip -gt 0 ]] && summary+=", $skip skipped"
+echo "$summary"
+[[ $fail == 0 ]]
+exit
+}

@@ -1,0 +1,38 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# "make demo": boots the test VM and shows viaduct at work: two test hosts,
+# a viaduct link on h1's eth0, and what viaductctl reports about it.
+#
+# Needs the same things as "make check" (and installs/builds them): the
+# packages, the normal test kernel (cached after the first build), the
+# module and the cmake build that provides viaductctl.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+vm=$repo/tools/vm
+build=$repo/build
+
+log() { echo "[demo] $*"; }
+die() { echo "[demo] ERROR: $*" >&2; exit 1; }
+
+bash "$vm/deps.sh"
+log "test kernel (built once, then cached; the first build takes 7-12 min)"
+kdir=$("$vm/kernel.sh" normal | tail -n1)
+log "module"
+"$vm/build-module.sh" "$kdir" "$build/module-normal"
+log "userspace (cmake)"
+mkdir -p "$build"
+if ! { cmake -S . -B build/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+	cmake --build build/cmake -j2; } >"$build/demo-cmake.log" 2>&1; then
+	tail -n 30 "$build/demo-cmake.log" >&2
+	die "cmake build failed (log: $build/demo-cmake.log)"
+fi
+ctl=$build/cmake/tools/viaductctl/viaductctl
+[[ -x $ctl ]] || die "viaductctl was not built: expected $ctl"
+
+log "booting the VM"
+VD_FLAVOUR=normal VD_KDIR=$kdir VD_KMOD=$build/module-normal VD_VIADUCTCTL=$ctl \
+	VD_TIMEOUT=${VD_TIMEOUT:-600} \
+	"$vm/run.sh" -r "$build/vm/demo" "$vm/guest-demo.sh"

@@ -1,0 +1,163 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The test job of "make check", run in the VM by guest-init.sh (see run.sh
+# for the VD_* variables). It never stops at a failing or crashing test: it
+# records what happened in $VD_RESULTS and carries on. tools/vm/report.py
+# turns that dir into verdicts on the host.
+#
+# $VD_RESULTS after a run:
+#   harness.tap          TAP of the job's own steps (insmod, rmmod, ...)
+#   kunit/<suite>.ktap   KTAP of each KUnit suite, from debugfs
+#   selftests/<p>.tap    output of selftest program <p>; <p>.rc its exit status
+#   gtest.log, gtest.rc  the live gtest run, if VD_GTEST was set
+#   kmemleak.txt         debug flavour: kmemleak's report after the run
+#   dmesg.txt            the whole kernel log
+set -euo pipefail
+
+# The whole script is one compound command, read completely before it
+# runs, so editing this file while it runs cannot derail the run.
+{
+
+res=$VD_RESULTS
+say() { echo "[guest] $*"; }
+
+# Our own steps, as TAP, written as they happen so a crash leaves a prefix.
+step_n=0
+step() { # ok|fail name [detail]
+	step_n=$((step_n + 1))
+	if [[ $1 == ok ]]; then
+		echo "ok $step_n $2" >>"$res/harness.tap"
+	else
+		# Diagnostics go first: TAP readers attach them to the next result.
+		[[ -n ${3:-} ]] && printf '# %s\n' "${3//$'\n'/$'\n'# }" >>"$res/harness.tap"
+		echo "not ok $step_n $2" >>"$res/harness.tap"
+		say "FAILED: $2${3:+: $3}"
+	fi
+	return 0
+}
+echo "TAP version 13" >"$res/harness.tap"
+
+try() { # name cmd... : runs cmd, records a step, returns its status
+	local name=$1 out rc=0
+	shift
+	out=$("$@" 2>&1) || rc=$?
+	if [[ $rc == 0 ]]; then
+		step ok "$name"
+	else
+		step fail "$name" "exit $rc: $out"
+	fi
+	return "$rc"
+}
+
+kmemleak=/sys/kernel/debug/kmemleak
+if [[ $VD_FLAVOUR == debug && -w $kmemleak ]]; then
+	# Whatever boot left behind is not ours: report only what is new.
+	say "kmemleak: baseline scan"
+	echo scan >"$kmemleak" || true
+	echo clear >"$kmemleak" || true
+fi
+
+loaded=0
+ko=$VD_KMOD/viaduct.ko
+if [[ ! -f $ko ]]; then
+	step fail insmod-viaduct "$ko does not exist"
+elif try insmod-viaduct insmod "$ko"; then
+	loaded=1
+fi
+
+test_loaded=0
+tko=$VD_KMOD/viaduct_test.ko
+if [[ $loaded == 1 && -f $tko ]]; then
+	if [[ -n ${VD_KUNIT:-} ]]; then
+		say "KUnit filter: $VD_KUNIT"
+		echo "$VD_KUNIT" >/sys/module/kunit/parameters/filter_glob
+	fi
+	say "loading viaduct_test.ko (KUnit suites run now)"
+	try insmod-viaduct_test insmod "$tko" && test_loaded=1
+fi
+mkdir -p "$res/kunit"
+for d in /sys/kernel/debug/kunit/*/; do
+	[[ -r $d/results ]] || continue
+	suite=$(basename "$d")
+	cat "$d/results" >"$res/kunit/$suite.ktap" 2>&1 || true
+	say "KUnit $suite: $(grep -cE '^ {4}ok ' "$res/kunit/$suite.ktap" || true) ok, $(grep -cE '^ {4}not ok ' "$res/kunit/$suite.ktap" || true) not ok"
+done
+
+# Each program gets a fresh /tmp working dir and its own timeout; its exit
+# status is kept next to its output for the report.
+run_prog() { # name outfile timeout cmd...
+	local name=$1 out=$2 tmo=$3 rc=0 t0=$SECONDS wd
+	shift 3
+	wd=$(mktemp -d)
+	(cd "$wd" && timeout -k 10 "$tmo" "$@") >"$out" 2>&1 </dev/null || rc=$?
+	echo "$rc" >"${out%.*}.rc"
+	rm -rf "$wd"
+	case $rc in
+	0) say "$name: ok ($((SECONDS - t0))s)" ;;
+	124 | 137) say "$name: TIMED OUT after ${tmo}s" ;;
+	*) say "$name: exit status $rc ($((SECONDS - t0))s)" ;;
+	esac
+}
+
+mkdir -p "$res/selftests"
+if [[ -d $VD_SELFTESTS ]]; then
+	for p in "$VD_SELFTESTS"/*; do
+		[[ -f $p && -x $p ]] || continue
+		name=$(basename "$p")
+		# shellcheck disable=SC2053 # VD_ONLY is a glob on purpose
+		[[ -z ${VD_ONLY:-} || $name == $VD_ONLY ]] || continue
+		run_prog "selftest $name" "$res/selftests/$name.tap" "$VD_TEST_TIMEOUT" "$p"
+	done
+else
+	say "no selftests dir $VD_SELFTESTS"
+fi
+
+if [[ -n ${VD_GTEST:-} ]]; then
+	if [[ -x $VD_GTEST ]]; then
+		gargs=()
+		[[ -n ${VD_GTEST_FILTER:-} ]] && gargs+=("--gtest_filter=$VD_GTEST_FILTER")
+		# The live tests want a device to open: one on a veth pair.
+		ctl=$VD_BUILD/cmake/tools/viaductctl/viaductctl
+		if ip link add vdgt0 type veth peer name vdgt1 &&
+			ip addr add 198.51.100.7/24 dev vdgt0 &&
+			ip link set vdgt0 up && ip link set vdgt1 up &&
+			"$ctl" link add vdgtest netdev vdgt0; then
+			export VIADUCT_TEST_DEVICE=vdgtest
+		else
+			say "cannot create the live tests' device; they will skip"
+		fi
+		run_prog "gtest $(basename "$VD_GTEST")" "$res/gtest.log" \
+			"${VD_GTEST_TIMEOUT:-600}" "$VD_GTEST" "${gargs[@]}"
+		unset VIADUCT_TEST_DEVICE
+		ip link del vdgt0 2>/dev/null || true
+	else
+		echo "$VD_GTEST is not executable" >"$res/gtest.log"
+		echo 127 >"$res/gtest.rc"
+	fi
+fi
+
+# Unloading must work with everything closed; a refcount leak shows here.
+if [[ $test_loaded == 1 ]]; then
+	try rmmod-viaduct_test rmmod viaduct_test || true
+fi
+if [[ $loaded == 1 ]]; then
+	try rmmod-viaduct rmmod viaduct || true
+fi
+
+if [[ $VD_FLAVOUR == debug && -w $kmemleak ]]; then
+	say "kmemleak: scanning"
+	# An object is only reported once it has looked unreferenced for a
+	# while and over two scans.
+	echo scan >"$kmemleak" || true
+	sleep 6
+	echo scan >"$kmemleak" || true
+	cat "$kmemleak" >"$res/kmemleak.txt" 2>&1 || true
+	say "kmemleak: $(grep -c 'unreferenced object' "$res/kmemleak.txt" || true) suspected leaks"
+fi
+
+echo "1..$step_n" >>"$res/harness.tap"
+dmesg >"$res/dmesg.txt" 2>&1 || true
+say "done"
+exit
+}

@@ -1,0 +1,132 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# viaductctl link add/del/show across two network namespaces.
+#
+#   +------------------+            +------------------+
+#   | netns vda$$      |            | netns vdb$$      |
+#   |  vd0 -> eth0     |<--veth---->|  eth0 <- vd0     |
+#   |  192.0.2.1/24    |            |  192.0.2.2/24    |
+#   +------------------+            +------------------+
+#
+# Each namespace must see only its own device; a device goes away with its
+# interface, including when the peer's namespace is deleted (which destroys
+# the veth pair). Prints TAP.
+
+set -u
+ctl=${VIADUCTCTL:-${VD_SRC:-$(cd "$(dirname "$0")/.." && pwd)}/build/cmake/tools/viaductctl/viaductctl}
+A=vda$$
+B=vdb$$
+n=0
+failed=0
+
+ok() {
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n - $2"
+	else
+		echo "not ok $n - $2"
+		failed=$((failed + 1))
+	fi
+}
+
+# expect STATUS DESCRIPTION -- command...: runs the command, checks its exit status
+expect() {
+	local want=$1 desc=$2 got
+	shift 3
+	out=$("$@" 2>&1)
+	got=$?
+	if [ "$got" -ne "$want" ]; then
+		echo "# $desc: exit $got, wanted $want; output:"
+		printf '%s\n' "$out" | sed 's/^/#   /'
+	fi
+	ok $((got != want)) "$desc"
+}
+
+cleanup() {
+	ip netns del "$A" 2>/dev/null
+	ip netns del "$B" 2>/dev/null
+}
+trap cleanup EXIT
+
+echo "TAP version 13"
+echo "1..17"
+
+if [ ! -x "$ctl" ]; then
+	echo "Bail out! viaductctl not found at $ctl"
+	exit 1
+fi
+
+ip netns add "$A" && ip netns add "$B" &&
+	ip link add vdt$$a type veth peer name vdt$$b &&
+	ip link set vdt$$a netns "$A" name eth0 &&
+	ip link set vdt$$b netns "$B" name eth0 &&
+	ip -n "$A" addr add 192.0.2.1/24 dev eth0 &&
+	ip -n "$B" addr add 192.0.2.2/24 dev eth0 &&
+	ip -n "$A" link set eth0 up && ip -n "$B" link set eth0 up &&
+	ip -n "$A" link set lo up && ip -n "$B" link set lo up
+ok $? "create two namespaces joined by veth"
+
+expect 0 "add vd0 in $A" -- ip netns exec "$A" "$ctl" link add vd0 netdev eth0
+expect 0 "add vd0 in $B (names are per namespace)" -- ip netns exec "$B" "$ctl" link add vd0 netdev eth0
+
+out=$(ip netns exec "$A" "$ctl" link show)
+[ "$(printf '%s\n' "$out" | grep -c .)" -eq 1 ] && printf '%s\n' "$out" | grep -q 'vd0.*eth0'
+ok $? "$A lists exactly its own device"
+
+json=$(ip netns exec "$B" "$ctl" --json link show)
+python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert isinstance(d, list) and len(d) == 1, d
+assert d[0]["name"] == "vd0" and d[0]["netdev"] == "eth0", d
+' "$json"
+ok $? "$B lists exactly its own device as JSON"
+
+out=$(ip netns exec "$A" "$ctl" dev show vd0)
+printf '%s\n' "$out" | grep -q '192\.0\.2\.1/24'
+ok $? "dev show reports the interface address"
+
+json=$(ip netns exec "$A" "$ctl" -j dev)
+python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert len(d) == 1, d
+dev = d[0]
+assert any(a.startswith("192.0.2.1/24") for a in dev["addresses"]), dev
+assert dev["limits"]["max_qp"] > 0, dev
+' "$json"
+ok $? "dev --json reports addresses and limits"
+
+expect 1 "duplicate name is refused" -- ip netns exec "$A" "$ctl" link add vd0 netdev lo
+printf '%s\n' "$out" | grep -qi 'exist'
+ok $? "duplicate name error says so"
+
+expect 1 "second device on one interface is refused" -- ip netns exec "$A" "$ctl" link add vd1 netdev eth0
+expect 1 "unknown interface is refused" -- ip netns exec "$A" "$ctl" link add vd1 netdev nosuch0
+printf '%s\n' "$out" | grep -qi 'not found\|no such'
+ok $? "unknown interface error names the problem"
+
+expect 1 "unprivileged add is refused" -- ip netns exec "$A" setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$ctl" link add vd2 netdev lo
+
+expect 0 "del vd0 in $A" -- ip netns exec "$A" "$ctl" link del vd0
+[ -z "$(ip netns exec "$A" "$ctl" link show)" ] &&
+	ip netns exec "$B" "$ctl" link show | grep -q vd0
+ok $? "deleting in $A leaves $B's device alone"
+
+expect 0 "re-add vd0 in $A" -- ip netns exec "$A" "$ctl" link add vd0 netdev eth0
+
+# Deleting namespace B destroys the veth pair, so A's eth0 and device go too.
+ip netns del "$B"
+gone=1
+for _ in $(seq 50); do
+	if [ -z "$(ip netns exec "$A" "$ctl" link show 2>/dev/null)" ]; then
+		gone=0
+		break
+	fi
+	sleep 0.1
+done
+ok $gone "device goes with its interface when the peer namespace is deleted"
+
+[ "$n" -eq 17 ] || echo "# planned 17 tests, ran $n"
+exit $((failed != 0))

@@ -1,0 +1,903 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers for the resource selftests (PD, MR, CQ, QP, doorbells, channels):
+ * a selected test device, object creation, ring mapping and posting, CQ
+ * polling, async events, and the leak check that compares counters before
+ * and after.
+ *
+ * Ring protocol as the uapi header describes it: free-running __u32
+ * indices, slot = index & (entries - 1), the writer publishes with a
+ * store-release after filling the slot and the reader loads with
+ * load-acquire. Every index this file writes is written with
+ * __atomic_store_n(..., __ATOMIC_RELEASE).
+ */
+#ifndef VD_RES_UTIL_H
+#define VD_RES_UTIL_H
+
+#include <ctype.h>
+#include <dirent.h>
+#include <linux/genetlink.h>
+#include <linux/netlink.h>
+#include <net/if.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <uapi/viaduct_nl.h>
+
+#include "vd_util.h"
+#include "kselftest_harness.h"
+
+#define VD_ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#define VD_PAGE			((unsigned long)getpagesize())
+
+/* A kernel address: beyond TASK_SIZE on every 64-bit architecture. */
+#define VD_KERNEL_PTR		((void *)0xffff888000000000UL)
+
+static inline uint64_t vd_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static inline void vd_sleep_ms(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* ------------------------------------------------------------------ */
+/* Test device                                                        */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A device of its own on a fresh veth pair, named <tag><pid> (so that a
+ * test never meets another test's leftovers), and an open file that has
+ * selected it.
+ */
+struct vd_testdev {
+	char name[VIADUCT_NAME_SIZE];
+	char ifname[IF_NAMESIZE];
+	int fd;
+	int made;
+	struct viaduct_device_attr attr;
+};
+
+static inline int vd_testdev_open_selected(const struct vd_testdev *d)
+{
+	struct viaduct_select_device sel = { 0 };
+	int fd = vd_open();
+
+	if (fd < 0)
+		return -errno;
+	strcpy(sel.name, d->name);
+	if (vd_ioctl(fd, VIADUCT_IOCTL_SELECT_DEVICE, &sel)) {
+		int err = -errno;
+
+		close(fd);
+		return err ? err : -EIO;
+	}
+	return fd;
+}
+
+/*
+ * VIADUCT_CMD_LINK_ADD or _DEL over raw generic netlink, for when viaductctl
+ * is not built: 0 or -errno from the kernel's acknowledgement.
+ */
+static inline int vd_nl_link(int cmd, const char *devname, const char *ifname)
+{
+	struct {
+		struct nlmsghdr n;
+		struct genlmsghdr g;
+		char buf[256];
+	} req;
+	char ans[4096];
+	struct nlmsghdr *h = (struct nlmsghdr *)ans;
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	struct nlattr *a;
+	int sock, family = -1, ret = -EIO, len;
+
+	sock = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
+	if (sock < 0)
+		return -errno;
+	/* the family's id */
+	memset(&req, 0, sizeof(req));
+	req.n.nlmsg_type = GENL_ID_CTRL;
+	req.n.nlmsg_flags = NLM_F_REQUEST;
+	req.n.nlmsg_seq = 1;
+	req.g.cmd = CTRL_CMD_GETFAMILY;
+	req.g.version = 1;
+	a = (struct nlattr *)req.buf;
+	a->nla_type = CTRL_ATTR_FAMILY_NAME;
+	a->nla_len = NLA_HDRLEN + sizeof(VIADUCT_GENL_NAME);
+	memcpy((char *)a + NLA_HDRLEN, VIADUCT_GENL_NAME, sizeof(VIADUCT_GENL_NAME));
+	req.n.nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN) + NLA_ALIGN(a->nla_len);
+	if (sendto(sock, &req, req.n.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		goto out;
+	len = recv(sock, ans, sizeof(ans), 0);
+	if (len < (int)NLMSG_LENGTH(GENL_HDRLEN) || h->nlmsg_type == NLMSG_ERROR)
+		goto out;
+	for (a = (struct nlattr *)((char *)NLMSG_DATA(h) + GENL_HDRLEN);
+	     (char *)a + NLA_HDRLEN <= ans + h->nlmsg_len && a->nla_len >= NLA_HDRLEN;
+	     a = (struct nlattr *)((char *)a + NLA_ALIGN(a->nla_len)))
+		if (a->nla_type == CTRL_ATTR_FAMILY_ID)
+			family = *(__u16 *)((char *)a + NLA_HDRLEN);
+	if (family < 0)
+		goto out;
+
+	memset(&req, 0, sizeof(req));
+	req.n.nlmsg_type = family;
+	req.n.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+	req.n.nlmsg_seq = 2;
+	req.g.cmd = cmd;
+	req.g.version = VIADUCT_GENL_VERSION;
+	len = 0;
+	a = (struct nlattr *)req.buf;
+	a->nla_type = VIADUCT_A_DEV_NAME;
+	a->nla_len = NLA_HDRLEN + strlen(devname) + 1;
+	strcpy((char *)a + NLA_HDRLEN, devname);
+	len += NLA_ALIGN(a->nla_len);
+	if (ifname) {
+		a = (struct nlattr *)(req.buf + len);
+		a->nla_type = VIADUCT_A_IFNAME;
+		a->nla_len = NLA_HDRLEN + strlen(ifname) + 1;
+		strcpy((char *)a + NLA_HDRLEN, ifname);
+		len += NLA_ALIGN(a->nla_len);
+	}
+	req.n.nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN) + len;
+	if (sendto(sock, &req, req.n.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		goto out;
+	/* a reply message may come before the acknowledgement */
+	for (;;) {
+		len = recv(sock, ans, sizeof(ans), 0);
+		if (len < (int)sizeof(*h))
+			break;
+		if (h->nlmsg_type == NLMSG_ERROR) {
+			ret = ((struct nlmsgerr *)NLMSG_DATA(h))->error;
+			break;
+		}
+	}
+out:
+	close(sock);
+	return ret;
+}
+
+/* 0 or a negative step number, for TH_LOG. */
+static inline int vd_testdev_up(struct vd_testdev *d, const char *tag)
+{
+	int id = getpid() % 100000;
+
+	memset(d, 0, sizeof(*d));
+	d->fd = -1;
+	snprintf(d->name, sizeof(d->name), "%s%d", tag, id);
+	snprintf(d->ifname, sizeof(d->ifname), "v%s%d", tag, id);
+	/* leftovers of a crashed earlier run with the same pid */
+	vd_drop_device(d->name, d->ifname);
+	if (vd_sh("command -v '%s' >/dev/null 2>&1", vd_ctl_path()) ||
+	    vd_make_device(d->name, d->ifname, 1)) {
+		/* no viaductctl (not built yet?): the interface, then raw netlink */
+		vd_drop_device(d->name, d->ifname);
+		if (vd_sh("ip link add %s type veth peer name %sp && ip link set %s up && "
+			  "ip link set %sp up && ip addr add 198.51.100.1/24 dev %s",
+			  d->ifname, d->ifname, d->ifname, d->ifname, d->ifname))
+			return -1;
+		if (vd_nl_link(VIADUCT_CMD_LINK_ADD, d->name, d->ifname))
+			return -4;
+	}
+	d->made = 1;
+	d->fd = vd_testdev_open_selected(d);
+	if (d->fd < 0)
+		return -2;
+	d->attr.index = VIADUCT_INDEX_SELECTED;
+	if (vd_ioctl(d->fd, VIADUCT_IOCTL_QUERY_DEVICE, &d->attr))
+		return -3;
+	return 0;
+}
+
+/* Closes the selected file, leaving the device. */
+static inline void vd_testdev_close(struct vd_testdev *d)
+{
+	if (d->fd >= 0)
+		close(d->fd);
+	d->fd = -1;
+}
+
+static inline void vd_testdev_down(struct vd_testdev *d)
+{
+	if (d->fd >= 0)
+		close(d->fd);
+	d->fd = -1;
+	if (d->made)
+		vd_drop_device(d->name, d->ifname);
+	d->made = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Counters and the leak check                                        */
+/* ------------------------------------------------------------------ */
+
+/* The module-wide counters (kernel/stats.h), as viaductctl reports them. */
+static const char *const vd_stat_names[] = {
+	"contexts", "pds", "mrs", "cqs", "qps", "pinned_pages",
+	"doorbells", "worker_polls", "worker_wakeups", "wqes_consumed",
+	"cqes_written", "cq_overflows",
+};
+
+enum {
+	VD_ST_CONTEXTS, VD_ST_PDS, VD_ST_MRS, VD_ST_CQS, VD_ST_QPS,
+	VD_ST_PINNED, VD_ST_DOORBELLS, VD_ST_WORKER_POLLS,
+	VD_ST_WORKER_WAKEUPS, VD_ST_WQES, VD_ST_CQES, VD_ST_CQ_OVERFLOWS,
+	VD_ST_NR,
+};
+
+/* Counters that must come back to their value after every test. */
+static const int vd_level_stats[] = {
+	VD_ST_CONTEXTS, VD_ST_PDS, VD_ST_MRS, VD_ST_CQS, VD_ST_QPS, VD_ST_PINNED,
+};
+
+/*
+ * Finds "name" as a whole word in @text, followed by optional quote, blanks,
+ * ':' or '=', and a number. Works for JSON ("name": 12) and for plain
+ * "name 12" / "name: 12" / "name=12" lines.
+ */
+static inline int vd_find_number(const char *text, const char *name, long long *val)
+{
+	size_t n = strlen(name);
+	const char *p = text;
+
+	while ((p = strstr(p, name))) {
+		const char *q = p + n;
+		char *end;
+
+		if ((p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '_')) ||
+		    isalnum((unsigned char)*q) || *q == '_') {
+			p = q;
+			continue;
+		}
+		if (*q == '"')
+			q++;
+		while (*q == ' ' || *q == '\t' || *q == ':' || *q == '=')
+			q++;
+		*val = strtoll(q, &end, 10);
+		if (end != q)
+			return 0;
+		p = q;
+	}
+	return -1;
+}
+
+/*
+ * Reads the module-wide counters through viaductctl. Returns 0 when at
+ * least the level counters were found, -1 when the tool reports none (an
+ * older tool: callers then skip the counter checks and say so).
+ */
+static inline int vd_stats_read(long long st[VD_ST_NR])
+{
+	static const char *const forms[] = {
+		"stats --json", "-j stats", "stats show --json", "stats",
+	};
+	static int form = -1;	/* per process: the form that worked */
+	static int none;	/* per process: no form works */
+	unsigned int i, k;
+
+	if (none)
+		return -1;
+	for (i = 0; i < VD_ARRAY_SIZE(forms); i++) {
+		char cmd[768], buf[8192];
+		unsigned int f = form >= 0 ? (unsigned int)form : i;
+		size_t len = 0, r;
+		int found = 0;
+		FILE *p;
+
+		snprintf(cmd, sizeof(cmd), "'%s' %s 2>/dev/null", vd_ctl_path(), forms[f]);
+		p = popen(cmd, "r");
+		if (!p)
+			return -1;
+		while (len < sizeof(buf) - 1 &&
+		       (r = fread(buf + len, 1, sizeof(buf) - 1 - len, p)) > 0)
+			len += r;
+		buf[len] = 0;
+		if (pclose(p) != 0)
+			len = 0, buf[0] = 0;
+		for (k = 0; k < VD_ST_NR; k++) {
+			st[k] = -1;
+			if (!vd_find_number(buf, vd_stat_names[k], &st[k]))
+				found++;
+		}
+		for (k = 0; k < VD_ARRAY_SIZE(vd_level_stats); k++)
+			if (st[vd_level_stats[k]] < 0)
+				found = 0;
+		if (found) {
+			form = f;
+			return 0;
+		}
+		if (form >= 0)
+			return -1;
+	}
+	none = 1;
+	return -1;
+}
+
+static inline long long vd_stat(int which)
+{
+	long long st[VD_ST_NR];
+
+	if (vd_stats_read(st))
+		return -1;
+	return st[which];
+}
+
+/* A field of /proc/<pid>/status in kB (VmPin, VmLck, ...), or -1. */
+static inline long vd_proc_status_kb(pid_t pid, const char *field)
+{
+	char path[64], line[256];
+	size_t n = strlen(field);
+	long v = -1;
+	FILE *f;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/status");
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, n) && line[n] == ':') {
+			v = strtol(line + n + 1, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
+static inline long vd_vmpin_kb(void)
+{
+	return vd_proc_status_kb(0, "VmPin");
+}
+
+static inline int vd_count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - 1;	/* the directory's own descriptor */
+}
+
+struct vd_snap {
+	long refcnt;
+	long vmpin_kb;
+	int nfds;
+	int have_stats;
+	long long st[VD_ST_NR];
+};
+
+static inline void vd_snap_take(struct vd_snap *s)
+{
+	s->refcnt = vd_module_refcnt();
+	s->vmpin_kb = vd_vmpin_kb();
+	s->nfds = vd_count_fds();
+	s->have_stats = !vd_stats_read(s->st);
+}
+
+static inline int vd_snap_same(const struct vd_snap *a, const struct vd_snap *b)
+{
+	unsigned int k;
+
+	if (a->refcnt != b->refcnt || a->vmpin_kb != b->vmpin_kb || a->nfds != b->nfds)
+		return 0;
+	if (a->have_stats && b->have_stats)
+		for (k = 0; k < VD_ARRAY_SIZE(vd_level_stats); k++)
+			if (a->st[vd_level_stats[k]] != b->st[vd_level_stats[k]])
+				return 0;
+	return 1;
+}
+
+/*
+ * Expects the state of @before again; releases may finish asynchronously
+ * (a worker dropping the last reference), so poll for up to @ms.
+ */
+static inline void vd_snap_check_back(struct __test_metadata *_metadata,
+				       const struct vd_snap *before, unsigned int ms,
+				       const char *what)
+{
+	uint64_t end = vd_now_ms() + ms;
+	struct vd_snap now;
+	unsigned int k;
+
+	for (;;) {
+		vd_snap_take(&now);
+		if (vd_snap_same(before, &now) || vd_now_ms() > end)
+			break;
+		vd_sleep_ms(20);
+	}
+	EXPECT_EQ(before->refcnt, now.refcnt) TH_LOG("%s: module refcnt", what);
+	EXPECT_EQ(before->vmpin_kb, now.vmpin_kb) TH_LOG("%s: VmPin (kB)", what);
+	EXPECT_EQ(before->nfds, now.nfds) TH_LOG("%s: open descriptors", what);
+	if (!before->have_stats || !now.have_stats) {
+		TH_LOG("%s: viaductctl reports no counters; object and pinned-page counters not checked",
+		       what);
+		return;
+	}
+	for (k = 0; k < VD_ARRAY_SIZE(vd_level_stats); k++) {
+		int i = vd_level_stats[k];
+
+		EXPECT_EQ(before->st[i], now.st[i])
+			TH_LOG("%s: counter %s", what, vd_stat_names[i]);
+	}
+}
+
+#define vd_snap_expect_back(before, ms, what) \
+	vd_snap_check_back(_metadata, before, ms, what)
+
+/* The snapshot as it would be with one open /dev/viaduct file fewer. */
+static inline void vd_snap_drop_file(struct vd_snap *s)
+{
+	s->nfds--;
+	s->refcnt--;
+	if (s->have_stats)
+		s->st[VD_ST_CONTEXTS]--;
+}
+
+/* ------------------------------------------------------------------ */
+/* Objects                                                            */
+/* ------------------------------------------------------------------ */
+
+/* Handle (> 0) or -errno. */
+static inline int vd_create_pd(int fd)
+{
+	struct viaduct_handle h = { 0 };
+	int ret = vd_ioctl(fd, VIADUCT_IOCTL_CREATE_PD, &h);
+
+	return ret ? ret : (int)h.handle;
+}
+
+static inline int vd_destroy(int fd, unsigned long cmd, __u32 handle)
+{
+	struct viaduct_handle h = { .handle = handle };
+
+	return vd_ioctl(fd, cmd, &h);
+}
+
+static inline int vd_destroy_pd(int fd, __u32 h) { return vd_destroy(fd, VIADUCT_IOCTL_DESTROY_PD, h); }
+static inline int vd_dereg_mr(int fd, __u32 h) { return vd_destroy(fd, VIADUCT_IOCTL_DEREG_MR, h); }
+static inline int vd_destroy_cq(int fd, __u32 h) { return vd_destroy(fd, VIADUCT_IOCTL_DESTROY_CQ, h); }
+static inline int vd_destroy_qp(int fd, __u32 h) { return vd_destroy(fd, VIADUCT_IOCTL_DESTROY_QP, h); }
+
+/* MR handle or -errno; the STag in *@stag if given. */
+static inline int vd_reg_mr(int fd, __u32 pd, const void *addr, __u64 len,
+			    __u32 access, __u32 *stag)
+{
+	struct viaduct_reg_mr r = {
+		.addr = (unsigned long)addr, .length = len,
+		.pd_handle = pd, .access = access, .key = 0x5a,
+	};
+	int ret = vd_ioctl(fd, VIADUCT_IOCTL_REG_MR, &r);
+
+	if (ret)
+		return ret;
+	if (stag)
+		*stag = r.stag;
+	return (int)r.handle;
+}
+
+static inline int vd_create_cq(int fd, __u32 entries, int channel,
+			       __u64 user_data, struct viaduct_create_cq *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->entries = entries;
+	out->channel_fd = channel;
+	out->user_data = user_data;
+	return vd_ioctl(fd, VIADUCT_IOCTL_CREATE_CQ, out);
+}
+
+/* Sensible create arguments: depth 16, one SGE each way, reliable. */
+static inline void vd_qp_args(struct viaduct_create_qp *c, __u32 pd,
+			      __u32 scq, __u32 rcq)
+{
+	memset(c, 0, sizeof(*c));
+	c->user_data = 0x9e3779b97f4a7c15ULL ^ pd;
+	c->pd_handle = pd;
+	c->send_cq = scq;
+	c->recv_cq = rcq;
+	c->reliability = VIADUCT_RELIABILITY_RELIABLE_DELIVERY;
+	c->sq_depth = 16;
+	c->rq_depth = 16;
+	c->max_send_sge = 1;
+	c->max_recv_sge = 1;
+}
+
+static inline int vd_query_qp(int fd, __u32 qp, struct viaduct_query_qp *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->handle = qp;
+	return vd_ioctl(fd, VIADUCT_IOCTL_QUERY_QP, q);
+}
+
+static inline int vd_modify_state(int fd, __u32 qp, __u32 state)
+{
+	struct viaduct_modify_qp m = {
+		.handle = qp, .mask = VIADUCT_QP_ATTR_STATE, .state = state,
+	};
+
+	return vd_ioctl(fd, VIADUCT_IOCTL_MODIFY_QP, &m);
+}
+
+/* QP state, or -errno */
+static inline int vd_qp_state(int fd, __u32 qp)
+{
+	struct viaduct_query_qp q;
+	int ret = vd_query_qp(fd, qp, &q);
+
+	return ret ? ret : (int)q.state;
+}
+
+static inline int vd_doorbell(int fd, __u32 qp, __u32 flags)
+{
+	struct viaduct_doorbell_req d = { .handle = qp, .flags = flags };
+
+	return vd_ioctl(fd, VIADUCT_IOCTL_DOORBELL, &d);
+}
+
+/* New channel descriptor or -errno. */
+static inline int vd_comp_channel(int fd)
+{
+	struct viaduct_comp_channel c = { .fd = -1 };
+	int ret = vd_ioctl(fd, VIADUCT_IOCTL_CREATE_COMP_CHANNEL, &c);
+
+	return ret ? ret : c.fd;
+}
+
+static inline int vd_arm_cq(int fd, __u32 cq, __u32 flags)
+{
+	struct viaduct_arm_cq a = { .handle = cq, .flags = flags };
+
+	return vd_ioctl(fd, VIADUCT_IOCTL_ARM_CQ, &a);
+}
+
+/* ------------------------------------------------------------------ */
+/* Mappings and rings                                                 */
+/* ------------------------------------------------------------------ */
+
+static inline void *vd_mmap_key(int fd, __u64 key, size_t size)
+{
+	return mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)key);
+}
+
+/* A completion ring: header + CQEs at VIADUCT_RING_HDR_SIZE. */
+struct vd_cring {
+	struct viaduct_ring *hdr;
+	struct viaduct_cqe *cqe;
+	__u32 entries;
+	__u32 consumer;		/* our copy of the index we own */
+	size_t size;
+};
+
+static inline int vd_cring_map(struct vd_cring *r, int fd, __u64 key, size_t size,
+			       __u32 entries)
+{
+	void *p;
+
+	memset(r, 0, sizeof(*r));
+	if (!size || !entries)
+		return -EINVAL;
+	p = vd_mmap_key(fd, key, size);
+	if (p == MAP_FAILED)
+		return -errno;
+	r->hdr = p;
+	r->cqe = (struct viaduct_cqe *)((char *)p + VIADUCT_RING_HDR_SIZE);
+	r->entries = entries;
+	r->size = size;
+	r->consumer = __atomic_load_n(&r->hdr->consumer, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static inline void vd_cring_unmap(struct vd_cring *r)
+{
+	if (r->hdr)
+		munmap(r->hdr, r->size);
+	r->hdr = NULL;
+}
+
+/* CQEs waiting to be read. */
+static inline __u32 vd_cring_avail(const struct vd_cring *r)
+{
+	return __atomic_load_n(&r->hdr->producer, __ATOMIC_ACQUIRE) - r->consumer;
+}
+
+/* 1 and the next CQE in *@out, or 0 if the ring is empty. */
+static inline int vd_cring_poll(struct vd_cring *r, struct viaduct_cqe *out)
+{
+	if (!vd_cring_avail(r))
+		return 0;
+	*out = r->cqe[r->consumer & (r->entries - 1)];
+	r->consumer++;
+	__atomic_store_n(&r->hdr->consumer, r->consumer, __ATOMIC_RELEASE);
+	return 1;
+}
+
+/* Reads up to @n CQEs, waiting up to @ms for them; returns how many. */
+static inline unsigned int vd_cring_wait(struct vd_cring *r, struct viaduct_cqe *out,
+					 unsigned int n, unsigned int ms)
+{
+	uint64_t end = vd_now_ms() + ms;
+	unsigned int got = 0;
+
+	while (got < n) {
+		if (vd_cring_poll(r, &out[got])) {
+			got++;
+			continue;
+		}
+		if (vd_now_ms() > end)
+			break;
+		usleep(200);
+	}
+	return got;
+}
+
+/* A QP with everything of it mapped. */
+struct vd_qp {
+	struct viaduct_create_qp c;
+	struct viaduct_doorbell *db;
+	void *sq;
+	void *rq;
+	struct vd_cring scq;	/* private rings, if the QP has them */
+	struct vd_cring rcq;
+	__u32 sq_prod;		/* our copies of the indices we own */
+	__u32 rq_prod;
+};
+
+static inline void vd_qp_unmap(struct vd_qp *q)
+{
+	if (q->db)
+		munmap(q->db, q->c.db_size);
+	if (q->sq)
+		munmap(q->sq, q->c.sq_size);
+	if (q->rq)
+		munmap(q->rq, q->c.rq_size);
+	vd_cring_unmap(&q->scq);
+	vd_cring_unmap(&q->rcq);
+	q->db = NULL;
+	q->sq = q->rq = NULL;
+}
+
+/* Creates the QP from @q->c and maps doorbell, rings and private CQs. */
+static inline int vd_qp_create(int fd, struct vd_qp *q)
+{
+	int ret = vd_ioctl(fd, VIADUCT_IOCTL_CREATE_QP, &q->c);
+
+	q->db = NULL;
+	q->sq = q->rq = NULL;
+	memset(&q->scq, 0, sizeof(q->scq));
+	memset(&q->rcq, 0, sizeof(q->rcq));
+	q->sq_prod = q->rq_prod = 0;
+	if (ret)
+		return ret;
+	q->db = vd_mmap_key(fd, q->c.db_key, q->c.db_size);
+	q->sq = vd_mmap_key(fd, q->c.sq_key, q->c.sq_size);
+	q->rq = vd_mmap_key(fd, q->c.rq_key, q->c.rq_size);
+	if (q->db == MAP_FAILED || q->sq == MAP_FAILED || q->rq == MAP_FAILED) {
+		ret = -errno;
+		if (q->db == MAP_FAILED)
+			q->db = NULL;
+		if (q->sq == MAP_FAILED)
+			q->sq = NULL;
+		if (q->rq == MAP_FAILED)
+			q->rq = NULL;
+		vd_qp_unmap(q);
+		return ret ? ret : -EIO;
+	}
+	if (!q->c.send_cq) {
+		ret = vd_cring_map(&q->scq, fd, q->c.scq_key, q->c.scq_size, q->c.scq_entries);
+		if (ret)
+			return ret;
+	}
+	if (!q->c.recv_cq) {
+		ret = vd_cring_map(&q->rcq, fd, q->c.rcq_key, q->c.rcq_size, q->c.rcq_entries);
+		if (ret)
+			return ret;
+	}
+	q->sq_prod = __atomic_load_n(&q->db->sq_producer, __ATOMIC_RELAXED);
+	q->rq_prod = __atomic_load_n(&q->db->rq_producer, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/*
+ * Creates and maps a QP on @pd with CQs @scq/@rcq (0: a private ring) and
+ * queues of at least @depth, with @flags; @to_error moves it to Error.
+ */
+static inline int vd_qp_make(int fd, struct vd_qp *q, __u32 pd, __u32 scq, __u32 rcq,
+			     __u32 depth, __u32 flags, int to_error)
+{
+	int ret;
+
+	memset(q, 0, sizeof(*q));
+	vd_qp_args(&q->c, pd, scq, rcq);
+	q->c.sq_depth = depth;
+	q->c.rq_depth = depth;
+	q->c.flags = flags;
+	ret = vd_qp_create(fd, q);
+	if (ret)
+		return ret;
+	if (to_error)
+		ret = vd_modify_state(fd, q->c.handle, VIADUCT_QPS_ERROR);
+	return ret;
+}
+
+static inline struct viaduct_sqe *vd_sq_slot(struct vd_qp *q, __u32 idx)
+{
+	return (struct viaduct_sqe *)((char *)q->sq +
+		(size_t)(idx & (q->c.sq_depth - 1)) * q->c.sq_wqe_size);
+}
+
+static inline struct viaduct_rqe *vd_rq_slot(struct vd_qp *q, __u32 idx)
+{
+	return (struct viaduct_rqe *)((char *)q->rq +
+		(size_t)(idx & (q->c.rq_depth - 1)) * q->c.rq_wqe_size);
+}
+
+static inline __u32 vd_sq_consumer(const struct vd_qp *q)
+{
+	return __atomic_load_n(&q->db->sq_consumer, __ATOMIC_ACQUIRE);
+}
+
+static inline __u32 vd_rq_consumer(const struct vd_qp *q)
+{
+	return __atomic_load_n(&q->db->rq_consumer, __ATOMIC_ACQUIRE);
+}
+
+static inline int vd_sq_full(const struct vd_qp *q)
+{
+	return q->sq_prod - vd_sq_consumer(q) >= q->c.sq_depth;
+}
+
+static inline int vd_rq_full(const struct vd_qp *q)
+{
+	return q->rq_prod - vd_rq_consumer(q) >= q->c.rq_depth;
+}
+
+/*
+ * Writes one SQE without SGEs (a zero-length Send, say) into the next slot
+ * and publishes the producer index. No doorbell.
+ */
+static inline void vd_post_sqe(struct vd_qp *q, __u64 wr_id, __u8 opcode, __u8 flags)
+{
+	struct viaduct_sqe *s = vd_sq_slot(q, q->sq_prod);
+
+	memset(s, 0, q->c.sq_wqe_size);
+	s->wr_id = wr_id;
+	s->opcode = opcode;
+	s->flags = flags;
+	q->sq_prod++;
+	__atomic_store_n(&q->db->sq_producer, q->sq_prod, __ATOMIC_RELEASE);
+}
+
+/* One RQE with a single SGE (@len bytes at @addr, @stag) or none. */
+static inline void vd_post_rqe(struct vd_qp *q, __u64 wr_id, const void *addr,
+			       __u32 len, __u32 stag)
+{
+	struct viaduct_rqe *r = vd_rq_slot(q, q->rq_prod);
+
+	memset(r, 0, q->c.rq_wqe_size);
+	r->wr_id = wr_id;
+	if (len) {
+		struct viaduct_sge *sge = (struct viaduct_sge *)(r + 1);
+
+		r->num_sge = 1;
+		sge->addr = (unsigned long)addr;
+		sge->length = len;
+		sge->stag = stag;
+	}
+	q->rq_prod++;
+	__atomic_store_n(&q->db->rq_producer, q->rq_prod, __ATOMIC_RELEASE);
+}
+
+/* Waits up to @ms for the kernel to take everything we posted. */
+static inline int vd_qp_wait_consumed(const struct vd_qp *q, unsigned int ms)
+{
+	uint64_t end = vd_now_ms() + ms;
+
+	for (;;) {
+		if (vd_sq_consumer(q) == q->sq_prod && vd_rq_consumer(q) == q->rq_prod)
+			return 0;
+		if (vd_now_ms() > end)
+			return -ETIMEDOUT;
+		usleep(500);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Events                                                             */
+/* ------------------------------------------------------------------ */
+
+/* Waits up to @ms for @fd to become readable: 1, 0 on timeout, -errno. */
+static inline int vd_wait_readable(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int ret = poll(&p, 1, ms);
+
+	if (ret < 0)
+		return -errno;
+	return ret > 0 && (p.revents & POLLIN);
+}
+
+/* Next async event from the context's descriptor, waiting up to @ms. */
+static inline int vd_read_async(int fd, struct viaduct_async_event *ev, int ms)
+{
+	ssize_t n;
+	int ret = vd_wait_readable(fd, ms);
+
+	if (ret <= 0)
+		return ret ? ret : -ETIMEDOUT;
+	n = read(fd, ev, sizeof(*ev));
+	if (n < 0)
+		return -errno;
+	return n == sizeof(*ev) ? 0 : -EIO;
+}
+
+/* Reads async events until one of @type for @handle arrives (up to @ms). */
+static inline int vd_wait_async(int fd, __u32 type, __u32 handle,
+				struct viaduct_async_event *ev, int ms)
+{
+	uint64_t end = vd_now_ms() + ms;
+
+	for (;;) {
+		int left = (int)(end - vd_now_ms());
+		int ret;
+
+		if (left < 0)
+			return -ETIMEDOUT;
+		ret = vd_read_async(fd, ev, left);
+		if (ret)
+			return ret;
+		if (ev->type == type && ev->handle == handle)
+			return 0;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* A plain fixture: a selected device and a leak check at the end     */
+/* ------------------------------------------------------------------ */
+
+/*
+ * VD_RES_FIXTURE(tag) defines fixture "res": self->dev (with its selected
+ * file self->fd) and self->before, a snapshot taken right after selection.
+ * Tests call vd_res_end() at the end to destroy what they made (by closing
+ * nothing: they destroy their objects themselves) and to check for leaks.
+ */
+#define VD_RES_FIXTURE(tag) \
+FIXTURE(res) \
+{ \
+	struct vd_testdev dev; \
+	struct vd_snap before; \
+	int fd; \
+}; \
+FIXTURE_SETUP(res) \
+{ \
+	int ret = vd_testdev_up(&self->dev, tag); \
+	self->fd = self->dev.fd; \
+	ASSERT_EQ(0, ret) TH_LOG("test device %s: step %d", self->dev.name, -ret); \
+	vd_snap_take(&self->before); \
+} \
+FIXTURE_TEARDOWN(res) \
+{ \
+	vd_testdev_down(&self->dev); \
+}
+
+#endif /* VD_RES_UTIL_H */

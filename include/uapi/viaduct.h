@@ -140,10 +140,11 @@ struct viaduct_device_attr {
 #define VIADUCT_IOCTL_MAGIC		0xD6
 
 #define VIADUCT_IOCTL_GET_ABI_VERSION	_IOR(VIADUCT_IOCTL_MAGIC, 0x00, struct viaduct_abi_version)
-#define VIADUCT_IOCTL_LIST_DEVICES	_IOWR(VIADUCT_IOCTL_MAGIC, 0x01, struct viaduct_list_devices)
-#define VIADUCT_IOCTL_SELECT_DEVICE	_IOW(VIADUCT_IOCTL_MAGIC, 0x02, struct viaduct_select_device)
+#define VIADUCT_IOCTL_LIST_DEVICES \
+	_IOWR(VIADUCT_IOCTL_MAGIC, 0x01, struct viaduct_list_devices)
+#define VIADUCT_IOCTL_SELECT_DEVICE \
+	_IOW(VIADUCT_IOCTL_MAGIC, 0x02, struct viaduct_select_device)
 #define VIADUCT_IOCTL_QUERY_DEVICE	_IOWR(VIADUCT_IOCTL_MAGIC, 0x03, struct viaduct_device_attr)
-
 
 /*
  * Resources (ABI v1)
@@ -518,6 +519,7 @@ struct viaduct_async_event {
 #define VIADUCT_IOCTL_QUERY_QP		_IOWR(VIADUCT_IOCTL_MAGIC, 0x1a, struct viaduct_query_qp)
 #define VIADUCT_IOCTL_DESTROY_QP	_IOW(VIADUCT_IOCTL_MAGIC, 0x1b, struct viaduct_handle)
 #define VIADUCT_IOCTL_DOORBELL		_IOW(VIADUCT_IOCTL_MAGIC, 0x1c, struct viaduct_doorbell_req)
-#define VIADUCT_IOCTL_CREATE_COMP_CHANNEL _IOR(VIADUCT_IOCTL_MAGIC, 0x1d, struct viaduct_comp_channel)
+#define VIADUCT_IOCTL_CREATE_COMP_CHANNEL \
+	_IOR(VIADUCT_IOCTL_MAGIC, 0x1d, struct viaduct_comp_channel)
 
 #endif /* _UAPI_VIADUCT_H */

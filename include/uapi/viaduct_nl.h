@@ -40,6 +40,7 @@ enum viaduct_cmd {
 	VIADUCT_CMD_LINK_GET,
 	__VIADUCT_CMD_MAX,
 };
+
 #define VIADUCT_CMD_MAX (__VIADUCT_CMD_MAX - 1)
 
 enum viaduct_attr {
@@ -57,6 +58,7 @@ enum viaduct_attr {
 	VIADUCT_A_PAD,
 	__VIADUCT_A_MAX,
 };
+
 #define VIADUCT_A_MAX (__VIADUCT_A_MAX - 1)
 
 enum viaduct_addr_attr {
@@ -67,6 +69,7 @@ enum viaduct_addr_attr {
 	VIADUCT_A_ADDR_DATA,		/* binary, 4 or 16 bytes */
 	__VIADUCT_A_ADDR_MAX,
 };
+
 #define VIADUCT_A_ADDR_MAX (__VIADUCT_A_ADDR_MAX - 1)
 
 enum viaduct_limit_attr {
@@ -86,6 +89,7 @@ enum viaduct_limit_attr {
 	VIADUCT_A_LIMIT_PAD,
 	__VIADUCT_A_LIMIT_MAX,
 };
+
 #define VIADUCT_A_LIMIT_MAX (__VIADUCT_A_LIMIT_MAX - 1)
 
 #endif /* _UAPI_VIADUCT_NL_H */

@@ -251,7 +251,7 @@ static void check_attr(struct __test_metadata *_metadata,
 	EXPECT_EQ(getpagesize(), (int)a->page_size);
 }
 
-TEST_F(dev, list_select_query)
+TEST_F_TIMEOUT(dev, list_select_query, 120)
 {
 	struct viaduct_select_device sel = { 0 };
 	struct viaduct_device_attr a1 = { .index = VIADUCT_INDEX_SELECTED };
@@ -270,7 +270,7 @@ TEST_F(dev, list_select_query)
 	EXPECT_EQ(0, memcmp(&a1, &a2, sizeof(a1)));
 }
 
-TEST_F(dev, select_by_index)
+TEST_F_TIMEOUT(dev, select_by_index, 120)
 {
 	struct viaduct_select_device sel = { 0 };
 	struct viaduct_device_attr a = { .index = VIADUCT_INDEX_SELECTED };
@@ -283,7 +283,7 @@ TEST_F(dev, select_by_index)
 	check_attr(_metadata, &a, self->name, self->ifname);
 }
 
-TEST_F(dev, list_capacity)
+TEST_F_TIMEOUT(dev, list_capacity, 120)
 {
 	struct viaduct_device_entry ents[2];
 	struct viaduct_list_devices ld = { 0 };
@@ -306,7 +306,7 @@ TEST_F(dev, list_capacity)
 	EXPECT_EQ(0, ents[0].name[VIADUCT_NAME_SIZE - 1]);
 }
 
-TEST_F(dev, interface_deleted_while_open)
+TEST_F_TIMEOUT(dev, interface_deleted_while_open, 120)
 {
 	struct viaduct_select_device sel = { 0 };
 	struct viaduct_device_attr a = { .index = VIADUCT_INDEX_SELECTED };
@@ -321,7 +321,7 @@ TEST_F(dev, interface_deleted_while_open)
 	EXPECT_NE(0, vd_sh("%s link show %s >/dev/null 2>&1", vd_ctl_path(), self->name));
 }
 
-TEST_F(dev, device_deleted_while_open)
+TEST_F_TIMEOUT(dev, device_deleted_while_open, 120)
 {
 	struct viaduct_select_device sel = { 0 };
 	struct viaduct_device_attr a = { .index = VIADUCT_INDEX_SELECTED };
@@ -361,7 +361,7 @@ static int probe_other_namespace(const char *name, int idx)
 	return 0;
 }
 
-TEST_F(dev, other_namespace_sees_nothing)
+TEST_F_TIMEOUT(dev, other_namespace_sees_nothing, 120)
 {
 	int idx = vd_find_index(self->fd, self->name);
 	int status;

@@ -67,7 +67,7 @@ static void check_layout(struct kunit *test, const char *sname, size_t size,
 }
 
 #define CHECK_LAYOUT(test, type, want_size, ...) do {			\
-	const struct field __f[] = { __VA_ARGS__ };			\
+	static const struct field __f[] = { __VA_ARGS__ };	\
 									\
 	check_layout(test, #type, sizeof(struct type), want_size,	\
 		     __f, ARRAY_SIZE(__f));				\

@@ -13,7 +13,20 @@
 #include "vd_util.h"
 #include "kselftest_harness.h"
 
-TEST(open_close_repeatedly)
+/* Loops that run long under TCG, KASAN and lockdep: a generous timeout. */
+FIXTURE(heavy) {
+	int unused;
+};
+
+FIXTURE_SETUP(heavy)
+{
+}
+
+FIXTURE_TEARDOWN(heavy)
+{
+}
+
+TEST_F_TIMEOUT(heavy, open_close_repeatedly, 600)
 {
 	long before = vd_module_refcnt();
 	int i, fd;
@@ -126,7 +139,7 @@ TEST(nothing_selected)
 	close(fd);
 }
 
-TEST(many_files_hold_module_references)
+TEST_F_TIMEOUT(heavy, many_files_hold_module_references, 600)
 {
 	enum { N = 3000 };
 	struct rlimit rl = { N + 64, N + 64 };
@@ -173,7 +186,7 @@ static void *open_loop(void *arg)
 	return (void *)fails;
 }
 
-TEST(concurrent_opens)
+TEST_F_TIMEOUT(heavy, concurrent_opens, 600)
 {
 	pthread_t th[6];
 	long before = vd_module_refcnt();

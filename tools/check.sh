@@ -258,6 +258,9 @@ for f in $flavours; do
 	phase "$f VM run"
 	[[ $selftests_ok == 1 ]] || log "selftests did not build; the VM runs without them"
 	rc=0
+	# The debug kernel (KASAN, lockdep) runs the same programs several times
+	# slower under TCG: generous per-program and whole-run limits.
+	VD_TEST_TIMEOUT=${VD_TEST_TIMEOUT:-600} VD_TIMEOUT=${VD_TIMEOUT:-1800} \
 	VD_FLAVOUR=$f VD_KDIR=$kdir VD_KMOD=$build/module-$f VD_SELFTESTS=$build/selftests \
 		"$vm/run.sh" -r "$build/vm/$f" "$vm/guest-check.sh" || rc=$?
 	log "VM run exit status $rc; parsing $build/vm/$f"

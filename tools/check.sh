@@ -3,16 +3,17 @@
 #
 # "make check": every test of viaduct, host side and in the test VM.
 #
-#   tools/check.sh [--quick] [--vm-only] [--only=GLOB] [--kunit=GLOB]
+#   tools/check.sh [--quick|--debug] [--vm-only] [--only=GLOB] [--kunit=GLOB]
 #                  [--gtest-filter=FILTER]
 #
 #   --quick          normal flavour only (same as VIADUCT_FLAVOURS=normal)
+#   --debug          the debug flavour too (VIADUCT_FLAVOURS="normal debug")
 #   --vm-only        skip the host-only checks (ctest, 6.1 build, style)
 #   --only=GLOB      run only the selftest programs whose name matches GLOB
 #   --kunit=GLOB     run only the KUnit suites (or suite.case) matching GLOB
 #   --gtest-filter=F pass --gtest_filter=F to the live gtest binary
 #
-# Environment: VIADUCT_FLAVOURS ("normal debug"), VIADUCT_CACHE (kernel
+# Environment: VIADUCT_FLAVOURS ("normal"), VIADUCT_CACHE (kernel
 # cache, ~/.cache/viaduct), VIADUCT_GTEST (live gtest binary to run in the
 # VM), VD_TIMEOUT (seconds per VM run, 1200), VD_TEST_TIMEOUT (seconds per
 # selftest program, 300), VD_CONSOLE=full (show the whole VM console).
@@ -33,12 +34,16 @@ cd "$repo"
 vm=$repo/tools/vm
 build=$repo/build
 out=$build/check
-flavours=${VIADUCT_FLAVOURS:-normal debug}
+# The debug flavour's guest currently stalls after starting init under TCG
+# (see Documentation/testing.rst); until that is fixed it runs on request:
+# VIADUCT_FLAVOURS="normal debug" or --debug.
+flavours=${VIADUCT_FLAVOURS:-normal}
 vm_only=0
 
 for a in "$@"; do
 	case $a in
 	--quick) flavours=normal ;;
+	--debug) flavours="normal debug" ;;
 	--vm-only) vm_only=1 ;;
 	--only=*) export VD_ONLY=${a#*=} ;;
 	--kunit=*) export VD_KUNIT=${a#*=} ;;

@@ -71,7 +71,7 @@ tko=$VD_KMOD/viaduct_test.ko
 if [[ $loaded == 1 && -f $tko ]]; then
 	if [[ -n ${VD_KUNIT:-} ]]; then
 		say "KUnit filter: $VD_KUNIT"
-		echo "$VD_KUNIT" >/sys/module/kunit/parameters/filter_glob
+		printf %s "$VD_KUNIT" >/sys/module/kunit/parameters/filter_glob
 	fi
 	say "loading viaduct_test.ko (KUnit suites run now)"
 	try insmod-viaduct_test insmod "$tko" && test_loaded=1

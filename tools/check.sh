@@ -265,8 +265,12 @@ for f in $flavours; do
 	rc=0
 	# The debug kernel (KASAN, lockdep) runs the same programs several times
 	# slower under TCG: generous per-program and whole-run limits.
-	VD_TEST_TIMEOUT=${VD_TEST_TIMEOUT:-600} VD_TIMEOUT=${VD_TIMEOUT:-1800} \
-	VD_FLAVOUR=$f VD_KDIR=$kdir VD_KMOD=$build/module-$f VD_SELFTESTS=$build/selftests \
+	if [[ $f == debug ]]; then
+		tt=${VD_TEST_TIMEOUT:-600} vt=${VD_TIMEOUT:-1800}
+	else
+		tt=${VD_TEST_TIMEOUT:-300} vt=${VD_TIMEOUT:-1200}
+	fi
+	VD_TEST_TIMEOUT=$tt VD_TIMEOUT=$vt VD_FLAVOUR=$f VD_KDIR=$kdir VD_KMOD=$build/module-$f VD_SELFTESTS=$build/selftests \
 		"$vm/run.sh" -r "$build/vm/$f" "$vm/guest-check.sh" || rc=$?
 	log "VM run exit status $rc; parsing $build/vm/$f"
 	python3 "$vm/report.py" vm "$build/vm/$f" "$f" | record_lines || true

@@ -84,14 +84,18 @@ echo '|/bin/false' >/proc/sys/kernel/core_pattern || true
 sysctl -qw kernel.panic_on_oops=1 || true
 
 say "up in $(cut -d' ' -f1 /proc/uptime)s: kernel $(uname -r), flavour $flavour, $(nproc) cpus"
-say "running $job (timeout ${VD_JOB_TIMEOUT}s)"
+job_timeout=$((VD_DEADLINE - $(date +%s)))
+((job_timeout >= 10)) || job_timeout=10
+say "running $job (timeout ${job_timeout}s)"
 rc=0
 # timeout runs the job in its own process group and kills the whole group.
-timeout -k 10 "$VD_JOB_TIMEOUT" bash "$job" </dev/null 2>&1 |
+timeout -k 10 "$job_timeout" bash "$job" </dev/null 2>&1 |
 	tee "$results/job.log" || rc=${PIPESTATUS[0]}
-if [[ $rc == 124 ]]; then
-	say "job timed out after ${VD_JOB_TIMEOUT}s"
+if [[ $rc == 124 || $rc == 137 ]]; then
+	say "job timed out after ${job_timeout}s"
 fi
+# A job killed before it saved the kernel log still gets one.
+[[ -s $results/dmesg.txt ]] || dmesg >"$results/dmesg.txt" 2>&1 || true
 say "job exit status $rc"
 echo "$rc" >"$results/.done"
 exit

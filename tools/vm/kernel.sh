@@ -184,7 +184,9 @@ build() {
 	[[ -f $out/arch/x86/boot/bzImage ]] || die "no bzImage in $out"
 	"${mk[@]}" -s kernelrelease >"$out/kernelrelease"
 	date -u +%FT%TZ >"$out/.viaduct-built"
-	log "$flavour kernel $(cat "$out/kernelrelease") built in $((SECONDS - t0))s"
+	# CPU time tells more than wall time on a shared machine.
+	log "$flavour kernel $(cat "$out/kernelrelease") built in $((SECONDS - t0))s" \
+		"(cpu user/sys: $(times | tail -n1))"
 	echo "$out"
 }
 

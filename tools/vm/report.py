@@ -257,7 +257,11 @@ def read_rc(path):
 def vm(results, flavour):
     done = os.path.exists(os.path.join(results, '.done'))
     console = os.path.join(results, 'console.log')
-    if done:
+    job_rc = read_rc(os.path.join(results, '.done')) if done else None
+    if done and job_rc in (124, 137):
+        add('FAIL', '%s/vm/completed' % flavour,
+            ['the job was killed at its deadline (VD_TIMEOUT); see job.log'])
+    elif done:
         add('PASS', '%s/vm/completed' % flavour)
     else:
         tail = read(console).splitlines()[-30:] if os.path.exists(console) else ['no console.log']

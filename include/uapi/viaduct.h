@@ -522,4 +522,171 @@ struct viaduct_async_event {
 #define VIADUCT_IOCTL_CREATE_COMP_CHANNEL \
 	_IOR(VIADUCT_IOCTL_MAGIC, 0x1d, struct viaduct_comp_channel)
 
+/*
+ * Connection manager (ABI v1)
+ * ---------------------------
+ * Connections are iWARP streams: TCP, then an MPA request/reply exchange
+ * (RFC 5044, with the RFC 6581 enhanced form carrying IRD/ORD and the
+ * peer-to-peer ready-to-receive message), then RDMAP/DDP over MPA FPDUs.
+ * Sockets live in the network namespace of the context's opener. The
+ * device is chosen by address, as rdma_cm does: a listener on an address of
+ * vd0 belongs to vd0; an outgoing connection uses the device whose
+ * interface routes to the peer. Either must be the context's selected
+ * device (EADDRNOTAVAIL otherwise).
+ *
+ *   CREATE_CM_CHANNEL: returns a new file descriptor (O_CLOEXEC), pollable,
+ *     that read()s struct viaduct_cm_event records.
+ *
+ *   CM_CREATE_ID / CM_DESTROY_ID: a connection identifier (a handle in the
+ *     context's handle table) reporting to a CM channel.
+ *
+ *   CM_LISTEN: binds the id to an address and port (address all zero: every
+ *     address of the selected device) and listens; each incoming connection
+ *     whose MPA request is valid arrives as a CONNECT_REQUEST event carrying
+ *     a NEW id, to be answered with CM_ACCEPT or CM_REJECT.
+ *
+ *   CM_CONNECT: connects the id with its QP (which must be Idle) to a peer:
+ *     TCP connect, MPA request with the private data, reply. Events:
+ *     ESTABLISHED (the QP is in RTS), REJECTED (with the peer's private
+ *     data), UNREACHABLE, TIMEOUT.
+ *
+ *   CM_ACCEPT / CM_REJECT: answers a CONNECT_REQUEST. ACCEPT binds a QP
+ *     (Idle) and sends the MPA reply; ESTABLISHED follows.
+ *
+ *   CM_DISCONNECT: graceful (FIN; the QP goes Closing, then Idle) or, with
+ *     VIADUCT_CM_DISC_ABORT, abortive (RST; the QP goes to Error). The peer
+ *     sees DISCONNECTED.
+ *
+ *   CM_CONVERT_SOCKET: turns an already connected TCP socket (a file
+ *     descriptor of the caller's, IT-API it_socket_convert) into an RDMA
+ *     connection of the id and its QP; the MPA exchange runs on it, in the
+ *     role given by VIADUCT_CM_F_ACTIVE (initiator) or not (responder).
+ *
+ *   CM_ACK_EVENT: every event read from a channel must be acknowledged once
+ *     by its sequence number; an id cannot be destroyed while it has
+ *     unacknowledged events (EBUSY).
+ */
+
+struct viaduct_sockaddr {
+	__u16 family;		/* VIADUCT_AF_INET or VIADUCT_AF_INET6 */
+	__be16 port;
+	__u32 scope_id;		/* IPv6 link-local scope, else 0 */
+	__u8 addr[16];		/* network byte order; IPv4 in the first 4 bytes */
+};
+
+#define VIADUCT_CM_PRIVATE_DATA_MAX	512	/* bytes of MPA private data */
+
+/* struct viaduct_cm_conn_param.flags */
+#define VIADUCT_CM_F_MPA_V1		(1U << 0)	/* plain RFC 5044, no IRD/ORD exchange */
+#define VIADUCT_CM_F_CRC		(1U << 1)	/* ask for MPA CRC (the peer may insist) */
+#define VIADUCT_CM_F_P2P		(1U << 2)	/* RFC 6581 peer-to-peer RTR */
+#define VIADUCT_CM_F_ACTIVE		(1U << 3)	/* CONVERT_SOCKET: we send the request */
+#define VIADUCT_CM_F_ALL		0xfU
+
+struct viaduct_cm_conn_param {
+	__aligned_u64 private_data;	/* user pointer or 0 */
+	__u32 private_data_len;		/* <= VIADUCT_CM_PRIVATE_DATA_MAX */
+	__u32 qp_handle;		/* CONNECT, ACCEPT, CONVERT_SOCKET */
+	__u32 ird;			/* 0: the QP's */
+	__u32 ord;
+	__u32 flags;			/* VIADUCT_CM_F_* */
+	__u32 timeout_ms;		/* CONNECT: whole connect, 0 for 30000 */
+};
+
+struct viaduct_cm_channel {
+	__s32 fd;			/* out */
+	__u32 reserved;
+};
+
+struct viaduct_cm_create_id {
+	__aligned_u64 user_data;	/* in: returned in events */
+	__s32 channel_fd;		/* in: a CM channel */
+	__u32 handle;			/* out */
+};
+
+struct viaduct_cm_listen {
+	__u32 handle;
+	__u32 backlog;			/* 0 for a default */
+	struct viaduct_sockaddr addr;	/* in; port 0 picks one: out */
+};
+
+struct viaduct_cm_connect {
+	__u32 handle;
+	__u32 reserved;
+	struct viaduct_sockaddr dst;
+	struct viaduct_cm_conn_param param;
+};
+
+struct viaduct_cm_accept {
+	__u32 handle;			/* the id of the CONNECT_REQUEST event */
+	__u32 reserved;
+	struct viaduct_cm_conn_param param;
+};
+
+struct viaduct_cm_reject {
+	__u32 handle;
+	__u32 private_data_len;
+	__aligned_u64 private_data;
+};
+
+#define VIADUCT_CM_DISC_ABORT		(1U << 0)
+
+struct viaduct_cm_disconnect {
+	__u32 handle;
+	__u32 flags;			/* VIADUCT_CM_DISC_* */
+};
+
+struct viaduct_cm_convert_socket {
+	__s32 sockfd;			/* a connected TCP socket of the caller */
+	__u32 handle;			/* the id to bind it to */
+	struct viaduct_cm_conn_param param;
+};
+
+struct viaduct_cm_ack {
+	__u32 handle;
+	__u32 seq;			/* struct viaduct_cm_event.seq */
+};
+
+/* struct viaduct_cm_event.type */
+#define VIADUCT_CM_EVENT_CONNECT_REQUEST	1
+#define VIADUCT_CM_EVENT_ESTABLISHED		2
+#define VIADUCT_CM_EVENT_REJECTED		3
+#define VIADUCT_CM_EVENT_UNREACHABLE		4
+#define VIADUCT_CM_EVENT_DISCONNECTED		5
+#define VIADUCT_CM_EVENT_TIMEOUT		6
+#define VIADUCT_CM_EVENT_CONNECT_ERROR		7	/* MPA negotiation failed */
+#define VIADUCT_CM_EVENT_DEVICE_REMOVED		8
+
+struct viaduct_cm_event {
+	__aligned_u64 user_data;	/* the id's (the listener's for a request) */
+	__u32 type;			/* VIADUCT_CM_EVENT_* */
+	__u32 handle;			/* the id; for CONNECT_REQUEST the new one */
+	__u32 listen_handle;		/* CONNECT_REQUEST: the listening id */
+	__u32 seq;			/* acknowledge with CM_ACK_EVENT */
+	__s32 status;			/* 0 or a negative errno */
+	__u32 ird;			/* the peer's (enhanced MPA) */
+	__u32 ord;
+	__u32 flags;			/* VIADUCT_CM_F_* in effect (CRC, MPA v1) */
+	struct viaduct_sockaddr local;
+	struct viaduct_sockaddr peer;
+	__u32 private_data_len;
+	__u32 reserved;
+	__u8 private_data[VIADUCT_CM_PRIVATE_DATA_MAX];
+};
+
+#define VIADUCT_IOCTL_CREATE_CM_CHANNEL \
+	_IOR(VIADUCT_IOCTL_MAGIC, 0x20, struct viaduct_cm_channel)
+#define VIADUCT_IOCTL_CM_CREATE_ID \
+	_IOWR(VIADUCT_IOCTL_MAGIC, 0x21, struct viaduct_cm_create_id)
+#define VIADUCT_IOCTL_CM_DESTROY_ID	_IOW(VIADUCT_IOCTL_MAGIC, 0x22, struct viaduct_handle)
+#define VIADUCT_IOCTL_CM_LISTEN		_IOWR(VIADUCT_IOCTL_MAGIC, 0x23, struct viaduct_cm_listen)
+#define VIADUCT_IOCTL_CM_CONNECT	_IOW(VIADUCT_IOCTL_MAGIC, 0x24, struct viaduct_cm_connect)
+#define VIADUCT_IOCTL_CM_ACCEPT		_IOW(VIADUCT_IOCTL_MAGIC, 0x25, struct viaduct_cm_accept)
+#define VIADUCT_IOCTL_CM_REJECT		_IOW(VIADUCT_IOCTL_MAGIC, 0x26, struct viaduct_cm_reject)
+#define VIADUCT_IOCTL_CM_DISCONNECT \
+	_IOW(VIADUCT_IOCTL_MAGIC, 0x27, struct viaduct_cm_disconnect)
+#define VIADUCT_IOCTL_CM_CONVERT_SOCKET \
+	_IOW(VIADUCT_IOCTL_MAGIC, 0x28, struct viaduct_cm_convert_socket)
+#define VIADUCT_IOCTL_CM_ACK_EVENT	_IOW(VIADUCT_IOCTL_MAGIC, 0x29, struct viaduct_cm_ack)
+
 #endif /* _UAPI_VIADUCT_H */

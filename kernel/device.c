@@ -56,6 +56,7 @@ static void vd_device_release(struct kref *ref)
 
 	/* removal, which drops the netdev, always comes before the last put */
 	WARN_ON_ONCE(vd->netdev);
+	vd_tpt_uninit(&vd->tpt);
 	kfree(vd);
 }
 
@@ -103,6 +104,7 @@ static void remove_locked(struct vd_device *vd)
 	xa_erase(&vd_devices, vd->index);
 	netdev_put(vd->netdev, &vd->netdev_tracker);
 	vd->netdev = NULL;
+	vd_doorbell_worker_stop(&vd->db_worker);
 	vd_device_put(vd);
 }
 
@@ -126,6 +128,13 @@ struct vd_device *vd_device_create(struct net_device *netdev, const char *name)
 	strscpy(vd->name, name, sizeof(vd->name));
 	write_pnet(&vd->net, dev_net(netdev));
 	atomic_set(&vd->contexts, 0);
+	vd_tpt_init(&vd->tpt, VD_MAX_MR);
+	ret = vd_doorbell_worker_start(&vd->db_worker, name);
+	if (ret) {
+		vd_tpt_uninit(&vd->tpt);
+		kfree(vd);
+		return ERR_PTR(ret);
+	}
 
 	mutex_lock(&vd_devices_lock);
 	ret = -EBUSY;
@@ -152,6 +161,8 @@ struct vd_device *vd_device_create(struct net_device *netdev, const char *name)
 
 err_unlock:
 	mutex_unlock(&vd_devices_lock);
+	vd_doorbell_worker_stop(&vd->db_worker);
+	vd_tpt_uninit(&vd->tpt);
 	kfree(vd);
 	return ERR_PTR(ret);
 }

@@ -67,6 +67,8 @@
 
 #include <uapi/viaduct.h>
 
+#include "doorbell.h"
+#include "tpt.h"
 #include "viaduct.h"
 
 struct vd_device {
@@ -78,6 +80,8 @@ struct vd_device {
 	netdevice_tracker netdev_tracker;
 	bool removed;
 	atomic_t contexts;
+	struct vd_tpt tpt;			/* until the last put */
+	struct vd_doorbell_worker db_worker;	/* stopped at removal */
 };
 
 int vd_device_init(void);

@@ -1,15 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The "viaduct" generic-netlink family: link add, del and get/dump.
+ * The "viaduct" generic-netlink family: link add, del and get/dump,
+ * counters and resources.
  *
  * Every command acts on the namespace of the requesting socket. The family
  * owns nothing: devices belong to device.c, which reports their state
- * through vd_device_query(); this file only translates.
+ * through vd_device_query(), contexts to uctx.c (vd_uctx_walk()) and their
+ * objects to uobj.c (vd_uobj_table_walk()); this file only translates.
+ *
+ * The context and resource dumps resume where the last message did not
+ * fit: cb->args[0] is the context id, cb->args[1] the handle within it
+ * (RES_GET) or whether the module-wide message went out (STATS_GET),
+ * cb->args[2] set once everything was sent.
  */
 #include <linux/if.h>
 #include <linux/kernel.h>
 #include <linux/netdevice.h>
 #include <linux/rtnetlink.h>
+#include <linux/pid.h>
 #include <linux/slab.h>
 #include <net/genetlink.h>
 #include <net/netlink.h>
@@ -19,6 +27,9 @@
 
 #include "device.h"
 #include "netlink.h"
+#include "stats.h"
+#include "uctx.h"
+#include "uobj.h"
 
 static const struct nla_policy vd_nl_policy[VIADUCT_A_MAX + 1] = {
 	[VIADUCT_A_DEV_INDEX]	= { .type = NLA_U32 },
@@ -26,6 +37,8 @@ static const struct nla_policy vd_nl_policy[VIADUCT_A_MAX + 1] = {
 				    .len = VIADUCT_NAME_SIZE - 1 },
 	[VIADUCT_A_IFINDEX]	= NLA_POLICY_MIN(NLA_U32, 1),
 	[VIADUCT_A_IFNAME]	= { .type = NLA_NUL_STRING, .len = IFNAMSIZ - 1 },
+	[VIADUCT_A_RES_TYPE]	= NLA_POLICY_RANGE(NLA_U32, VIADUCT_RES_PD,
+						   VIADUCT_RES_QP),
 };
 
 static struct genl_family vd_nl_family;
@@ -312,6 +325,256 @@ static int vd_nl_link_dump(struct sk_buff *skb, struct netlink_callback *cb)
 	return skb->len;
 }
 
+/* --- Counters and resources ---------------------------------------- */
+
+static int put_stat(struct sk_buff *skb, int type, u64 val)
+{
+	return nla_put_u64_64bit(skb, type, val, VIADUCT_A_STAT_PAD);
+}
+
+static int fill_global_stats(struct sk_buff *skb, u32 portid, u32 seq,
+			     int flags)
+{
+	struct nlattr *stats;
+	void *hdr;
+
+	hdr = genlmsg_put(skb, portid, seq, &vd_nl_family, flags,
+			  VIADUCT_CMD_STATS_GET);
+	if (!hdr)
+		return -EMSGSIZE;
+	stats = nla_nest_start(skb, VIADUCT_A_STATS);
+	if (!stats ||
+	    put_stat(skb, VIADUCT_A_STAT_CONTEXTS, vd_stat_read(contexts)) ||
+	    put_stat(skb, VIADUCT_A_STAT_PDS, vd_stat_read(pds)) ||
+	    put_stat(skb, VIADUCT_A_STAT_MRS, vd_stat_read(mrs)) ||
+	    put_stat(skb, VIADUCT_A_STAT_CQS, vd_stat_read(cqs)) ||
+	    put_stat(skb, VIADUCT_A_STAT_QPS, vd_stat_read(qps)) ||
+	    put_stat(skb, VIADUCT_A_STAT_PINNED_PAGES,
+		     vd_stat_read(pinned_pages)) ||
+	    put_stat(skb, VIADUCT_A_STAT_DOORBELLS, vd_stat_read(doorbells)) ||
+	    put_stat(skb, VIADUCT_A_STAT_WORKER_POLLS,
+		     vd_stat_read(worker_polls)) ||
+	    put_stat(skb, VIADUCT_A_STAT_WORKER_WAKEUPS,
+		     vd_stat_read(worker_wakeups)) ||
+	    put_stat(skb, VIADUCT_A_STAT_WQES_CONSUMED,
+		     vd_stat_read(wqes_consumed)) ||
+	    put_stat(skb, VIADUCT_A_STAT_CQES_WRITTEN,
+		     vd_stat_read(cqes_written)) ||
+	    put_stat(skb, VIADUCT_A_STAT_CQ_OVERFLOWS,
+		     vd_stat_read(cq_overflows))) {
+		genlmsg_cancel(skb, hdr);
+		return -EMSGSIZE;
+	}
+	nla_nest_end(skb, stats);
+	genlmsg_end(skb, hdr);
+	return 0;
+}
+
+/* Who holds @ctx: id, pid (in the reader's pid namespace), comm, device. */
+static int put_owner(struct sk_buff *skb, struct vd_uctx *ctx)
+{
+	/* pairs with smp_store_release() in ioctl_select_device() */
+	struct vd_device *vd = smp_load_acquire(&ctx->dev);
+
+	if (nla_put_u32(skb, VIADUCT_A_CTX_ID, ctx->id) ||
+	    nla_put_u32(skb, VIADUCT_A_PID, pid_vnr(ctx->owner)) ||
+	    nla_put_string(skb, VIADUCT_A_COMM, ctx->comm))
+		return -EMSGSIZE;
+	/* the context's reference keeps a removed device's name readable */
+	if (vd && (nla_put_u32(skb, VIADUCT_A_DEV_INDEX, vd->index) ||
+		   nla_put_string(skb, VIADUCT_A_DEV_NAME, vd->name)))
+		return -EMSGSIZE;
+	return 0;
+}
+
+struct vd_nl_walk {
+	struct sk_buff *skb;
+	struct netlink_callback *cb;
+	struct vd_uctx *ctx;		/* RES_GET: the context being walked */
+	u32 type;			/* RES_GET: VIADUCT_RES_*, 0 for all */
+	bool admin;			/* RES_GET: the reader may see STags */
+};
+
+/* vd_uctx_walk() callback of the STATS_GET dump: one context. */
+static int stats_ctx(struct vd_uctx *ctx, void *arg)
+{
+	struct vd_nl_walk *w = arg;
+	struct sk_buff *skb = w->skb;
+	struct vd_uobj_counts c;
+	struct nlattr *stats;
+	void *hdr;
+
+	vd_uobj_table_counts(&ctx->objs, &c);
+	hdr = genlmsg_put(skb, NETLINK_CB(w->cb->skb).portid,
+			  w->cb->nlh->nlmsg_seq, &vd_nl_family, NLM_F_MULTI,
+			  VIADUCT_CMD_STATS_GET);
+	if (!hdr)
+		return -EMSGSIZE;
+	if (put_owner(skb, ctx))
+		goto cancel;
+	stats = nla_nest_start(skb, VIADUCT_A_STATS);
+	if (!stats ||
+	    put_stat(skb, VIADUCT_A_STAT_PDS, c.objs[VIADUCT_RES_PD - 1]) ||
+	    put_stat(skb, VIADUCT_A_STAT_MRS, c.objs[VIADUCT_RES_MR - 1]) ||
+	    put_stat(skb, VIADUCT_A_STAT_CQS, c.objs[VIADUCT_RES_CQ - 1]) ||
+	    put_stat(skb, VIADUCT_A_STAT_QPS, c.objs[VIADUCT_RES_QP - 1]) ||
+	    put_stat(skb, VIADUCT_A_STAT_PINNED_PAGES, c.pinned_pages) ||
+	    put_stat(skb, VIADUCT_A_STAT_DOORBELLS, c.doorbells))
+		goto cancel;
+	nla_nest_end(skb, stats);
+	genlmsg_end(skb, hdr);
+	return 0;
+
+cancel:
+	genlmsg_cancel(skb, hdr);
+	return -EMSGSIZE;
+}
+
+static int vd_nl_stats_get(struct sk_buff *skb, struct genl_info *info)
+{
+	struct sk_buff *msg;
+	int ret;
+
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!msg)
+		return -ENOMEM;
+	ret = fill_global_stats(msg, info->snd_portid, info->snd_seq, 0);
+	if (ret) {
+		nlmsg_free(msg);
+		return ret;
+	}
+	return genlmsg_reply(msg, info);
+}
+
+/* The module-wide counters, then one message per context of the namespace. */
+static int vd_nl_stats_dump(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	struct vd_nl_walk w = { .skb = skb, .cb = cb };
+	u32 id = cb->args[0];
+	int ret;
+
+	if (cb->args[2])
+		return 0;
+	if (!cb->args[1]) {
+		ret = fill_global_stats(skb, NETLINK_CB(cb->skb).portid,
+					cb->nlh->nlmsg_seq, NLM_F_MULTI);
+		if (ret)
+			return ret;
+		cb->args[1] = 1;
+	}
+	ret = vd_uctx_walk(sock_net(skb->sk), &id, stats_ctx, &w);
+	cb->args[0] = id;
+	if (!ret)
+		cb->args[2] = 1;
+	else if (ret != -EMSGSIZE || !skb->len)
+		return ret;
+	return skb->len;
+}
+
+static int put_res_attrs(struct sk_buff *skb, const struct vd_uobj_info *info,
+			 bool admin)
+{
+	switch (info->type) {
+	case VIADUCT_RES_PD:
+		return nla_put_u32(skb, VIADUCT_A_RES_PDN, info->pdn);
+	case VIADUCT_RES_MR:
+		if (admin &&
+		    nla_put_u32(skb, VIADUCT_A_RES_STAG, info->mr.stag))
+			return -EMSGSIZE;
+		if (nla_put_u32(skb, VIADUCT_A_RES_PD_HANDLE, info->pd_handle) ||
+		    nla_put_u32(skb, VIADUCT_A_RES_PDN, info->pdn) ||
+		    nla_put_u64_64bit(skb, VIADUCT_A_RES_LENGTH,
+				      info->mr.length, VIADUCT_A_PAD) ||
+		    nla_put_u64_64bit(skb, VIADUCT_A_RES_PINNED_PAGES,
+				      info->mr.pinned_pages, VIADUCT_A_PAD) ||
+		    nla_put_u32(skb, VIADUCT_A_RES_ACCESS, info->mr.access))
+			return -EMSGSIZE;
+		return 0;
+	case VIADUCT_RES_CQ:
+		return nla_put_u32(skb, VIADUCT_A_RES_CQE, info->cq.entries);
+	case VIADUCT_RES_QP:
+		if (nla_put_u32(skb, VIADUCT_A_RES_PD_HANDLE, info->pd_handle) ||
+		    nla_put_u32(skb, VIADUCT_A_RES_PDN, info->pdn) ||
+		    nla_put_u32(skb, VIADUCT_A_RES_QPN, info->qp.qpn) ||
+		    nla_put_u32(skb, VIADUCT_A_RES_QP_STATE, info->qp.state) ||
+		    nla_put_u32(skb, VIADUCT_A_RES_QP_FLAGS, info->qp.flags) ||
+		    nla_put_u32(skb, VIADUCT_A_RES_SQ_DEPTH,
+				info->qp.sq_depth) ||
+		    nla_put_u32(skb, VIADUCT_A_RES_RQ_DEPTH,
+				info->qp.rq_depth))
+			return -EMSGSIZE;
+		if (info->qp.send_cq &&
+		    nla_put_u32(skb, VIADUCT_A_RES_SEND_CQ, info->qp.send_cq))
+			return -EMSGSIZE;
+		if (info->qp.recv_cq &&
+		    nla_put_u32(skb, VIADUCT_A_RES_RECV_CQ, info->qp.recv_cq))
+			return -EMSGSIZE;
+		return 0;
+	}
+	return 0;
+}
+
+/* vd_uobj_table_walk() callback of the RES_GET dump: one object. */
+static int res_obj(const struct vd_uobj_info *info, void *arg)
+{
+	struct vd_nl_walk *w = arg;
+	struct sk_buff *skb = w->skb;
+	void *hdr;
+
+	hdr = genlmsg_put(skb, NETLINK_CB(w->cb->skb).portid,
+			  w->cb->nlh->nlmsg_seq, &vd_nl_family, NLM_F_MULTI,
+			  VIADUCT_CMD_RES_GET);
+	if (!hdr)
+		return -EMSGSIZE;
+	if (put_owner(skb, w->ctx) ||
+	    nla_put_u32(skb, VIADUCT_A_RES_TYPE, info->type) ||
+	    nla_put_u32(skb, VIADUCT_A_RES_HANDLE, info->handle) ||
+	    put_res_attrs(skb, info, w->admin)) {
+		genlmsg_cancel(skb, hdr);
+		return -EMSGSIZE;
+	}
+	genlmsg_end(skb, hdr);
+	return 0;
+}
+
+/* vd_uctx_walk() callback of the RES_GET dump: one context's objects. */
+static int res_ctx(struct vd_uctx *ctx, void *arg)
+{
+	struct vd_nl_walk *w = arg;
+	struct netlink_callback *cb = w->cb;
+	/* the handle to resume at belongs to the context we stopped in */
+	u32 handle = ctx->id == cb->args[0] ? cb->args[1] : 0;
+	int ret;
+
+	w->ctx = ctx;
+	ret = vd_uobj_table_walk(&ctx->objs, &handle, w->type, res_obj, w);
+	cb->args[1] = ret ? handle : 0;
+	return ret;
+}
+
+static int vd_nl_res_dump(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	struct vd_nl_walk w = { .skb = skb, .cb = cb };
+	const struct nlattr *type;
+	u32 id = cb->args[0];
+	int ret;
+
+	if (cb->args[2])
+		return 0;
+	/* validated against the policy before the dump started */
+	type = nlmsg_find_attr(cb->nlh, GENL_HDRLEN, VIADUCT_A_RES_TYPE);
+	if (type)
+		w.type = nla_get_u32(type);
+	w.admin = netlink_net_capable(cb->skb, CAP_NET_ADMIN);
+	ret = vd_uctx_walk(sock_net(skb->sk), &id, res_ctx, &w);
+	cb->args[0] = id;
+	if (!ret)
+		cb->args[2] = 1;
+	else if (ret != -EMSGSIZE || !skb->len)
+		return ret;
+	return skb->len;
+}
+
 static const struct genl_small_ops vd_nl_ops[] = {
 	{
 		.cmd = VIADUCT_CMD_LINK_ADD,
@@ -327,6 +590,15 @@ static const struct genl_small_ops vd_nl_ops[] = {
 		.cmd = VIADUCT_CMD_LINK_GET,
 		.doit = vd_nl_link_get,
 		.dumpit = vd_nl_link_dump,
+	},
+	{
+		.cmd = VIADUCT_CMD_STATS_GET,
+		.doit = vd_nl_stats_get,
+		.dumpit = vd_nl_stats_dump,
+	},
+	{
+		.cmd = VIADUCT_CMD_RES_GET,
+		.dumpit = vd_nl_res_dump,
 	},
 };
 

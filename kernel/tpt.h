@@ -71,10 +71,13 @@
 #include <linux/xarray.h>
 #include <uapi/viaduct.h>
 
+#include "viaduct.h"
+
 struct vd_pd;
 struct vd_umem;
 
-#define VD_STAG_INDEX_BITS	(32 - VIADUCT_STAG_INDEX_SHIFT)
+/* VD_STAG_INDEX_BITS comes from viaduct.h, next to the device limits. */
+static_assert(VD_STAG_INDEX_BITS == 32 - VIADUCT_STAG_INDEX_SHIFT);
 #define VD_STAG_INDEX_MAX	((1U << VD_STAG_INDEX_BITS) - 1)
 
 static inline u32 vd_stag_index(u32 stag)

@@ -24,7 +24,14 @@
 #include "stats.h"
 #include "uctx.h"
 
-static atomic_t vd_uctx_ids = ATOMIC_INIT(0);
+/*
+ * Every open context by id, for reports. Entries are added at the end of
+ * open() and removed under vd_uctxs_lock at the start of release(), so
+ * whoever holds the lock and finds a context may use it (vd_uctx_walk()).
+ */
+static DEFINE_XARRAY_ALLOC1(vd_uctxs);
+static DEFINE_MUTEX(vd_uctxs_lock);
+static u32 vd_uctx_next_id;
 
 /* The selected device if it is still there, else NULL; no reference taken. */
 static struct vd_device *vd_uctx_device(struct vd_uctx *ctx)
@@ -169,26 +176,45 @@ static long vd_uctx_ioctl(struct file *file, unsigned int cmd,
 	const struct vd_uctx_ioctl *ioc;
 	unsigned int nr = _IOC_NR(cmd);
 
-	if (unlikely(_IOC_TYPE(cmd) != VIADUCT_IOCTL_MAGIC ||
-		     nr >= ARRAY_SIZE(vd_uctx_ioctls)))
+	if (unlikely(_IOC_TYPE(cmd) != VIADUCT_IOCTL_MAGIC))
 		return -ENOTTY;
+	if (nr >= ARRAY_SIZE(vd_uctx_ioctls))
+		return vd_uobj_ioctl(ctx, cmd, arg);
 	ioc = &vd_uctx_ioctls[array_index_nospec(nr, ARRAY_SIZE(vd_uctx_ioctls))];
-	if (unlikely(!ioc->fn || ioc->cmd != cmd))
-		return -ENOTTY;
+	if (!ioc->fn || ioc->cmd != cmd)
+		return vd_uobj_ioctl(ctx, cmd, arg);
 	return ioc->fn(ctx, (void __user *)arg);
 }
 
 static int vd_uctx_open(struct inode *inode, struct file *file)
 {
 	struct vd_uctx *ctx;
+	int ret;
 
 	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL_ACCOUNT);
 	if (!ctx)
 		return -ENOMEM;
-	ctx->id = atomic_inc_return(&vd_uctx_ids);
+	ret = vd_uobj_table_init(&ctx->objs);
+	if (ret) {
+		kfree(ctx);
+		return ret;
+	}
 	ctx->net = get_net_track(current->nsproxy->net_ns, &ctx->net_tracker,
 				 GFP_KERNEL);
+	ctx->owner = get_task_pid(current, PIDTYPE_TGID);
+	get_task_comm(ctx->comm, current);
 	mutex_init(&ctx->lock);
+	/* last: the context is complete once reports can find it */
+	ret = xa_alloc_cyclic(&vd_uctxs, &ctx->id, ctx, xa_limit_32b,
+			      &vd_uctx_next_id, GFP_KERNEL);
+	if (ret < 0) {
+		vd_uobj_table_destroy(&ctx->objs);
+		put_pid(ctx->owner);
+		put_net_track(ctx->net, &ctx->net_tracker);
+		mutex_destroy(&ctx->lock);
+		kfree(ctx);
+		return ret;
+	}
 	file->private_data = ctx;
 	vd_stat_inc(contexts);
 	vd_dbg_ctx(ctx, "opened\n");
@@ -201,15 +227,59 @@ static int vd_uctx_release(struct inode *inode, struct file *file)
 	struct vd_uctx *ctx = file->private_data;
 
 	vd_dbg_ctx(ctx, "released\n");
+	/* waits for a report that is looking at the context */
+	mutex_lock(&vd_uctxs_lock);
+	xa_erase(&vd_uctxs, ctx->id);
+	mutex_unlock(&vd_uctxs_lock);
+	vd_uobj_table_destroy(&ctx->objs);
 	if (ctx->dev) {
 		vd_device_ctx_detach(ctx->dev);
 		vd_device_put(ctx->dev);
 	}
+	put_pid(ctx->owner);
 	put_net_track(ctx->net, &ctx->net_tracker);
 	mutex_destroy(&ctx->lock);
 	kfree(ctx);
 	vd_stat_dec(contexts);
 	return 0;
+}
+
+int vd_uctx_walk(struct net *net, u32 *id,
+		 int (*fn)(struct vd_uctx *ctx, void *arg), void *arg)
+{
+	unsigned long idx = *id;
+	struct vd_uctx *ctx;
+	int ret = 0;
+
+	mutex_lock(&vd_uctxs_lock);
+	xa_for_each_start(&vd_uctxs, idx, ctx, *id) {
+		if (!net_eq(ctx->net, net))
+			continue;
+		ret = fn(ctx, arg);
+		if (ret) {
+			*id = ctx->id;
+			break;
+		}
+	}
+	mutex_unlock(&vd_uctxs_lock);
+	return ret;
+}
+
+static int vd_uctx_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	return vd_uobj_mmap(file->private_data, vma);
+}
+
+static ssize_t vd_uctx_read(struct file *file, char __user *buf, size_t len,
+			    loff_t *ppos)
+{
+	return vd_uobj_read(file->private_data, buf, len,
+			    file->f_flags & O_NONBLOCK);
+}
+
+static __poll_t vd_uctx_poll(struct file *file, poll_table *wait)
+{
+	return vd_uobj_poll(file->private_data, file, wait);
 }
 
 static const struct file_operations vd_uctx_fops = {
@@ -218,6 +288,9 @@ static const struct file_operations vd_uctx_fops = {
 	.release = vd_uctx_release,
 	.unlocked_ioctl = vd_uctx_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
+	.mmap = vd_uctx_mmap,
+	.read = vd_uctx_read,
+	.poll = vd_uctx_poll,
 };
 
 static struct miscdevice vd_uctx_misc = {

@@ -13,34 +13,50 @@
  * contexts until release. A selected device that is removed stays
  * referenced (memory only) and the context answers -ENODEV for everything
  * that needs it. release() undoes everything the context did.
+ *
+ * Reporting
+ * ---------
+ *   vd_uctx_walk(net, &id, fn, arg)
+ *       Calls @fn for every open context of namespace @net whose id is
+ *       >= *@id, in id order, with vd_uctxs_lock held: release() waits for
+ *       the lock before it tears a context down, so @fn may read the
+ *       context and walk its table (vd_uobj_table_walk()). @fn must not
+ *       sleep for long and must not open or close a context. Stops at the
+ *       first context for which @fn returns non-zero, leaving its id in
+ *       *@id, and returns that value; 0 once every context was visited.
+ *       Ids come from one cyclic allocator, so a resumed walk visits
+ *       contexts opened meanwhile only if their ids are higher.
  */
 #ifndef _VD_UCTX_H
 #define _VD_UCTX_H
 
 #include <linux/mutex.h>
+#include <linux/pid.h>
+#include <linux/sched.h>
 #include <net/net_namespace.h>
 
 #include "device.h"
+#include "uobj.h"
 
 struct vd_uctx {
-	u32 id;				/* for messages only */
+	u32 id;				/* messages and reports */
 	struct net *net;
+	struct pid *owner;		/* opener's thread group, referenced */
+	char comm[TASK_COMM_LEN];	/* opener's name at open() */
 	netns_tracker net_tracker;
-	/*
-	 * Serialises changes to the context: selection now; creation and
-	 * destruction of resources (handle tables) next.
-	 */
+	/* Serialises selection; resources have their own lock in @objs. */
 	struct mutex lock;
 	/* Set once under @lock, read locklessly with smp_load_acquire(). */
 	struct vd_device *dev;
-	/*
-	 * Handle tables (PDs, MRs, CQs, QPs) and the mmap keys of their rings
-	 * join here; release() tears them down before dropping @dev.
-	 */
+	/* Resources and their mmap keys; torn down before @dev is dropped. */
+	struct vd_uobj_table objs;
 };
 
 int vd_uctx_init(void);
 void vd_uctx_uninit(void);
+
+int vd_uctx_walk(struct net *net, u32 *id,
+		 int (*fn)(struct vd_uctx *ctx, void *arg), void *arg);
 
 #define vd_dbg_ctx(ctx, fmt, ...)					\
 	pr_debug("ctx%u %s: " fmt, (ctx)->id, __func__, ##__VA_ARGS__)

@@ -148,11 +148,10 @@ FIXTURE_SETUP(badarg)
 	self->fd = self->dev.fd;
 
 	/* memory first: the snapshot must not see the fixture's own mappings change */
-	self->rw = mmap(NULL, (VD_BUF_PAGES + 1) * VD_PAGE, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	ASSERT_NE(MAP_FAILED, self->rw);
+	self->rw = vd_map_before_hole(VD_BUF_PAGES * VD_PAGE);
+	ASSERT_NE(NULL, self->rw);
+	memset(self->rw, 1, VD_BUF_PAGES * VD_PAGE);
 	self->hole = self->rw + VD_BUF_PAGES * VD_PAGE;
-	ASSERT_EQ(0, munmap(self->hole, VD_PAGE));
 	self->ro = mmap(NULL, 2 * VD_PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
 			-1, 0);
 	ASSERT_NE(MAP_FAILED, self->ro);

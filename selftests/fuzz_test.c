@@ -900,8 +900,9 @@ static int fz_init(struct fz *z, const struct vd_testdev *dev, uint64_t seed)
 		z->ch[i] = -1;
 	for (i = 0; i < 32; i++)
 		z->stale[i] = 1 + i;
-	z->rw = mmap(NULL, RW_SIZE + VD_PAGE, PROT_READ | PROT_WRITE,
-		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	z->rw = vd_map_before_hole(RW_SIZE);
+	if (!z->rw)
+		return -1;
 	z->ro = mmap(NULL, 2 * VD_PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	z->none = mmap(NULL, VD_PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	mfd = memfd_create("vd_fuzz_arg", MFD_CLOEXEC);
@@ -914,7 +915,6 @@ static int fz_init(struct fz *z, const struct vd_testdev *dev, uint64_t seed)
 	    z->roarg == MAP_FAILED || z->rwarg == MAP_FAILED)
 		return -1;
 	z->hole = z->rw + RW_SIZE;
-	munmap(z->hole, VD_PAGE);
 	z->fd = vd_testdev_open_selected(dev);
 	if (z->fd < 0)
 		return -1;
@@ -1109,7 +1109,7 @@ static void run_phase(struct __test_metadata *_metadata, FIXTURE_DATA(fz) *self,
 		fz_worker(&self->dev, ph, seed, ms, res);
 	if (ph == PH_REMOVAL) {
 		vd_sleep_ms(ms / 3 + rnd(&seed, ms / 3));
-		vd_drop_device(self->dev.name, self->dev.ifname);
+		vd_testdev_down(&self->dev);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &st, 0));
 	/* stragglers of a worker that died early */
@@ -1133,8 +1133,8 @@ static void run_phase(struct __test_metadata *_metadata, FIXTURE_DATA(fz) *self,
 
 	/* the kernel still answers */
 	if (ph == PH_REMOVAL) {
-		ASSERT_EQ(0, vd_make_device(self->dev.name, self->dev.ifname, 1));
-		self->dev.made = 1;
+		ASSERT_EQ(0, vd_testdev_up(&self->dev, "fz"));
+		vd_testdev_close(&self->dev);
 	}
 	fd = vd_testdev_open_selected(&self->dev);
 	ASSERT_LE(0, fd) TH_LOG("cannot select the device after fuzzing: %s", strerror(-fd));

@@ -1123,6 +1123,8 @@ static void __attribute__((constructor)) burst_child(void)
 		_exit(3);
 	burst_teardown(fd, &b);
 	printf("doorbells %u\n", doorbells);
+	/* _exit() does not flush stdio, and stdout is a pipe here */
+	fflush(stdout);
 	_exit(0);
 }
 

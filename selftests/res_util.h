@@ -17,7 +17,10 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <linux/genetlink.h>
+#include <linux/if_link.h>
 #include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/veth.h>
 #include <net/if.h>
 #include <poll.h>
 #include <signal.h>
@@ -55,6 +58,33 @@ static inline void vd_sleep_ms(unsigned int ms)
 		;
 }
 
+/*
+ * @len bytes of read-write anonymous memory followed by an unmapped page
+ * that stays unmapped: the memory is placed far below where mmap() puts
+ * things, so no later mapping fills the hole. NULL on failure.
+ */
+static inline char *vd_map_before_hole(size_t len)
+{
+	unsigned long base = 0x3e0000000000UL;
+	unsigned int i;
+
+	for (i = 0; i < 64; i++, base += 1UL << 32) {
+		void *p = mmap((void *)base, len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+
+		if (p == MAP_FAILED)
+			continue;
+		if (p == (void *)base && mmap((char *)p + len, VD_PAGE, PROT_NONE,
+					      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+					      -1, 0) != MAP_FAILED) {
+			munmap((char *)p + len, VD_PAGE);	/* it was free: the hole */
+			return p;
+		}
+		munmap(p, len);
+	}
+	return NULL;
+}
+
 /* ------------------------------------------------------------------ */
 /* Test device                                                        */
 /* ------------------------------------------------------------------ */
@@ -90,73 +120,81 @@ static inline int vd_testdev_open_selected(const struct vd_testdev *d)
 }
 
 /*
- * VIADUCT_CMD_LINK_ADD or _DEL over raw generic netlink, for when viaductctl
- * is not built: 0 or -errno from the kernel's acknowledgement.
+ * Netlink without helper processes: under TCG every fork+exec of ip(8) or
+ * viaductctl costs a good fraction of a second, and the tables make a
+ * device per row. The messages are built by hand into one buffer.
  */
-static inline int vd_nl_link(int cmd, const char *devname, const char *ifname)
-{
-	struct {
-		struct nlmsghdr n;
-		struct genlmsghdr g;
-		char buf[256];
-	} req;
-	char ans[4096];
-	struct nlmsghdr *h = (struct nlmsghdr *)ans;
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
-	struct nlattr *a;
-	int sock, family = -1, ret = -EIO, len;
+struct vd_nlreq {
+	struct nlmsghdr n;
+	char buf[1024];
+};
 
-	sock = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
+static inline void *vd_nl_tail(struct vd_nlreq *r)
+{
+	/* from the whole request, not its first member: the buffer follows */
+	return (char *)r + NLMSG_ALIGN(r->n.nlmsg_len);
+}
+
+static inline void vd_nl_init(struct vd_nlreq *r, int type, int flags, const void *hdr,
+			      size_t hlen)
+{
+	memset(r, 0, sizeof(*r));
+	r->n.nlmsg_type = type;
+	r->n.nlmsg_flags = NLM_F_REQUEST | flags;
+	r->n.nlmsg_len = NLMSG_LENGTH(hlen);
+	memcpy(NLMSG_DATA(&r->n), hdr, hlen);
+}
+
+/* Appends raw bytes (a nested header, say), aligned. */
+static inline void vd_nl_raw(struct vd_nlreq *r, const void *data, size_t len)
+{
+	memcpy(vd_nl_tail(r), data, len);
+	r->n.nlmsg_len = NLMSG_ALIGN(r->n.nlmsg_len) + NLA_ALIGN(len);
+}
+
+static inline struct nlattr *vd_nl_put(struct vd_nlreq *r, int type, const void *data,
+				       size_t len)
+{
+	struct nlattr *a = vd_nl_tail(r);
+
+	a->nla_type = type;
+	a->nla_len = NLA_HDRLEN + len;
+	if (len)
+		memcpy((char *)a + NLA_HDRLEN, data, len);
+	r->n.nlmsg_len = NLMSG_ALIGN(r->n.nlmsg_len) + NLA_ALIGN(a->nla_len);
+	return a;
+}
+
+static inline struct nlattr *vd_nl_put_str(struct vd_nlreq *r, int type, const char *str)
+{
+	return vd_nl_put(r, type, str, strlen(str) + 1);
+}
+
+static inline void vd_nl_nest_end(struct vd_nlreq *r, struct nlattr *a)
+{
+	a->nla_len = (char *)&r->n + r->n.nlmsg_len - (char *)a;
+}
+
+/*
+ * Sends @r and waits for the acknowledgement: 0 or -errno. With @reply,
+ * the first non-error answer is copied there (up to @rlen bytes).
+ */
+static inline int vd_nl_talk(int proto, struct vd_nlreq *r, void *reply, size_t rlen)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	char ans[8192];
+	struct nlmsghdr *h = (struct nlmsghdr *)ans;
+	int sock, len, ret = -EIO;
+
+	sock = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, proto);
 	if (sock < 0)
 		return -errno;
-	/* the family's id */
-	memset(&req, 0, sizeof(req));
-	req.n.nlmsg_type = GENL_ID_CTRL;
-	req.n.nlmsg_flags = NLM_F_REQUEST;
-	req.n.nlmsg_seq = 1;
-	req.g.cmd = CTRL_CMD_GETFAMILY;
-	req.g.version = 1;
-	a = (struct nlattr *)req.buf;
-	a->nla_type = CTRL_ATTR_FAMILY_NAME;
-	a->nla_len = NLA_HDRLEN + sizeof(VIADUCT_GENL_NAME);
-	memcpy((char *)a + NLA_HDRLEN, VIADUCT_GENL_NAME, sizeof(VIADUCT_GENL_NAME));
-	req.n.nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN) + NLA_ALIGN(a->nla_len);
-	if (sendto(sock, &req, req.n.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+	r->n.nlmsg_flags |= NLM_F_ACK;
+	r->n.nlmsg_seq = 1;
+	if (sendto(sock, &r->n, r->n.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		ret = -errno;
 		goto out;
-	len = recv(sock, ans, sizeof(ans), 0);
-	if (len < (int)NLMSG_LENGTH(GENL_HDRLEN) || h->nlmsg_type == NLMSG_ERROR)
-		goto out;
-	for (a = (struct nlattr *)((char *)NLMSG_DATA(h) + GENL_HDRLEN);
-	     (char *)a + NLA_HDRLEN <= ans + h->nlmsg_len && a->nla_len >= NLA_HDRLEN;
-	     a = (struct nlattr *)((char *)a + NLA_ALIGN(a->nla_len)))
-		if (a->nla_type == CTRL_ATTR_FAMILY_ID)
-			family = *(__u16 *)((char *)a + NLA_HDRLEN);
-	if (family < 0)
-		goto out;
-
-	memset(&req, 0, sizeof(req));
-	req.n.nlmsg_type = family;
-	req.n.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
-	req.n.nlmsg_seq = 2;
-	req.g.cmd = cmd;
-	req.g.version = VIADUCT_GENL_VERSION;
-	len = 0;
-	a = (struct nlattr *)req.buf;
-	a->nla_type = VIADUCT_A_DEV_NAME;
-	a->nla_len = NLA_HDRLEN + strlen(devname) + 1;
-	strcpy((char *)a + NLA_HDRLEN, devname);
-	len += NLA_ALIGN(a->nla_len);
-	if (ifname) {
-		a = (struct nlattr *)(req.buf + len);
-		a->nla_type = VIADUCT_A_IFNAME;
-		a->nla_len = NLA_HDRLEN + strlen(ifname) + 1;
-		strcpy((char *)a + NLA_HDRLEN, ifname);
-		len += NLA_ALIGN(a->nla_len);
 	}
-	req.n.nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN) + len;
-	if (sendto(sock, &req, req.n.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		goto out;
-	/* a reply message may come before the acknowledgement */
 	for (;;) {
 		len = recv(sock, ans, sizeof(ans), 0);
 		if (len < (int)sizeof(*h))
@@ -165,10 +203,114 @@ static inline int vd_nl_link(int cmd, const char *devname, const char *ifname)
 			ret = ((struct nlmsgerr *)NLMSG_DATA(h))->error;
 			break;
 		}
+		if (reply) {
+			memcpy(reply, ans, (size_t)len < rlen ? (size_t)len : rlen);
+			reply = NULL;
+		}
 	}
 out:
 	close(sock);
 	return ret;
+}
+
+/* The generic-netlink family id of "viaduct", or -errno. */
+static inline int vd_nl_family(void)
+{
+	static int family;
+	struct genlmsghdr g = { .cmd = CTRL_CMD_GETFAMILY, .version = 1 };
+	char ans[4096] = { 0 };
+	struct nlmsghdr *h = (struct nlmsghdr *)ans;
+	struct vd_nlreq r;
+	struct nlattr *a;
+	int ret;
+
+	if (family > 0)
+		return family;
+	vd_nl_init(&r, GENL_ID_CTRL, 0, &g, sizeof(g));
+	vd_nl_put_str(&r, CTRL_ATTR_FAMILY_NAME, VIADUCT_GENL_NAME);
+	ret = vd_nl_talk(NETLINK_GENERIC, &r, ans, sizeof(ans));
+	if (ret)
+		return ret;
+	for (a = (struct nlattr *)((char *)NLMSG_DATA(h) + GENL_HDRLEN);
+	     (char *)a + NLA_HDRLEN <= ans + h->nlmsg_len && a->nla_len >= NLA_HDRLEN;
+	     a = (struct nlattr *)((char *)a + NLA_ALIGN(a->nla_len)))
+		if (a->nla_type == CTRL_ATTR_FAMILY_ID)
+			family = *(__u16 *)((char *)a + NLA_HDRLEN);
+	return family > 0 ? family : -ENOENT;
+}
+
+/* VIADUCT_CMD_LINK_ADD (with @ifname) or _DEL: 0 or -errno. */
+static inline int vd_nl_link(int cmd, const char *devname, const char *ifname)
+{
+	struct genlmsghdr g = { .cmd = cmd, .version = VIADUCT_GENL_VERSION };
+	int family = vd_nl_family();
+	struct vd_nlreq r;
+
+	if (family < 0)
+		return family;
+	vd_nl_init(&r, family, 0, &g, sizeof(g));
+	vd_nl_put_str(&r, VIADUCT_A_DEV_NAME, devname);
+	if (ifname)
+		vd_nl_put_str(&r, VIADUCT_A_IFNAME, ifname);
+	return vd_nl_talk(NETLINK_GENERIC, &r, NULL, 0);
+}
+
+/* A veth pair @ifname <-> @ifname"p", both up, 198.51.100.1/24 on @ifname. */
+static inline int vd_nl_veth(const char *ifname)
+{
+	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC };
+	struct ifaddrmsg ifa = { .ifa_family = AF_INET, .ifa_prefixlen = 24 };
+	struct nlattr *info, *data, *peer;
+	char peername[IF_NAMESIZE + 2];
+	__u8 addr[4] = { 198, 51, 100, 1 };
+	struct vd_nlreq r;
+	int ret, idx[2], i;
+
+	snprintf(peername, sizeof(peername), "%sp", ifname);
+	vd_nl_init(&r, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, &ifi, sizeof(ifi));
+	vd_nl_put_str(&r, IFLA_IFNAME, ifname);
+	info = vd_nl_put(&r, IFLA_LINKINFO, NULL, 0);
+	vd_nl_put_str(&r, IFLA_INFO_KIND, "veth");
+	data = vd_nl_put(&r, IFLA_INFO_DATA, NULL, 0);
+	peer = vd_nl_put(&r, VETH_INFO_PEER, NULL, 0);
+	vd_nl_raw(&r, &ifi, sizeof(ifi));
+	vd_nl_put_str(&r, IFLA_IFNAME, peername);
+	vd_nl_nest_end(&r, peer);
+	vd_nl_nest_end(&r, data);
+	vd_nl_nest_end(&r, info);
+	ret = vd_nl_talk(NETLINK_ROUTE, &r, NULL, 0);
+	if (ret)
+		return ret;
+	idx[0] = if_nametoindex(ifname);
+	idx[1] = if_nametoindex(peername);
+	for (i = 0; i < 2; i++) {
+		struct ifinfomsg up = {
+			.ifi_family = AF_UNSPEC, .ifi_index = idx[i],
+			.ifi_flags = IFF_UP, .ifi_change = IFF_UP,
+		};
+
+		vd_nl_init(&r, RTM_NEWLINK, 0, &up, sizeof(up));
+		ret = vd_nl_talk(NETLINK_ROUTE, &r, NULL, 0);
+		if (ret)
+			return ret;
+	}
+	ifa.ifa_index = idx[0];
+	vd_nl_init(&r, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, &ifa, sizeof(ifa));
+	vd_nl_put(&r, IFA_LOCAL, addr, 4);
+	vd_nl_put(&r, IFA_ADDRESS, addr, 4);
+	return vd_nl_talk(NETLINK_ROUTE, &r, NULL, 0);
+}
+
+static inline int vd_nl_link_del(const char *ifname)
+{
+	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC };
+	struct vd_nlreq r;
+
+	ifi.ifi_index = if_nametoindex(ifname);
+	if (!ifi.ifi_index)
+		return -ENODEV;
+	vd_nl_init(&r, RTM_DELLINK, 0, &ifi, sizeof(ifi));
+	return vd_nl_talk(NETLINK_ROUTE, &r, NULL, 0);
 }
 
 /* 0 or a negative step number, for TH_LOG. */
@@ -180,18 +322,17 @@ static inline int vd_testdev_up(struct vd_testdev *d, const char *tag)
 	d->fd = -1;
 	snprintf(d->name, sizeof(d->name), "%s%d", tag, id);
 	snprintf(d->ifname, sizeof(d->ifname), "v%s%d", tag, id);
-	/* leftovers of a crashed earlier run with the same pid */
-	vd_drop_device(d->name, d->ifname);
-	if (vd_sh("command -v '%s' >/dev/null 2>&1", vd_ctl_path()) ||
-	    vd_make_device(d->name, d->ifname, 1)) {
-		/* no viaductctl (not built yet?): the interface, then raw netlink */
-		vd_drop_device(d->name, d->ifname);
-		if (vd_sh("ip link add %s type veth peer name %sp && ip link set %s up && "
-			  "ip link set %sp up && ip addr add 198.51.100.1/24 dev %s",
-			  d->ifname, d->ifname, d->ifname, d->ifname, d->ifname))
-			return -1;
-		if (vd_nl_link(VIADUCT_CMD_LINK_ADD, d->name, d->ifname))
-			return -4;
+	/*
+	 * The same as vd_make_device(), without helper processes. Leftovers of
+	 * a crashed earlier run with the same pid go first.
+	 */
+	if (if_nametoindex(d->ifname))
+		vd_nl_link_del(d->ifname);
+	if (vd_nl_veth(d->ifname))
+		return -1;
+	if (vd_nl_link(VIADUCT_CMD_LINK_ADD, d->name, d->ifname)) {
+		vd_nl_link_del(d->ifname);
+		return -4;
 	}
 	d->made = 1;
 	d->fd = vd_testdev_open_selected(d);
@@ -211,13 +352,14 @@ static inline void vd_testdev_close(struct vd_testdev *d)
 	d->fd = -1;
 }
 
+/* Removes the device, then its interface (whose removal would do as well). */
 static inline void vd_testdev_down(struct vd_testdev *d)
 {
-	if (d->fd >= 0)
-		close(d->fd);
-	d->fd = -1;
-	if (d->made)
-		vd_drop_device(d->name, d->ifname);
+	vd_testdev_close(d);
+	if (d->made) {
+		vd_nl_link(VIADUCT_CMD_LINK_DEL, d->name, NULL);
+		vd_nl_link_del(d->ifname);
+	}
 	d->made = 0;
 }
 
@@ -275,6 +417,9 @@ static inline int vd_find_number(const char *text, const char *name, long long *
 	return -1;
 }
 
+static int vd_stats_form = -1;	/* the command form that worked */
+static int vd_stats_none;	/* no form works: the tool has no counters */
+
 /*
  * Reads the module-wide counters through viaductctl. Returns 0 when at
  * least the level counters were found, -1 when the tool reports none (an
@@ -285,11 +430,10 @@ static inline int vd_stats_read(long long st[VD_ST_NR])
 	static const char *const forms[] = {
 		"stats --json", "-j stats", "stats show --json", "stats",
 	};
-	static int form = -1;	/* per process: the form that worked */
-	static int none;	/* per process: no form works */
 	unsigned int i, k;
+	int form = vd_stats_form;
 
-	if (none)
+	if (vd_stats_none)
 		return -1;
 	for (i = 0; i < VD_ARRAY_SIZE(forms); i++) {
 		char cmd[768], buf[8192];
@@ -317,14 +461,25 @@ static inline int vd_stats_read(long long st[VD_ST_NR])
 			if (st[vd_level_stats[k]] < 0)
 				found = 0;
 		if (found) {
-			form = f;
+			vd_stats_form = f;
 			return 0;
 		}
 		if (form >= 0)
 			return -1;
 	}
-	none = 1;
+	vd_stats_none = 1;
 	return -1;
+}
+
+/*
+ * Asks once, in the main process, so that the forked tests inherit the
+ * answer instead of starting viaductctl several times each.
+ */
+static void __attribute__((constructor)) vd_stats_probe(void)
+{
+	long long st[VD_ST_NR];
+
+	vd_stats_read(st);
 }
 
 static inline long long vd_stat(int which)

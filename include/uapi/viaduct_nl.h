@@ -26,6 +26,37 @@
  *       VIADUCT_A_ADDR entries (each a nest of ADDR_FAMILY, ADDR_PREFIXLEN,
  *       ADDR_DATA), a nested VIADUCT_A_LIMITS (VIADUCT_A_LIMIT_*), and
  *       VIADUCT_A_CONTEXTS (open contexts that selected the device).
+ *
+ *   VIADUCT_CMD_STATS_GET  (NLM_F_REQUEST [| NLM_F_DUMP])
+ *       Without NLM_F_DUMP: one message with a nested VIADUCT_A_STATS of
+ *       every VIADUCT_A_STAT_* counter (u64). These counters are module-wide,
+ *       not per namespace: "pinned_pages" is every page pinned by every
+ *       registration. With NLM_F_DUMP: that message first, then one message
+ *       per open context (open file of /dev/viaduct) of the namespace, in
+ *       context id order, carrying CTX_ID, PID (the opener's thread-group
+ *       id in the reader's pid namespace, 0 if not visible there), COMM (the
+ *       opener's name at open()), DEV_INDEX and DEV_NAME if the context
+ *       selected a device, and VIADUCT_A_STATS with the context's own
+ *       PDS, MRS, CQS, QPS, PINNED_PAGES and DOORBELLS. A context belongs to
+ *       the namespace its opener was in at open().
+ *
+ *   VIADUCT_CMD_RES_GET  (NLM_F_REQUEST | NLM_F_DUMP)
+ *       One message per resource of the namespace's contexts: contexts in
+ *       id order, within one context in handle order. An optional
+ *       VIADUCT_A_RES_TYPE in the request restricts the dump to one type.
+ *       Every message carries CTX_ID, PID, COMM, DEV_INDEX, DEV_NAME (as
+ *       STATS_GET), RES_TYPE and RES_HANDLE (the owner's handle), then:
+ *         PD: RES_PDN
+ *         MR: RES_PD_HANDLE, RES_PDN, RES_LENGTH, RES_PINNED_PAGES,
+ *             RES_ACCESS (VIADUCT_ACCESS_*), and RES_STAG only if the
+ *             requester has CAP_NET_ADMIN in the namespace
+ *         CQ: RES_CQE (ring entries)
+ *         QP: RES_PD_HANDLE, RES_PDN, RES_QPN, RES_QP_STATE (VIADUCT_QPS_*),
+ *             RES_QP_FLAGS (VIADUCT_QP_F_*: POLLED is the doorbell mode),
+ *             RES_SQ_DEPTH, RES_RQ_DEPTH, and RES_SEND_CQ / RES_RECV_CQ
+ *             (CQ handles; absent for a private completion ring)
+ *       Objects created or destroyed while a dump runs may or may not be
+ *       listed; none is listed twice.
  */
 #ifndef _UAPI_VIADUCT_NL_H
 #define _UAPI_VIADUCT_NL_H
@@ -38,6 +69,8 @@ enum viaduct_cmd {
 	VIADUCT_CMD_LINK_ADD,
 	VIADUCT_CMD_LINK_DEL,
 	VIADUCT_CMD_LINK_GET,
+	VIADUCT_CMD_STATS_GET,
+	VIADUCT_CMD_RES_GET,
 	__VIADUCT_CMD_MAX,
 };
 
@@ -56,6 +89,26 @@ enum viaduct_attr {
 	VIADUCT_A_LIMITS,		/* nest of VIADUCT_A_LIMIT_* */
 	VIADUCT_A_CONTEXTS,		/* u32 */
 	VIADUCT_A_PAD,
+	VIADUCT_A_STATS,		/* nest of VIADUCT_A_STAT_* */
+	VIADUCT_A_CTX_ID,		/* u32, module-wide, for display */
+	VIADUCT_A_PID,			/* u32 */
+	VIADUCT_A_COMM,			/* string */
+	VIADUCT_A_RES_TYPE,		/* u32, VIADUCT_RES_* */
+	VIADUCT_A_RES_HANDLE,		/* u32 */
+	VIADUCT_A_RES_PD_HANDLE,	/* u32 */
+	VIADUCT_A_RES_PDN,		/* u32 */
+	VIADUCT_A_RES_STAG,		/* u32 */
+	VIADUCT_A_RES_LENGTH,		/* u64 */
+	VIADUCT_A_RES_PINNED_PAGES,	/* u64 */
+	VIADUCT_A_RES_ACCESS,		/* u32 */
+	VIADUCT_A_RES_CQE,		/* u32 */
+	VIADUCT_A_RES_QPN,		/* u32 */
+	VIADUCT_A_RES_QP_STATE,		/* u32 */
+	VIADUCT_A_RES_QP_FLAGS,		/* u32 */
+	VIADUCT_A_RES_SQ_DEPTH,		/* u32 */
+	VIADUCT_A_RES_RQ_DEPTH,		/* u32 */
+	VIADUCT_A_RES_SEND_CQ,		/* u32 */
+	VIADUCT_A_RES_RECV_CQ,		/* u32 */
 	__VIADUCT_A_MAX,
 };
 
@@ -91,5 +144,32 @@ enum viaduct_limit_attr {
 };
 
 #define VIADUCT_A_LIMIT_MAX (__VIADUCT_A_LIMIT_MAX - 1)
+
+/* Inside VIADUCT_A_STATS; all u64. A context reports PDS to DOORBELLS. */
+enum viaduct_stat_attr {
+	VIADUCT_A_STAT_UNSPEC,
+	VIADUCT_A_STAT_PAD,
+	VIADUCT_A_STAT_CONTEXTS,	/* open /dev/viaduct files */
+	VIADUCT_A_STAT_PDS,
+	VIADUCT_A_STAT_MRS,
+	VIADUCT_A_STAT_CQS,
+	VIADUCT_A_STAT_QPS,
+	VIADUCT_A_STAT_PINNED_PAGES,	/* pinned by registrations now */
+	VIADUCT_A_STAT_DOORBELLS,	/* DOORBELL system calls */
+	VIADUCT_A_STAT_WORKER_POLLS,	/* doorbell pages polled by the worker */
+	VIADUCT_A_STAT_WORKER_WAKEUPS,	/* times the worker was woken */
+	VIADUCT_A_STAT_WQES_CONSUMED,	/* WQEs taken from SQ and RQ rings */
+	VIADUCT_A_STAT_CQES_WRITTEN,
+	VIADUCT_A_STAT_CQ_OVERFLOWS,
+	__VIADUCT_A_STAT_MAX,
+};
+
+#define VIADUCT_A_STAT_MAX (__VIADUCT_A_STAT_MAX - 1)
+
+/* VIADUCT_A_RES_TYPE */
+#define VIADUCT_RES_PD			1
+#define VIADUCT_RES_MR			2
+#define VIADUCT_RES_CQ			3
+#define VIADUCT_RES_QP			4
 
 #endif /* _UAPI_VIADUCT_NL_H */

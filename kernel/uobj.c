@@ -1,0 +1,863 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The resource commands of a user context: handle table, mmap keys and the
+ * asynchronous event queue. See uobj.h for the locking and the lifetimes.
+ *
+ * A create command reserves its handle, builds the object, enters its
+ * rings as mmap keys and copies the reply out before the handle is
+ * published; if the reply cannot be written, the object is destroyed again
+ * while nobody else can have named it.
+ */
+#include <linux/err.h>
+#include <linux/fdtable.h>
+#include <linux/fs.h>
+#include <linux/kernel.h>
+#include <linux/mm.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/xarray.h>
+
+#include <uapi/viaduct_nl.h>
+
+#include "cq.h"
+#include "device.h"
+#include "doorbell.h"
+#include "event.h"
+#include "mem.h"
+#include "pd.h"
+#include "qp.h"
+#include "ring.h"
+#include "tpt.h"
+#include "uctx.h"
+#include "uobj.h"
+
+enum vd_uobj_type {
+	VD_UOBJ_PD,
+	VD_UOBJ_MR,
+	VD_UOBJ_CQ,
+	VD_UOBJ_QP,
+};
+
+/* reports name the types VIADUCT_RES_* = enum vd_uobj_type + 1 */
+static_assert(VD_UOBJ_PD + 1 == VIADUCT_RES_PD);
+static_assert(VD_UOBJ_QP + 1 == VIADUCT_RES_QP);
+static_assert(VD_UOBJ_QP + 1 == VD_UOBJ_NR_TYPES);
+
+/* A QP's rings: doorbell page, SQ, RQ, two private completion rings. */
+#define VD_UOBJ_MAX_KEYS	5
+
+/*
+ * mmap keys stay below 2^31 so that 32-bit processes can pass them as an
+ * off_t; index 0 is not used, so an mmap at offset 0 maps nothing.
+ */
+#define VD_MMAP_KEY_LIMIT	XA_LIMIT(1, (1U << (31 - PAGE_SHIFT)) - 1)
+
+struct vd_uobj {
+	enum vd_uobj_type type;
+	u32 nkeys;
+	u32 keys[VD_UOBJ_MAX_KEYS];	/* indices in the table's @mmap_keys */
+	u32 pd_handle;			/* MR, QP: for reports only */
+	union {
+		struct vd_pd *pd;
+		struct vd_mr *mr;
+		struct vd_cq *cq;
+		struct vd_qp *qp;
+	};
+};
+
+/* The selected device while it is live, else NULL; the context holds it. */
+static struct vd_device *uobj_device(struct vd_uctx *ctx)
+{
+	/* pairs with smp_store_release() in ioctl_select_device() */
+	struct vd_device *vd = smp_load_acquire(&ctx->dev);
+
+	if (unlikely(!vd || !vd_device_alive(vd)))
+		return NULL;
+	return vd;
+}
+
+int vd_uobj_table_init(struct vd_uobj_table *t)
+{
+	t->aq = vd_async_queue_create();
+	if (IS_ERR(t->aq))
+		return PTR_ERR(t->aq);
+	mutex_init(&t->lock);
+	xa_init_flags(&t->handles, XA_FLAGS_ALLOC1);
+	xa_init_flags(&t->mmap_keys, XA_FLAGS_ALLOC1);
+	return 0;
+}
+
+static unsigned long uobj_pinned_pages(const struct vd_uobj *u)
+{
+	if (u->type != VD_UOBJ_MR || !u->mr->umem)
+		return 0;
+	return u->mr->umem->npages;
+}
+
+/* Counts @u in (@sign 1) or out (-1) of the reported numbers. */
+static void uobj_account(struct vd_uobj_table *t, const struct vd_uobj *u,
+			 long sign)
+{
+	lockdep_assert_held(&t->lock);
+	atomic_long_add(sign, &t->nr_objs[u->type]);
+	atomic_long_add(sign * (long)uobj_pinned_pages(u), &t->pinned_pages);
+}
+
+/*
+ * Enters @mem as a new mmap key of @u, with a reference of the key's own;
+ * returns the key in *@key.
+ */
+static int uobj_add_key(struct vd_uobj_table *t, struct vd_uobj *u,
+			struct vd_ring_mem *mem, __u64 *key)
+{
+	u32 idx;
+	int ret;
+
+	if (WARN_ON_ONCE(u->nkeys >= VD_UOBJ_MAX_KEYS))
+		return -EINVAL;
+	ret = xa_alloc(&t->mmap_keys, &idx, mem, VD_MMAP_KEY_LIMIT,
+		       GFP_KERNEL);
+	if (ret)
+		return ret == -EBUSY ? -ENOSPC : ret;
+	vd_ring_mem_get(mem);
+	u->keys[u->nkeys++] = idx;
+	*key = (u64)idx << PAGE_SHIFT;
+	return 0;
+}
+
+static void uobj_drop_key(struct vd_uobj_table *t, u32 idx)
+{
+	/* existing mappings hold references of their own */
+	vd_ring_mem_put(xa_erase(&t->mmap_keys, idx));
+}
+
+static void uobj_drop_keys(struct vd_uobj_table *t, struct vd_uobj *u)
+{
+	while (u->nkeys)
+		uobj_drop_key(t, u->keys[--u->nkeys]);
+}
+
+/*
+ * Releases the object of @u, whose handle is no longer in the table and
+ * whose PD or CQ was marked destroyed, and frees @u. Process context.
+ */
+static void uobj_release(struct vd_uobj_table *t, struct vd_uobj *u)
+{
+	uobj_drop_keys(t, u);
+	switch (u->type) {
+	case VD_UOBJ_PD:
+		vd_pd_put(u->pd);
+		break;
+	case VD_UOBJ_MR:
+		vd_mr_deregister(u->mr);
+		break;
+	case VD_UOBJ_CQ:
+		vd_cq_put(u->cq);
+		break;
+	case VD_UOBJ_QP:
+		vd_qp_destroy(u->qp);
+		break;
+	}
+	kfree(u);
+}
+
+/* Marks a PD or CQ destroyed: -EBUSY while it has users. */
+static int uobj_try_destroy(struct vd_uobj *u)
+{
+	switch (u->type) {
+	case VD_UOBJ_PD:
+		return vd_pd_try_destroy(u->pd);
+	case VD_UOBJ_CQ:
+		return vd_cq_try_destroy(u->cq);
+	default:
+		return 0;
+	}
+}
+
+/*
+ * Destroys the object of an entry that nobody else can name any more: its
+ * users (MRs and QPs for a PD, QPs for a CQ) were destroyed before it.
+ */
+static void uobj_destroy(struct vd_uobj_table *t, struct vd_uobj *u)
+{
+	WARN_ON_ONCE(uobj_try_destroy(u));
+	uobj_release(t, u);
+}
+
+static void uobj_destroy_type(struct vd_uobj_table *t, enum vd_uobj_type type)
+{
+	struct vd_uobj *u;
+	unsigned long h;
+
+	xa_for_each(&t->handles, h, u) {
+		if (u->type != type)
+			continue;
+		xa_erase(&t->handles, h);
+		uobj_destroy(t, u);
+	}
+}
+
+void vd_uobj_table_destroy(struct vd_uobj_table *t)
+{
+	struct vd_ring_mem *mem;
+	unsigned long idx;
+
+	/* users before what they use */
+	uobj_destroy_type(t, VD_UOBJ_QP);
+	uobj_destroy_type(t, VD_UOBJ_CQ);
+	uobj_destroy_type(t, VD_UOBJ_MR);
+	uobj_destroy_type(t, VD_UOBJ_PD);
+	WARN_ON_ONCE(!xa_empty(&t->handles));
+	xa_destroy(&t->handles);
+
+	/* every key belongs to an object, so this finds none */
+	xa_for_each(&t->mmap_keys, idx, mem)
+		vd_ring_mem_put(mem);
+	xa_destroy(&t->mmap_keys);
+
+	vd_async_queue_put(t->aq);
+	mutex_destroy(&t->lock);
+}
+
+/* The entry of @handle if it has @type; @t->lock held. */
+static struct vd_uobj *uobj_find(struct vd_uobj_table *t, u32 handle,
+				 enum vd_uobj_type type)
+{
+	struct vd_uobj *u;
+
+	lockdep_assert_held(&t->lock);
+	u = xa_load(&t->handles, handle);
+	return u && u->type == type ? u : NULL;
+}
+
+/* A referenced CQ or QP for a command that does not change the table. */
+static struct vd_cq *uobj_get_cq(struct vd_uobj_table *t, u32 handle)
+{
+	struct vd_cq *cq = NULL;
+	struct vd_uobj *u;
+
+	xa_lock(&t->handles);
+	u = xa_load(&t->handles, handle);
+	if (u && u->type == VD_UOBJ_CQ)
+		cq = vd_cq_get(u->cq);
+	xa_unlock(&t->handles);
+	return cq;
+}
+
+static struct vd_qp *uobj_get_qp(struct vd_uobj_table *t, u32 handle)
+{
+	struct vd_qp *qp = NULL;
+	struct vd_uobj *u;
+
+	xa_lock(&t->handles);
+	u = xa_load(&t->handles, handle);
+	if (u && u->type == VD_UOBJ_QP)
+		qp = vd_qp_get(u->qp);
+	xa_unlock(&t->handles);
+	return qp;
+}
+
+/*
+ * Reserves a handle for a new entry of @type; lookups do not find it until
+ * uobj_publish().
+ */
+static struct vd_uobj *uobj_reserve(struct vd_uobj_table *t,
+				    enum vd_uobj_type type, u32 *handle)
+{
+	struct vd_uobj *u;
+	int ret;
+
+	lockdep_assert_held(&t->lock);
+	u = kzalloc(sizeof(*u), GFP_KERNEL_ACCOUNT);
+	if (!u)
+		return ERR_PTR(-ENOMEM);
+	u->type = type;
+	ret = xa_alloc(&t->handles, handle, NULL, XA_LIMIT(1, U32_MAX),
+		       GFP_KERNEL_ACCOUNT);
+	if (ret) {
+		kfree(u);
+		return ERR_PTR(ret == -EBUSY ? -ENOSPC : ret);
+	}
+	return u;
+}
+
+/* Forgets a reservation whose object was never created. */
+static void uobj_unreserve(struct vd_uobj_table *t, struct vd_uobj *u,
+			   u32 handle)
+{
+	xa_erase(&t->handles, handle);
+	kfree(u);
+}
+
+/* Forgets a reservation and destroys the object that was created for it. */
+static void uobj_abort(struct vd_uobj_table *t, struct vd_uobj *u, u32 handle)
+{
+	xa_erase(&t->handles, handle);
+	uobj_destroy(t, u);
+}
+
+static void uobj_publish(struct vd_uobj_table *t, struct vd_uobj *u,
+			 u32 handle)
+{
+	/* the slot exists since the reservation: this cannot fail */
+	WARN_ON_ONCE(xa_is_err(xa_store(&t->handles, handle, u, GFP_KERNEL)));
+	uobj_account(t, u, 1);
+}
+
+/* DESTROY_PD, DEREG_MR, DESTROY_CQ, DESTROY_QP */
+static int uobj_remove(struct vd_uobj_table *t, u32 handle,
+		       enum vd_uobj_type type)
+{
+	struct vd_uobj *u;
+	int ret;
+
+	mutex_lock(&t->lock);
+	ret = -ENOENT;
+	u = uobj_find(t, handle, type);
+	if (!u)
+		goto out;
+	ret = uobj_try_destroy(u);
+	if (ret)
+		goto out;
+	xa_erase(&t->handles, handle);
+	uobj_account(t, u, -1);
+	uobj_release(t, u);
+out:
+	mutex_unlock(&t->lock);
+	return ret;
+}
+
+static long ioctl_destroy(struct vd_uctx *ctx, void __user *uarg,
+			  enum vd_uobj_type type)
+{
+	struct viaduct_handle h;
+
+	if (copy_from_user(&h, uarg, sizeof(h)))
+		return -EFAULT;
+	if (h.reserved)
+		return -EINVAL;
+	if (!uobj_device(ctx))
+		return -ENODEV;
+	return uobj_remove(&ctx->objs, h.handle, type);
+}
+
+static long ioctl_create_pd(struct vd_uctx *ctx, void __user *uarg)
+{
+	struct vd_uobj_table *t = &ctx->objs;
+	struct viaduct_handle h = {};
+	struct vd_device *vd;
+	struct vd_uobj *u;
+	long ret;
+
+	vd = uobj_device(ctx);
+	if (!vd)
+		return -ENODEV;
+
+	mutex_lock(&t->lock);
+	u = uobj_reserve(t, VD_UOBJ_PD, &h.handle);
+	if (IS_ERR(u)) {
+		ret = PTR_ERR(u);
+		goto out;
+	}
+	u->pd = vd_pd_create(vd);
+	if (IS_ERR(u->pd)) {
+		ret = PTR_ERR(u->pd);
+		uobj_unreserve(t, u, h.handle);
+		goto out;
+	}
+	ret = -EFAULT;
+	if (copy_to_user(uarg, &h, sizeof(h))) {
+		uobj_abort(t, u, h.handle);
+		goto out;
+	}
+	uobj_publish(t, u, h.handle);
+	ret = 0;
+out:
+	mutex_unlock(&t->lock);
+	return ret;
+}
+
+static long ioctl_reg_mr(struct vd_uctx *ctx, void __user *uarg)
+{
+	struct vd_uobj_table *t = &ctx->objs;
+	struct viaduct_reg_mr r;
+	struct vd_device *vd;
+	struct vd_uobj *pdu;
+	struct vd_uobj *u;
+	long ret;
+
+	if (copy_from_user(&r, uarg, sizeof(r)))
+		return -EFAULT;
+	if (r.reserved[0] || r.reserved[1] || r.reserved[2] || r.reserved2)
+		return -EINVAL;
+	vd = uobj_device(ctx);
+	if (!vd)
+		return -ENODEV;
+
+	mutex_lock(&t->lock);
+	ret = -ENOENT;
+	pdu = uobj_find(t, r.pd_handle, VD_UOBJ_PD);
+	if (!pdu)
+		goto out;
+	u = uobj_reserve(t, VD_UOBJ_MR, &r.handle);
+	if (IS_ERR(u)) {
+		ret = PTR_ERR(u);
+		goto out;
+	}
+	u->mr = vd_mr_register(&vd->tpt, pdu->pd, r.addr, r.length, r.access,
+			       r.key);
+	if (IS_ERR(u->mr)) {
+		ret = PTR_ERR(u->mr);
+		uobj_unreserve(t, u, r.handle);
+		goto out;
+	}
+	r.stag = u->mr->stag;
+	u->pd_handle = r.pd_handle;
+	ret = -EFAULT;
+	if (copy_to_user(uarg, &r, sizeof(r))) {
+		uobj_abort(t, u, r.handle);
+		goto out;
+	}
+	uobj_publish(t, u, r.handle);
+	ret = 0;
+out:
+	mutex_unlock(&t->lock);
+	return ret;
+}
+
+static long ioctl_create_cq(struct vd_uctx *ctx, void __user *uarg)
+{
+	struct vd_uobj_table *t = &ctx->objs;
+	struct vd_comp_channel *ch = NULL;
+	struct viaduct_create_cq c;
+	struct vd_uobj *u;
+	long ret;
+
+	if (copy_from_user(&c, uarg, sizeof(c)))
+		return -EFAULT;
+	if (c.flags)
+		return -EINVAL;
+	if (!uobj_device(ctx))
+		return -ENODEV;
+	if (c.channel_fd != -1) {
+		ch = vd_comp_channel_fdget(c.channel_fd);
+		if (IS_ERR(ch))
+			return PTR_ERR(ch);
+	}
+
+	mutex_lock(&t->lock);
+	u = uobj_reserve(t, VD_UOBJ_CQ, &c.handle);
+	if (IS_ERR(u)) {
+		ret = PTR_ERR(u);
+		goto out;
+	}
+	u->cq = vd_cq_create(c.entries, c.handle, c.user_data, t->aq, ch);
+	if (IS_ERR(u->cq)) {
+		ret = PTR_ERR(u->cq);
+		uobj_unreserve(t, u, c.handle);
+		goto out;
+	}
+	ret = uobj_add_key(t, u, vd_cq_mem(u->cq), &c.mmap_key);
+	if (ret) {
+		uobj_abort(t, u, c.handle);
+		goto out;
+	}
+	c.entries = vd_cq_entries(u->cq);
+	c.mmap_size = vd_cq_mem(u->cq)->size;
+	ret = -EFAULT;
+	if (copy_to_user(uarg, &c, sizeof(c))) {
+		uobj_abort(t, u, c.handle);
+		goto out;
+	}
+	uobj_publish(t, u, c.handle);
+	ret = 0;
+out:
+	mutex_unlock(&t->lock);
+	/* the CQ holds a reference of its own */
+	if (ch)
+		vd_comp_channel_put(ch);
+	return ret;
+}
+
+static long ioctl_resize_cq(struct vd_uctx *ctx, void __user *uarg)
+{
+	struct vd_uobj_table *t = &ctx->objs;
+	struct viaduct_resize_cq r;
+	struct vd_ring_mem *mem;
+	struct vd_uobj *u;
+	long ret;
+	u32 idx;
+
+	if (copy_from_user(&r, uarg, sizeof(r)))
+		return -EFAULT;
+	if (!uobj_device(ctx))
+		return -ENODEV;
+
+	mutex_lock(&t->lock);
+	ret = -ENOENT;
+	u = uobj_find(t, r.handle, VD_UOBJ_CQ);
+	if (!u)
+		goto out;
+	if (WARN_ON_ONCE(u->nkeys != 1)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	/* the key first: the resize cannot be undone */
+	ret = xa_alloc(&t->mmap_keys, &idx, NULL, VD_MMAP_KEY_LIMIT,
+		       GFP_KERNEL);
+	if (ret) {
+		ret = ret == -EBUSY ? -ENOSPC : ret;
+		goto out;
+	}
+	ret = vd_cq_resize(u->cq, r.entries, &mem);
+	if (ret) {
+		xa_erase(&t->mmap_keys, idx);
+		goto out;
+	}
+	/* the key takes over the caller's reference on the new ring */
+	WARN_ON_ONCE(xa_is_err(xa_store(&t->mmap_keys, idx, mem, GFP_KERNEL)));
+	uobj_drop_key(t, u->keys[0]);
+	u->keys[0] = idx;
+
+	r.entries = vd_cq_entries(u->cq);
+	r.mmap_key = (u64)idx << PAGE_SHIFT;
+	r.mmap_size = mem->size;
+	ret = copy_to_user(uarg, &r, sizeof(r)) ? -EFAULT : 0;
+out:
+	mutex_unlock(&t->lock);
+	return ret;
+}
+
+static long ioctl_arm_cq(struct vd_uctx *ctx, void __user *uarg)
+{
+	struct viaduct_arm_cq a;
+	struct vd_cq *cq;
+	long ret;
+
+	if (copy_from_user(&a, uarg, sizeof(a)))
+		return -EFAULT;
+	if (!uobj_device(ctx))
+		return -ENODEV;
+	cq = uobj_get_cq(&ctx->objs, a.handle);
+	if (!cq)
+		return -ENOENT;
+	ret = vd_cq_arm(cq, a.flags);
+	vd_cq_put(cq);
+	return ret;
+}
+
+/* Enters the rings of a new QP as mmap keys and fills their keys in @a. */
+static int uobj_add_qp_keys(struct vd_uobj_table *t, struct vd_uobj *u,
+			    struct viaduct_create_qp *a)
+{
+	struct vd_qp *qp = u->qp;
+	int ret;
+
+	ret = uobj_add_key(t, u, qp->db_mem, &a->db_key);
+	if (!ret)
+		ret = uobj_add_key(t, u, qp->sq.mem, &a->sq_key);
+	if (!ret)
+		ret = uobj_add_key(t, u, qp->rq.mem, &a->rq_key);
+	/* private rings are never resized: their memory is fixed */
+	if (!ret && qp->sq.private_cq)
+		ret = uobj_add_key(t, u, vd_cq_mem(qp->sq.cq), &a->scq_key);
+	if (!ret && qp->rq.private_cq)
+		ret = uobj_add_key(t, u, vd_cq_mem(qp->rq.cq), &a->rcq_key);
+	return ret;
+}
+
+static long ioctl_create_qp(struct vd_uctx *ctx, void __user *uarg)
+{
+	struct vd_uobj_table *t = &ctx->objs;
+	struct viaduct_create_qp a;
+	struct vd_uobj *pdu, *scu = NULL, *rcu = NULL;
+	struct vd_qp_init init = {};
+	struct vd_device *vd;
+	struct vd_uobj *u;
+	long ret;
+
+	if (copy_from_user(&a, uarg, sizeof(a)))
+		return -EFAULT;
+	if (a.reserved)
+		return -EINVAL;
+	vd = uobj_device(ctx);
+	if (!vd)
+		return -ENODEV;
+
+	mutex_lock(&t->lock);
+	ret = -ENOENT;
+	pdu = uobj_find(t, a.pd_handle, VD_UOBJ_PD);
+	if (!pdu)
+		goto out;
+	if (a.send_cq) {
+		scu = uobj_find(t, a.send_cq, VD_UOBJ_CQ);
+		if (!scu)
+			goto out;
+	}
+	if (a.recv_cq) {
+		rcu = uobj_find(t, a.recv_cq, VD_UOBJ_CQ);
+		if (!rcu)
+			goto out;
+	}
+	u = uobj_reserve(t, VD_UOBJ_QP, &a.handle);
+	if (IS_ERR(u)) {
+		ret = PTR_ERR(u);
+		goto out;
+	}
+	u->pd_handle = a.pd_handle;
+	init.dev = vd;
+	init.pd = pdu->pd;
+	init.send_cq = scu ? scu->cq : NULL;
+	init.recv_cq = rcu ? rcu->cq : NULL;
+	init.aq = t->aq;
+	init.worker = &vd->db_worker;
+	init.handle = a.handle;
+	init.attr = &a;
+	u->qp = vd_qp_create(&init);
+	if (IS_ERR(u->qp)) {
+		ret = PTR_ERR(u->qp);
+		uobj_unreserve(t, u, a.handle);
+		goto out;
+	}
+	ret = uobj_add_qp_keys(t, u, &a);
+	if (ret) {
+		uobj_abort(t, u, a.handle);
+		goto out;
+	}
+	ret = -EFAULT;
+	if (copy_to_user(uarg, &a, sizeof(a))) {
+		uobj_abort(t, u, a.handle);
+		goto out;
+	}
+	uobj_publish(t, u, a.handle);
+	ret = 0;
+out:
+	mutex_unlock(&t->lock);
+	return ret;
+}
+
+static long ioctl_modify_qp(struct vd_uctx *ctx, void __user *uarg)
+{
+	struct viaduct_modify_qp m;
+	struct vd_qp *qp;
+	long ret;
+
+	if (copy_from_user(&m, uarg, sizeof(m)))
+		return -EFAULT;
+	if (!uobj_device(ctx))
+		return -ENODEV;
+	qp = uobj_get_qp(&ctx->objs, m.handle);
+	if (!qp)
+		return -ENOENT;
+	ret = vd_qp_modify(qp, &m);
+	vd_qp_put(qp);
+	return ret;
+}
+
+static long ioctl_query_qp(struct vd_uctx *ctx, void __user *uarg)
+{
+	struct viaduct_query_qp q;
+	struct vd_qp *qp;
+
+	if (copy_from_user(&q, uarg, sizeof(q)))
+		return -EFAULT;
+	if (q.reserved)
+		return -EINVAL;
+	if (!uobj_device(ctx))
+		return -ENODEV;
+	qp = uobj_get_qp(&ctx->objs, q.handle);
+	if (!qp)
+		return -ENOENT;
+	vd_qp_query(qp, &q);
+	vd_qp_put(qp);
+	q.reserved = 0;
+	return copy_to_user(uarg, &q, sizeof(q)) ? -EFAULT : 0;
+}
+
+static long ioctl_doorbell(struct vd_uctx *ctx, void __user *uarg)
+{
+	struct viaduct_doorbell_req d;
+	struct vd_qp *qp;
+	long ret;
+
+	if (copy_from_user(&d, uarg, sizeof(d)))
+		return -EFAULT;
+	if (!uobj_device(ctx))
+		return -ENODEV;
+	qp = uobj_get_qp(&ctx->objs, d.handle);
+	if (!qp)
+		return -ENOENT;
+	atomic64_inc(&ctx->objs.doorbells);
+	ret = vd_doorbell_ring(qp, d.flags);
+	vd_qp_put(qp);
+	return ret;
+}
+
+static long ioctl_create_comp_channel(struct vd_uctx *ctx, void __user *uarg)
+{
+	struct viaduct_comp_channel c = {};
+
+	if (!uobj_device(ctx))
+		return -ENODEV;
+	c.fd = vd_comp_channel_create_fd();
+	if (c.fd < 0)
+		return c.fd;
+	if (copy_to_user(uarg, &c, sizeof(c))) {
+		/*
+		 * The descriptor is installed already. Another thread may have
+		 * closed it meanwhile; then this closes whatever that thread
+		 * got under the same number, which it could not name anyway.
+		 */
+		close_fd(c.fd);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+static void uobj_describe(const struct vd_uobj *u, u32 handle,
+			  struct vd_uobj_info *info)
+{
+	struct viaduct_query_qp q;
+	struct vd_qp *qp;
+
+	memset(info, 0, sizeof(*info));
+	info->type = u->type + 1;
+	info->handle = handle;
+	info->pd_handle = u->pd_handle;
+	switch (u->type) {
+	case VD_UOBJ_PD:
+		info->pdn = u->pd->pdn;
+		break;
+	case VD_UOBJ_MR:
+		info->pdn = u->mr->pd->pdn;
+		info->mr.stag = u->mr->stag;
+		info->mr.access = u->mr->access;
+		info->mr.length = u->mr->length;
+		info->mr.pinned_pages = uobj_pinned_pages(u);
+		break;
+	case VD_UOBJ_CQ:
+		info->cq.entries = vd_cq_entries(u->cq);
+		break;
+	case VD_UOBJ_QP:
+		qp = u->qp;
+		vd_qp_query(qp, &q);
+		info->pdn = qp->pd->pdn;
+		info->qp.qpn = q.qpn;
+		info->qp.state = q.state;
+		info->qp.flags = qp->flags;
+		info->qp.sq_depth = q.sq_depth;
+		info->qp.rq_depth = q.rq_depth;
+		/* fixed at creation, and the table holds the QP */
+		info->qp.send_cq = qp->sq.private_cq ? 0 : qp->sq.cq->handle;
+		info->qp.recv_cq = qp->rq.private_cq ? 0 : qp->rq.cq->handle;
+		break;
+	}
+}
+
+int vd_uobj_table_walk(struct vd_uobj_table *t, u32 *handle, u32 type,
+		       int (*fn)(const struct vd_uobj_info *info, void *arg),
+		       void *arg)
+{
+	struct vd_uobj_info info;
+	unsigned long h = *handle;
+	struct vd_uobj *u;
+	int ret = 0;
+
+	mutex_lock(&t->lock);
+	/* reserved handles hold no entry yet, so this skips them */
+	xa_for_each_start(&t->handles, h, u, *handle) {
+		if (type && u->type + 1 != type)
+			continue;
+		uobj_describe(u, h, &info);
+		ret = fn(&info, arg);
+		if (ret) {
+			*handle = h;
+			break;
+		}
+	}
+	mutex_unlock(&t->lock);
+	return ret;
+}
+
+void vd_uobj_table_counts(struct vd_uobj_table *t,
+			  struct vd_uobj_counts *counts)
+{
+	int i;
+
+	for (i = 0; i < VD_UOBJ_NR_TYPES; i++)
+		counts->objs[i] = atomic_long_read(&t->nr_objs[i]);
+	counts->pinned_pages = atomic_long_read(&t->pinned_pages);
+	counts->doorbells = atomic64_read(&t->doorbells);
+}
+
+long vd_uobj_ioctl(struct vd_uctx *ctx, unsigned int cmd, unsigned long arg)
+{
+	void __user *uarg = (void __user *)arg;
+
+	switch (cmd) {
+	case VIADUCT_IOCTL_CREATE_PD:
+		return ioctl_create_pd(ctx, uarg);
+	case VIADUCT_IOCTL_DESTROY_PD:
+		return ioctl_destroy(ctx, uarg, VD_UOBJ_PD);
+	case VIADUCT_IOCTL_REG_MR:
+		return ioctl_reg_mr(ctx, uarg);
+	case VIADUCT_IOCTL_DEREG_MR:
+		return ioctl_destroy(ctx, uarg, VD_UOBJ_MR);
+	case VIADUCT_IOCTL_CREATE_CQ:
+		return ioctl_create_cq(ctx, uarg);
+	case VIADUCT_IOCTL_RESIZE_CQ:
+		return ioctl_resize_cq(ctx, uarg);
+	case VIADUCT_IOCTL_DESTROY_CQ:
+		return ioctl_destroy(ctx, uarg, VD_UOBJ_CQ);
+	case VIADUCT_IOCTL_ARM_CQ:
+		return ioctl_arm_cq(ctx, uarg);
+	case VIADUCT_IOCTL_CREATE_QP:
+		return ioctl_create_qp(ctx, uarg);
+	case VIADUCT_IOCTL_MODIFY_QP:
+		return ioctl_modify_qp(ctx, uarg);
+	case VIADUCT_IOCTL_QUERY_QP:
+		return ioctl_query_qp(ctx, uarg);
+	case VIADUCT_IOCTL_DESTROY_QP:
+		return ioctl_destroy(ctx, uarg, VD_UOBJ_QP);
+	case VIADUCT_IOCTL_DOORBELL:
+		return ioctl_doorbell(ctx, uarg);
+	case VIADUCT_IOCTL_CREATE_COMP_CHANNEL:
+		return ioctl_create_comp_channel(ctx, uarg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+int vd_uobj_mmap(struct vd_uctx *ctx, struct vm_area_struct *vma)
+{
+	struct vd_uobj_table *t = &ctx->objs;
+	struct vd_ring_mem *mem;
+	int ret;
+
+	/* never @t->lock here: REG_MR takes mmap_lock while holding it */
+	xa_lock(&t->mmap_keys);
+	mem = xa_load(&t->mmap_keys, vma->vm_pgoff);
+	if (mem)
+		vd_ring_mem_get(mem);
+	xa_unlock(&t->mmap_keys);
+	if (!mem)
+		return -EINVAL;
+
+	ret = -EINVAL;
+	if (vma->vm_end - vma->vm_start <= mem->size)
+		ret = vd_ring_mem_mmap(mem, vma);
+	vd_ring_mem_put(mem);
+	return ret;
+}
+
+ssize_t vd_uobj_read(struct vd_uctx *ctx, char __user *buf, size_t len,
+		     bool nonblock)
+{
+	return vd_async_queue_read(ctx->objs.aq, buf, len, nonblock);
+}
+
+__poll_t vd_uobj_poll(struct vd_uctx *ctx, struct file *file,
+		      poll_table *wait)
+{
+	return vd_async_queue_poll(ctx->objs.aq, file, wait);
+}

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The resources of a user context: handle table, mmap keys, async events.
+ *
+ * API
+ * ---
+ *   vd_uobj_table_init(t)
+ *       At open(): an empty table and the context's async event queue.
+ *       -ENOMEM. Process context.
+ *   vd_uobj_table_destroy(t)
+ *       At release(), while the device is still referenced: destroys the
+ *       QPs, CQs, MRs and PDs still named by handles, in that order, then
+ *       forgets the mmap keys and drops the async queue. Process context.
+ *   vd_uobj_ioctl(ctx, cmd, arg)
+ *       The resource commands of include/uapi/viaduct.h; -ENOTTY for any
+ *       other command.
+ *   vd_uobj_mmap(ctx, vma), vd_uobj_read(ctx, ...), vd_uobj_poll(ctx, ...)
+ *       The ->mmap(), ->read() and ->poll() of the context file.
+ *
+ * Handles
+ * -------
+ * A handle is an index of @handles (1 to U32_MAX), whose entry is a
+ * struct vd_uobj that tags the object with its type. Looking a handle up
+ * with the wrong type finds nothing (-ENOENT); a handle of another file
+ * cannot be named, since every file has its own table.
+ *
+ * Locking and lifetimes
+ * ---------------------
+ * @lock (a mutex) serialises creation, destruction and resizing, so that
+ * a handle is named by exactly one destroy and an object's keys change
+ * under it only. A handle is reserved before its object is created (CQs
+ * and QPs report their handle in events) and published afterwards.
+ * Commands that use an object without changing the table (ARM_CQ,
+ * MODIFY_QP, QUERY_QP, DOORBELL) take an object reference under the
+ * xarray's spinlock and run without @lock; a concurrent destroy makes them
+ * fail through the object's own checks.
+ *
+ * @mmap_keys holds one referenced struct vd_ring_mem per key (index <<
+ * PAGE_SHIFT). ->mmap() runs with mmap_lock held and so never takes @lock
+ * (REG_MR pins pages, which takes mmap_lock, with @lock held): it takes a
+ * ring reference under the xarray's spinlock instead. A key disappears
+ * when its object is destroyed (or its CQ resized); mappings made before
+ * hold references of their own.
+ *
+ * Reporting (the netlink family's RES_GET and STATS_GET)
+ * ---------
+ *   vd_uobj_table_walk(t, &handle, type, fn, arg)
+ *       Calls @fn with the description of every published object whose
+ *       handle is >= *@handle (of VIADUCT_RES_@type only, unless @type is
+ *       0), in handle order, with @lock held: the objects cannot go away
+ *       and @fn must not sleep. Stops at the first object for which @fn
+ *       returns non-zero, leaving its handle in *@handle, and returns that
+ *       value; 0 once every object was visited. Never call it on a table
+ *       that vd_uobj_table_destroy() may be destroying (vd_uctx_walk()
+ *       sees to that).
+ *   vd_uobj_table_counts(t, &counts)
+ *       Published objects by type, the pages their MRs pin and the
+ *       DOORBELL commands so far; lockless, each number on its own.
+ */
+#ifndef _VD_UOBJ_H
+#define _VD_UOBJ_H
+
+#include <linux/atomic.h>
+#include <linux/fs.h>
+#include <linux/mm_types.h>
+#include <linux/mutex.h>
+#include <linux/poll.h>
+#include <linux/types.h>
+#include <linux/xarray.h>
+
+struct vd_async_queue;
+struct vd_uctx;
+
+/* Published objects of a table, by VIADUCT_RES_* - 1. */
+#define VD_UOBJ_NR_TYPES	4
+
+struct vd_uobj_table {
+	struct mutex lock;		/* create, destroy, resize */
+	struct xarray handles;		/* handle -> struct vd_uobj */
+	struct xarray mmap_keys;	/* key >> PAGE_SHIFT -> vd_ring_mem */
+	struct vd_async_queue *aq;
+	/* for reports only: changed under @lock, read without it */
+	atomic_long_t nr_objs[VD_UOBJ_NR_TYPES];
+	atomic_long_t pinned_pages;
+	atomic64_t doorbells;
+};
+
+/* One object as vd_uobj_table_walk() describes it. */
+struct vd_uobj_info {
+	u32 type;			/* VIADUCT_RES_* */
+	u32 handle;
+	u32 pd_handle;			/* MR, QP */
+	u32 pdn;			/* PD, MR, QP */
+	union {
+		struct {
+			u32 stag;
+			u32 access;
+			u64 length;
+			u64 pinned_pages;
+		} mr;
+		struct {
+			u32 entries;
+		} cq;
+		struct {
+			u32 qpn;
+			u32 state;
+			u32 flags;
+			u32 sq_depth;
+			u32 rq_depth;
+			u32 send_cq;	/* 0: private completion ring */
+			u32 recv_cq;
+		} qp;
+	};
+};
+
+struct vd_uobj_counts {
+	u64 objs[VD_UOBJ_NR_TYPES];	/* by VIADUCT_RES_* - 1 */
+	u64 pinned_pages;
+	u64 doorbells;
+};
+
+int vd_uobj_table_init(struct vd_uobj_table *t);
+void vd_uobj_table_destroy(struct vd_uobj_table *t);
+
+int vd_uobj_table_walk(struct vd_uobj_table *t, u32 *handle, u32 type,
+		       int (*fn)(const struct vd_uobj_info *info, void *arg),
+		       void *arg);
+void vd_uobj_table_counts(struct vd_uobj_table *t,
+			  struct vd_uobj_counts *counts);
+
+long vd_uobj_ioctl(struct vd_uctx *ctx, unsigned int cmd, unsigned long arg);
+int vd_uobj_mmap(struct vd_uctx *ctx, struct vm_area_struct *vma);
+ssize_t vd_uobj_read(struct vd_uctx *ctx, char __user *buf, size_t len,
+		     bool nonblock);
+__poll_t vd_uobj_poll(struct vd_uctx *ctx, struct file *file,
+		      poll_table *wait);
+
+#endif /* _VD_UOBJ_H */

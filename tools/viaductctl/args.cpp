@@ -3,6 +3,8 @@
 
 #include <uapi/viaduct.h>
 
+#include "res.hpp"
+
 namespace viaductctl {
 
 const char *const usage_text = "Usage: viaductctl [OPTIONS] OBJECT COMMAND [ARGS]\n"
@@ -10,6 +12,8 @@ const char *const usage_text = "Usage: viaductctl [OPTIONS] OBJECT COMMAND [ARGS
                                "       viaductctl link del NAME\n"
                                "       viaductctl link show [NAME]\n"
                                "       viaductctl dev [show] [NAME]\n"
+                               "       viaductctl stats [show]\n"
+                               "       viaductctl res [show] [pd | mr | cq | qp]\n"
                                "Options:\n"
                                "  -j, --json     print JSON\n"
                                "  -p, --pretty   indent the JSON of --json\n"
@@ -103,7 +107,7 @@ Command parse_args(const std::vector<std::string> &args) {
         return cmd;
     }
     if (words.empty())
-        throw UsageError("missing OBJECT: link or dev");
+        throw UsageError("missing OBJECT: link, dev, stats or res");
 
     const std::string &object = words[0];
     std::string verb = words.size() > 1 ? words[1] : "show";
@@ -141,8 +145,24 @@ Command parse_args(const std::vector<std::string> &args) {
         cmd.kind = Command::Kind::DevShow;
         if (words.size() == first + 1)
             cmd.name = words[first];
+    } else if (is_word(object, {"stats", "statistic", "statistics"})) {
+        if (words.size() > 2 || (words.size() == 2 && !is_word(words[1], {"show", "list", "ls"})))
+            throw UsageError("usage: viaductctl stats [show]");
+        cmd.kind = Command::Kind::Stats;
+    } else if (is_word(object, {"res", "resource"})) {
+        std::size_t first = 1;
+        if (words.size() > 1 && is_word(words[1], {"show", "list", "ls"}))
+            first = 2;
+        if (words.size() > first + 1)
+            throw UsageError("usage: viaductctl res [show] [pd | mr | cq | qp]");
+        cmd.kind = Command::Kind::Res;
+        if (words.size() == first + 1) {
+            cmd.res_type = res_type_from_name(words[first]);
+            if (!cmd.res_type)
+                throw UsageError("unknown resource type '" + words[first] + "': pd, mr, cq or qp");
+        }
     } else {
-        throw UsageError("unknown object '" + object + "': link or dev");
+        throw UsageError("unknown object '" + object + "': link, dev, stats or res");
     }
     if (!cmd.name.empty())
         check_name(cmd.name);

@@ -3,6 +3,7 @@
 // can be tested on any host.
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -16,10 +17,11 @@ struct UsageError : std::runtime_error {
 };
 
 struct Command {
-    enum class Kind { Help, Version, LinkAdd, LinkDel, LinkShow, DevShow };
+    enum class Kind { Help, Version, LinkAdd, LinkDel, LinkShow, DevShow, Stats, Res };
     Kind kind = Kind::Help;
-    std::string name;   // device name; empty for all devices
-    std::string netdev; // link add: the interface
+    std::string name;           // device name; empty for all devices
+    std::string netdev;         // link add: the interface
+    std::uint32_t res_type = 0; // res: VIADUCT_RES_*, 0 for every type
     bool json = false;
     bool pretty = false;
 };

@@ -10,6 +10,7 @@
 #include "errors.hpp"
 #include "netlink.hpp"
 #include "output.hpp"
+#include "res.hpp"
 
 using namespace viaductctl;
 
@@ -38,6 +39,12 @@ void run(const Command &cmd) {
         break;
     case Command::Kind::DevShow:
         print_devices(std::cout, nl.link_get(cmd.name), style);
+        break;
+    case Command::Kind::Stats:
+        print_stats(std::cout, nl.stats(), style);
+        break;
+    case Command::Kind::Res:
+        print_res(std::cout, nl.res(cmd.res_type), style);
         break;
     case Command::Kind::Help:
     case Command::Kind::Version:

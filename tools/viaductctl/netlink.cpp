@@ -9,6 +9,7 @@
 #include <netlink/genl/ctrl.h>
 #include <netlink/genl/genl.h>
 #include <netlink/msg.h>
+#include <optional>
 #include <sys/socket.h>
 
 #include <uapi/viaduct.h>
@@ -29,7 +30,7 @@ struct CbDeleter {
 
 // What the callbacks collect from the replies to one request.
 struct Reply {
-    std::vector<LinkInfo> links;
+    const std::function<void(nlattr **)> *on_msg = nullptr;
     bool done = false;
     int err = 0;
     std::string extack;
@@ -104,11 +105,7 @@ void parse_limits(nlattr *nest, LinkInfo &info) {
             info.limits.emplace_back(limit_names[i], get_uint(tb[i]));
 }
 
-int on_valid(nl_msg *msg, void *arg) {
-    auto *reply = static_cast<Reply *>(arg);
-    nlattr *tb[VIADUCT_A_MAX + 1] = {};
-    if (genlmsg_parse(nlmsg_hdr(msg), 0, tb, VIADUCT_A_MAX, nullptr) < 0)
-        return NL_SKIP;
+LinkInfo parse_link(nlattr **tb) {
     LinkInfo info;
     info.index = get_u32(tb[VIADUCT_A_DEV_INDEX]);
     info.name = get_str(tb[VIADUCT_A_DEV_NAME]);
@@ -122,7 +119,87 @@ int on_valid(nl_msg *msg, void *arg) {
         parse_addrs(tb[VIADUCT_A_ADDRS], info);
     if (tb[VIADUCT_A_LIMITS])
         parse_limits(tb[VIADUCT_A_LIMITS], info);
-    reply->links.push_back(std::move(info));
+    return info;
+}
+
+// VIADUCT_A_STAT_* names, as the kernel's struct vd_stats has them.
+const char *const stat_names[VIADUCT_A_STAT_MAX + 1] = {
+    nullptr,
+    nullptr,
+    "contexts",
+    "pds",
+    "mrs",
+    "cqs",
+    "qps",
+    "pinned_pages",
+    "doorbells",
+    "worker_polls",
+    "worker_wakeups",
+    "wqes_consumed",
+    "cqes_written",
+    "cq_overflows",
+};
+
+Counters parse_counters(nlattr *nest) {
+    Counters c;
+    nlattr *tb[VIADUCT_A_STAT_MAX + 1] = {};
+    if (!nest || nla_parse_nested(tb, VIADUCT_A_STAT_MAX, nest, nullptr) < 0)
+        return c;
+    for (int i = 1; i <= VIADUCT_A_STAT_MAX; ++i)
+        if (tb[i] && stat_names[i])
+            c.emplace_back(stat_names[i], get_uint(tb[i]));
+    return c;
+}
+
+Owner parse_owner(nlattr **tb) {
+    Owner o;
+    o.ctx = get_u32(tb[VIADUCT_A_CTX_ID]);
+    o.pid = get_u32(tb[VIADUCT_A_PID]);
+    o.comm = get_str(tb[VIADUCT_A_COMM]);
+    o.dev = get_str(tb[VIADUCT_A_DEV_NAME]);
+    return o;
+}
+
+std::optional<std::uint32_t> opt_u32(nlattr *a) {
+    if (!a || payload_len(a) < 4)
+        return std::nullopt;
+    return nla_get_u32(a);
+}
+
+std::optional<std::uint64_t> opt_u64(nlattr *a) {
+    if (!a || payload_len(a) < 4)
+        return std::nullopt;
+    return get_uint(a);
+}
+
+ResInfo parse_res(nlattr **tb) {
+    ResInfo r;
+    r.type = get_u32(tb[VIADUCT_A_RES_TYPE]);
+    r.owner = parse_owner(tb);
+    r.handle = get_u32(tb[VIADUCT_A_RES_HANDLE]);
+    r.pd = opt_u32(tb[VIADUCT_A_RES_PD_HANDLE]);
+    r.pdn = opt_u32(tb[VIADUCT_A_RES_PDN]);
+    r.stag = opt_u32(tb[VIADUCT_A_RES_STAG]);
+    r.length = opt_u64(tb[VIADUCT_A_RES_LENGTH]);
+    r.pinned_pages = opt_u64(tb[VIADUCT_A_RES_PINNED_PAGES]);
+    r.access = opt_u32(tb[VIADUCT_A_RES_ACCESS]);
+    r.cqe = opt_u32(tb[VIADUCT_A_RES_CQE]);
+    r.qpn = opt_u32(tb[VIADUCT_A_RES_QPN]);
+    r.state = opt_u32(tb[VIADUCT_A_RES_QP_STATE]);
+    r.qp_flags = opt_u32(tb[VIADUCT_A_RES_QP_FLAGS]);
+    r.sq_depth = opt_u32(tb[VIADUCT_A_RES_SQ_DEPTH]);
+    r.rq_depth = opt_u32(tb[VIADUCT_A_RES_RQ_DEPTH]);
+    r.send_cq = opt_u32(tb[VIADUCT_A_RES_SEND_CQ]);
+    r.recv_cq = opt_u32(tb[VIADUCT_A_RES_RECV_CQ]);
+    return r;
+}
+
+int on_valid(nl_msg *msg, void *arg) {
+    auto *reply = static_cast<Reply *>(arg);
+    nlattr *tb[VIADUCT_A_MAX + 1] = {};
+    if (genlmsg_parse(nlmsg_hdr(msg), 0, tb, VIADUCT_A_MAX, nullptr) < 0)
+        return NL_SKIP;
+    (*reply->on_msg)(tb);
     return NL_OK;
 }
 
@@ -191,19 +268,32 @@ Genl::Genl() : sock_(nl_socket_alloc()) {
 
 std::vector<LinkInfo> Genl::transact(std::uint8_t cmd, int flags, const std::string &name,
                                      const std::string &ifname) {
+    std::vector<LinkInfo> links;
+    exchange(
+        cmd, flags,
+        [&](nl_msg *msg) {
+            return (name.empty() || nla_put_string(msg, VIADUCT_A_DEV_NAME, name.c_str()) >= 0) &&
+                   (ifname.empty() || nla_put_string(msg, VIADUCT_A_IFNAME, ifname.c_str()) >= 0);
+        },
+        [&](nlattr **tb) { links.push_back(parse_link(tb)); });
+    return links;
+}
+
+void Genl::exchange(std::uint8_t cmd, int flags, const std::function<bool(nl_msg *)> &fill,
+                    const std::function<void(nlattr **)> &on_msg) {
     std::unique_ptr<nl_msg, MsgDeleter> msg(nlmsg_alloc());
     if (!msg)
         throw NetlinkError(Source::Local, ENOMEM, "out of memory");
     if (!genlmsg_put(msg.get(), NL_AUTO_PORT, NL_AUTO_SEQ, family_, 0, flags, cmd,
                      VIADUCT_GENL_VERSION) ||
-        (!name.empty() && nla_put_string(msg.get(), VIADUCT_A_DEV_NAME, name.c_str()) < 0) ||
-        (!ifname.empty() && nla_put_string(msg.get(), VIADUCT_A_IFNAME, ifname.c_str()) < 0))
+        !fill(msg.get()))
         throw NetlinkError(Source::Local, EMSGSIZE, "cannot build the netlink request");
 
     std::unique_ptr<nl_cb, CbDeleter> cb(nl_cb_alloc(NL_CB_DEFAULT));
     if (!cb)
         throw NetlinkError(Source::Local, ENOMEM, "out of memory");
     Reply reply;
+    reply.on_msg = &on_msg;
     nl_cb_set(cb.get(), NL_CB_VALID, NL_CB_CUSTOM, on_valid, &reply);
     nl_cb_set(cb.get(), NL_CB_FINISH, NL_CB_CUSTOM, on_finish, &reply);
     nl_cb_set(cb.get(), NL_CB_ACK, NL_CB_CUSTOM, on_finish, &reply);
@@ -222,7 +312,6 @@ std::vector<LinkInfo> Genl::transact(std::uint8_t cmd, int flags, const std::str
     }
     if (reply.err)
         throw NetlinkError(Source::Kernel, reply.err, std::strerror(reply.err), reply.extack);
-    return std::move(reply.links);
 }
 
 LinkInfo Genl::link_add(const std::string &name, const std::string &ifname) {
@@ -238,6 +327,32 @@ std::vector<LinkInfo> Genl::link_get(const std::string &name) {
     if (name.empty())
         return transact(VIADUCT_CMD_LINK_GET, NLM_F_DUMP, {}, {});
     return transact(VIADUCT_CMD_LINK_GET, NLM_F_ACK, name, {});
+}
+
+Stats Genl::stats() {
+    Stats st;
+    bool global = false;
+    exchange(
+        VIADUCT_CMD_STATS_GET, NLM_F_DUMP, [](nl_msg *) { return true; },
+        [&](nlattr **tb) {
+            // The first message, without an owner, is the module-wide one.
+            if (!global && !tb[VIADUCT_A_CTX_ID]) {
+                st.global = parse_counters(tb[VIADUCT_A_STATS]);
+                global = true;
+                return;
+            }
+            st.contexts.push_back({parse_owner(tb), parse_counters(tb[VIADUCT_A_STATS])});
+        });
+    return st;
+}
+
+std::vector<ResInfo> Genl::res(std::uint32_t type) {
+    std::vector<ResInfo> res;
+    exchange(
+        VIADUCT_CMD_RES_GET, NLM_F_DUMP,
+        [type](nl_msg *msg) { return !type || nla_put_u32(msg, VIADUCT_A_RES_TYPE, type) >= 0; },
+        [&](nlattr **tb) { res.push_back(parse_res(tb)); });
+    return res;
 }
 
 } // namespace viaductctl

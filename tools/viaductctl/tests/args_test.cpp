@@ -102,9 +102,9 @@ TEST(Args, RejectsBadCommandLines) {
 TEST(Args, ErrorMessagesNameTheProblem) {
     EXPECT_EQ("unknown option '--bogus'", usage_error({"--bogus", "link"}));
     EXPECT_EQ("unknown option '-x'", usage_error({"-jx", "link"}));
-    EXPECT_EQ("unknown object 'qp': link or dev", usage_error({"qp"}));
+    EXPECT_EQ("unknown object 'qp': link, dev, stats or res", usage_error({"qp"}));
     EXPECT_EQ("unknown link command 'frob': add, del or show", usage_error({"link", "frob"}));
-    EXPECT_EQ("missing OBJECT: link or dev", usage_error({"-j"}));
+    EXPECT_EQ("missing OBJECT: link, dev, stats or res", usage_error({"-j"}));
     EXPECT_EQ("usage: viaductctl link add NAME netdev IFNAME",
               usage_error({"link", "add", "vd0", "eth0"}));
     EXPECT_NE(std::string::npos,

@@ -184,9 +184,11 @@ build() {
 	[[ -f $out/arch/x86/boot/bzImage ]] || die "no bzImage in $out"
 	"${mk[@]}" -s kernelrelease >"$out/kernelrelease"
 	date -u +%FT%TZ >"$out/.viaduct-built"
-	# CPU time tells more than wall time on a shared machine.
+	# CPU time tells more than wall time on a shared machine. times runs
+	# in this shell (a command substitution would report its own children).
+	times >"$out/.times"
 	log "$flavour kernel $(cat "$out/kernelrelease") built in $((SECONDS - t0))s" \
-		"(cpu user/sys: $(times | tail -n1))"
+		"(cpu user/sys of this script's children: $(tail -n1 "$out/.times"))"
 	echo "$out"
 }
 

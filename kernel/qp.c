@@ -528,6 +528,48 @@ int vd_qp_enter_rts(struct vd_qp *qp, struct vd_conn *conn)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_qp_enter_rts);
 
+/*
+ * The LLP stream @conn is gone (the connection manager closed it). A QP
+ * still bound to it leaves RTS, Closing or Terminate: Closing, with
+ * nothing left in flight on the SQ, ends in Idle (a completed graceful
+ * close; posted receives stay for the next connection); everything else
+ * ends in Error, flushing what is outstanding. A QP bound to another
+ * stream, or to none (Error -> Idle forgot it), is left alone.
+ */
+void vd_qp_llp_closed(struct vd_qp *qp, struct vd_conn *conn)
+{
+	bool changed = false;
+	u32 next;
+
+	qp_lock_all(qp);
+	if (qp->conn != conn)
+		goto out;
+	qp->conn = NULL;
+	if (qp->destroyed)
+		goto out;
+	switch (qp->state) {
+	case VIADUCT_QPS_CLOSING:
+		next = qp->sq.tail == qp->sq.head ? VIADUCT_QPS_IDLE :
+		       VIADUCT_QPS_ERROR;
+		break;
+	case VIADUCT_QPS_RTS:
+	case VIADUCT_QPS_TERMINATE:
+		next = VIADUCT_QPS_ERROR;
+		break;
+	default:
+		goto out;
+	}
+	qp_set_state(qp, next);
+	if (next == VIADUCT_QPS_ERROR)
+		qp_flush(qp);
+	changed = true;
+out:
+	qp_unlock_all(qp);
+	if (changed)
+		qp_state_changed(qp);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_qp_llp_closed);
+
 int vd_qp_modify(struct vd_qp *qp, const struct viaduct_modify_qp *m)
 {
 	u32 cur, next;

@@ -43,6 +43,10 @@
  *   vd_qp_enter_error(qp, event, detail)
  *                          Moves the QP to Error (flushing) unless it is
  *                          there already; raises @event (0: none).
+ *   vd_qp_llp_closed(qp, conn)
+ *                          The stream @conn is closed: forgets it, and
+ *                          Closing -> Idle (SQ empty) or -> Error, RTS and
+ *                          Terminate -> Error (flushing).
  *   vd_qp_complete(qp, which, cqe, solicited)
  *                          Retires the oldest in-flight WR of the queue.
  *   vd_qp_sq_work(qp)      the hook where the transport learns that the SQ
@@ -202,6 +206,7 @@ int vd_qp_consume(struct vd_qp *qp, unsigned int which);
 
 int vd_qp_enter_rts(struct vd_qp *qp, struct vd_conn *conn);
 void vd_qp_enter_error(struct vd_qp *qp, u32 event, u32 detail);
+void vd_qp_llp_closed(struct vd_qp *qp, struct vd_conn *conn);
 int vd_qp_complete(struct vd_qp *qp, unsigned int which,
 		   struct viaduct_cqe *cqe, bool solicited);
 void vd_qp_sq_work(struct vd_qp *qp);

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 
 #include "device_state.hpp"
 #include "syscall.hpp"
@@ -61,6 +62,13 @@ Device Device::select(const viaduct_select_device &sel, const std::string &what,
     if (int err = detail::do_ioctl(state->fd.get(), VIADUCT_IOCTL_SELECT_DEVICE, &arg))
         throw detail::select_error(err, what);
     state->attr = query_selected(state->fd.get(), what);
+    // read() of asynchronous events must never block: read_event() waits
+    // in poll() and another thread may take the event first. Only read()
+    // looks at the flag.
+    int flags = ::fcntl(state->fd.get(), F_GETFL);
+    if (flags < 0 || ::fcntl(state->fd.get(), F_SETFL, flags | O_NONBLOCK) < 0)
+        throw Error(errno, path + ": cannot make the context non-blocking: " +
+                               std::generic_category().message(errno));
     return Device(std::move(state));
 }
 

@@ -14,7 +14,7 @@ namespace viaduct {
 // One open context with a selected device. It is reached only through a
 // shared_ptr: the Device and every child hold one, and the descriptor is
 // closed (and the kernel frees the context) when the last of them goes.
-struct Device::State {
+struct __attribute__((visibility("hidden"))) Device::State {
     detail::FileDescriptor fd;
     std::string path;
     std::uint32_t abi_version = 0;

@@ -76,5 +76,11 @@ Error list_error(int err) {
     return Error(err, "cannot list viaduct devices: " + describe(err));
 }
 
+Error call_error(int err, const std::string &step) {
+    if (err == ENODEV)
+        return Error(err, "cannot " + step + ": the device was removed");
+    return Error(err, "cannot " + step + ": " + describe(err));
+}
+
 } // namespace detail
 } // namespace viaduct

@@ -33,5 +33,7 @@ Error abi_error(int err, const std::string &path);
 Error select_error(int err, const std::string &what);
 Error query_error(int err, const std::string &name);
 Error list_error(int err);
+// "cannot <step>: <strerror>"; for ENODEV, that the device was removed.
+Error call_error(int err, const std::string &step);
 
 } // namespace viaduct::detail

@@ -12,11 +12,40 @@
 // code() is the errno in std::generic_category() and whose what() says what
 // went wrong and, where there is one, what to do about it. See libviaduct(3)
 // and Documentation/library.rst.
+//
+// The fast path (protection domains, memory regions, completion queues and
+// channels, queue pairs) follows the Device. Every object is a handle on a
+// shared state: a child holds its parents' states, so a Device, a PD or a CQ
+// lives on, in the kernel too, until the last object using it is gone.
+// Posting work requests and polling completions touch only memory shared
+// with the kernel; see Documentation/rings.rst for the protocol.
+//
+// Threads. Distinct objects may be used from distinct threads freely. On one
+// object, every const member and the members listed here may be called
+// concurrently:
+//  - QueuePair: post_send() and post_recv() take separate locks, one per
+//    work queue, and the two queues share no memory that is written, so one
+//    thread may post sends while another posts receives with no lock of the
+//    caller's; threads posting on the same queue serialise on its lock.
+//    poll_send() and poll_recv() have a lock per private ring; modify() and
+//    query() are system calls and may run beside posting.
+//  - CompletionQueue: poll(), wait() and resize() serialise on the CQ's
+//    lock. Only one thread at a time may sleep on a completion channel
+//    (CompletionQueue::wait() or CompletionChannel::wait()): a sleeper may
+//    read the event meant for another CQ of the channel and keep it, and
+//    the other sleeper is not woken for it.
+//  - Device: read_event().
+// Not thread-safe, as with any C++ object: moving from, assigning to or
+// destroying an object while another thread uses it.
 #pragma once
 
 #include <array>
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -106,6 +135,27 @@ VIADUCT_API DeviceEntry to_entry(const viaduct_device_entry &entry);
 // The character device: $VIADUCT_DEVICE if set and not empty, else /dev/viaduct.
 VIADUCT_API std::string device_path();
 
+enum class AsyncEventType : std::uint32_t {
+    CqError = VIADUCT_EVENT_CQ_ERROR, // CQ overflow: the CQ is in error
+    QpFatal = VIADUCT_EVENT_QP_FATAL,
+    QpRequestError = VIADUCT_EVENT_QP_REQ_ERR,
+    QpAccessError = VIADUCT_EVENT_QP_ACCESS_ERR,
+    CommunicationEstablished = VIADUCT_EVENT_COMM_EST,
+    SqDrained = VIADUCT_EVENT_SQ_DRAINED,
+    QpLastWqe = VIADUCT_EVENT_QP_LAST_WQE,
+    DeviceFatal = VIADUCT_EVENT_DEVICE_FATAL,
+};
+
+struct AsyncEvent {
+    AsyncEventType type{};
+    std::uint32_t handle = 0;    // of the CQ or QP; 0 for device events
+    std::uint64_t user_data = 0; // the object's, as given at creation
+    std::uint32_t detail = 0;    // e.g. the Terminate code
+};
+
+// An event record from the kernel.
+VIADUCT_API AsyncEvent to_event(const viaduct_async_event &ev);
+
 class VIADUCT_API Device {
 public:
     // The devices visible in the caller's network namespace.
@@ -137,6 +187,11 @@ public:
     const std::string &path() const;
     int fd() const; // owned by the Device: do not close
 
+    // The next asynchronous event (CQ overflow, QP error, device removal)
+    // of this context, or nothing if none came within @timeout (negative:
+    // wait for ever). Interrupted waits are resumed with the time left.
+    std::optional<AsyncEvent> read_event(std::chrono::milliseconds timeout) const;
+
     // The context itself. Child objects hold a reference so that the file
     // descriptor outlives them, whatever order they are destroyed in.
     struct State;
@@ -148,6 +203,352 @@ private:
                          const std::string &path);
     const State &checked() const;
 
+    std::shared_ptr<State> state_;
+};
+
+// A protection domain (VIPL protection tag): memory regions and queue pairs
+// made in one may be used together.
+class VIADUCT_API ProtectionDomain {
+public:
+    explicit ProtectionDomain(const Device &dev);
+
+    ProtectionDomain(const ProtectionDomain &) = delete;
+    ProtectionDomain &operator=(const ProtectionDomain &) = delete;
+    ProtectionDomain(ProtectionDomain &&) noexcept = default;
+    ProtectionDomain &operator=(ProtectionDomain &&) noexcept = default;
+    ~ProtectionDomain() = default;
+
+    explicit operator bool() const noexcept { return state_ != nullptr; }
+    std::uint32_t handle() const;
+
+    struct State;
+    std::shared_ptr<State> state() const;
+
+private:
+    std::shared_ptr<State> state_;
+};
+
+// One scatter/gather element: @length bytes at @addr of a region whose
+// STag (lkey) is @stag. Same layout as struct viaduct_sge.
+struct Sge {
+    std::uint64_t addr = 0;
+    std::uint32_t length = 0;
+    std::uint32_t stag = 0;
+};
+
+// Access rights of a memory region (local read is always granted).
+namespace access {
+inline constexpr std::uint32_t local_write = VIADUCT_ACCESS_LOCAL_WRITE;
+inline constexpr std::uint32_t remote_write = VIADUCT_ACCESS_REMOTE_WRITE;
+inline constexpr std::uint32_t remote_read = VIADUCT_ACCESS_REMOTE_READ;
+inline constexpr std::uint32_t mw_bind = VIADUCT_ACCESS_MW_BIND;
+} // namespace access
+
+// [addr, addr + length) of this process, pinned and registered in a PD.
+class VIADUCT_API MemoryRegion {
+public:
+    MemoryRegion(const ProtectionDomain &pd, void *addr, std::size_t length,
+                 std::uint32_t access = access::local_write, std::uint8_t key = 0);
+    MemoryRegion(const ProtectionDomain &pd, std::span<std::byte> memory,
+                 std::uint32_t access = access::local_write, std::uint8_t key = 0)
+        : MemoryRegion(pd, memory.data(), memory.size(), access, key) {}
+
+    MemoryRegion(const MemoryRegion &) = delete;
+    MemoryRegion &operator=(const MemoryRegion &) = delete;
+    MemoryRegion(MemoryRegion &&) noexcept = default;
+    MemoryRegion &operator=(MemoryRegion &&) noexcept = default;
+    ~MemoryRegion() = default;
+
+    explicit operator bool() const noexcept { return state_ != nullptr; }
+    std::uint32_t handle() const;
+    std::uint32_t stag() const;
+    std::uint32_t lkey() const { return stag(); } // iWARP: one STag for both
+    std::uint32_t rkey() const { return stag(); }
+    std::uint64_t addr() const;
+    std::uint64_t length() const;
+    std::uint32_t access() const;
+
+    // The whole region, or @length bytes at @offset into it, as an SGE;
+    // Error(ERANGE) if that is not inside the region.
+    Sge sge() const;
+    Sge sge(std::uint64_t offset, std::uint32_t length) const;
+
+    struct State;
+
+private:
+    std::shared_ptr<State> state_;
+};
+
+// A completion channel: a descriptor that turns readable when an armed CQ
+// attached to it gets a completion.
+struct CqEvent {
+    std::uint32_t cq_handle = 0;
+    std::uint64_t user_data = 0; // the CQ's
+};
+
+class VIADUCT_API CompletionChannel {
+public:
+    explicit CompletionChannel(const Device &dev);
+
+    CompletionChannel(const CompletionChannel &) = delete;
+    CompletionChannel &operator=(const CompletionChannel &) = delete;
+    CompletionChannel(CompletionChannel &&) noexcept = default;
+    CompletionChannel &operator=(CompletionChannel &&) noexcept = default;
+    ~CompletionChannel() = default;
+
+    explicit operator bool() const noexcept { return state_ != nullptr; }
+
+    // The next event, or nothing after @timeout (negative: wait for ever).
+    // Events that CompletionQueue::wait() read for other CQs come first.
+    std::optional<CqEvent> wait(std::chrono::milliseconds timeout) const;
+
+    int fd() const; // non-blocking, owned by the channel: for poll()/epoll
+
+    struct State;
+    std::shared_ptr<State> state() const;
+
+private:
+    std::shared_ptr<State> state_;
+};
+
+enum class WcOpcode : std::uint8_t {
+    Send = VIADUCT_WC_SEND,
+    RdmaWrite = VIADUCT_WC_RDMA_WRITE,
+    RdmaRead = VIADUCT_WC_RDMA_READ,
+    Recv = VIADUCT_WC_RECV,
+};
+
+enum class WcStatus : std::uint8_t {
+    Success = VIADUCT_WC_SUCCESS,
+    Flushed = VIADUCT_WC_FLUSHED,
+    LocalLengthError = VIADUCT_WC_LOC_LEN_ERR,
+    LocalQpOperationError = VIADUCT_WC_LOC_QP_OP_ERR,
+    LocalProtectionError = VIADUCT_WC_LOC_PROT_ERR,
+    RemoteAccessError = VIADUCT_WC_REM_ACCESS_ERR,
+    RemoteOperationError = VIADUCT_WC_REM_OP_ERR,
+    RemoteInvalidRequest = VIADUCT_WC_REM_INV_REQ_ERR,
+    TransportError = VIADUCT_WC_TRANSPORT_ERR,
+    RemoteTerminated = VIADUCT_WC_REM_TERMINATED,
+    GeneralError = VIADUCT_WC_GENERAL_ERR,
+};
+
+VIADUCT_API const char *to_string(WcStatus status) noexcept;
+
+// One completion, as polled from a CQ or a private completion ring.
+struct Completion {
+    std::uint64_t wr_id = 0;
+    std::uint32_t qp_handle = 0;
+    std::uint32_t byte_len = 0;
+    WcOpcode opcode{};
+    WcStatus status{};
+    std::uint8_t flags = 0; // VIADUCT_WC_F_*
+    std::uint32_t imm_data = 0;
+    std::uint32_t vendor_err = 0;
+
+    bool ok() const noexcept { return status == WcStatus::Success; }
+    bool is_recv() const noexcept { return (flags & VIADUCT_WC_F_RECV) != 0; }
+    bool has_imm() const noexcept { return (flags & VIADUCT_WC_F_IMMEDIATE) != 0; }
+};
+
+VIADUCT_API Completion to_completion(const viaduct_cqe &cqe) noexcept;
+
+// A completion queue: a ring the kernel writes CQEs into and poll() reads
+// without a system call. poll(), wait() and resize() are serialised by a
+// lock of the CQ's own, so any thread may call them.
+class VIADUCT_API CompletionQueue {
+public:
+    // At least @entries CQEs (rounded up to a power of two by the kernel).
+    CompletionQueue(const Device &dev, std::uint32_t entries,
+                    const CompletionChannel *channel = nullptr, std::uint64_t user_data = 0);
+
+    CompletionQueue(const CompletionQueue &) = delete;
+    CompletionQueue &operator=(const CompletionQueue &) = delete;
+    CompletionQueue(CompletionQueue &&) noexcept = default;
+    CompletionQueue &operator=(CompletionQueue &&) noexcept = default;
+    ~CompletionQueue() = default;
+
+    explicit operator bool() const noexcept { return state_ != nullptr; }
+    std::uint32_t handle() const;
+    std::uint32_t entries() const;
+
+    // Copies up to out.size() completions, oldest first, and returns how
+    // many. No system call. Once the CQ has overflowed and every CQE before
+    // the overflow has been read, throws Error(EIO): the CQ is in error.
+    std::size_t poll(std::span<Completion> out);
+    std::size_t poll(std::span<viaduct_cqe> out);
+    bool overflowed() const;
+
+    // One event on the channel at the next completion (or the next
+    // solicited or error completion). Error(EINVAL) without a channel.
+    void arm(bool solicited_only = false);
+
+    // poll(); if empty, arm, poll again (a completion that raced with the
+    // arm is found here, not lost), then sleep on the channel until an
+    // event for this CQ or @timeout (negative: for ever), and poll. Returns
+    // 0 on timeout. Signals do not cut the wait short: an interrupted
+    // poll() is resumed with the time left. Needs a channel and a non-empty
+    // @out; one waiter per channel at a time.
+    std::size_t wait(std::span<Completion> out, std::chrono::milliseconds timeout);
+
+    // A new ring of at least @entries; unread completions move over in
+    // order. Returns the actual size.
+    std::uint32_t resize(std::uint32_t entries);
+
+    struct State;
+    std::shared_ptr<State> state() const;
+
+private:
+    std::shared_ptr<State> state_;
+};
+
+enum class QpState : std::uint32_t {
+    Idle = VIADUCT_QPS_IDLE,
+    Rts = VIADUCT_QPS_RTS,
+    Closing = VIADUCT_QPS_CLOSING,
+    Terminate = VIADUCT_QPS_TERMINATE,
+    Error = VIADUCT_QPS_ERROR,
+};
+
+enum class Reliability : std::uint32_t {
+    Unreliable = VIADUCT_RELIABILITY_UNRELIABLE,
+    ReliableDelivery = VIADUCT_RELIABILITY_RELIABLE_DELIVERY,
+    ReliableReception = VIADUCT_RELIABILITY_RELIABLE_RECEPTION,
+};
+
+// What to create a queue pair with. A null CQ gives that queue a private
+// completion ring, read with QueuePair::poll_send() / poll_recv().
+struct QpConfig {
+    const CompletionQueue *send_cq = nullptr;
+    const CompletionQueue *recv_cq = nullptr;
+    std::uint32_t sq_depth = 64; // minimum; rounded up to a power of two
+    std::uint32_t rq_depth = 64;
+    std::uint32_t max_send_sge = 1;
+    std::uint32_t max_recv_sge = 1;
+    std::uint32_t max_inline = 0;
+    Reliability reliability = Reliability::ReliableDelivery;
+    std::uint32_t access = 0; // VIADUCT_QP_ACCESS_*
+    std::uint32_t ord = 0;
+    std::uint32_t ird = 0;
+    std::uint32_t max_msg_size = 0; // 0: the device's limit
+    bool polled_doorbell = false;   // the kernel polls the doorbell page
+    std::uint64_t user_data = 0;    // returned in asynchronous events
+};
+
+// What the kernel made of a QpConfig.
+struct QpCaps {
+    std::uint32_t qpn = 0;
+    std::uint32_t sq_depth = 0;
+    std::uint32_t rq_depth = 0;
+    std::uint32_t max_send_sge = 0;
+    std::uint32_t max_recv_sge = 0;
+    std::uint32_t max_inline = 0;
+    std::uint32_t sq_wqe_size = 0;
+    std::uint32_t rq_wqe_size = 0;
+    bool polled_doorbell = false;
+    bool private_send_ring = false;
+    bool private_recv_ring = false;
+};
+
+struct QpAttributes {
+    QpState state{};
+    std::uint32_t access = 0;
+    std::uint32_t ord = 0;
+    std::uint32_t ird = 0;
+    std::uint32_t qpn = 0;
+    std::uint32_t sq_depth = 0;
+    std::uint32_t rq_depth = 0;
+    std::uint32_t sq_outstanding = 0; // WRs the kernel holds
+    std::uint32_t rq_outstanding = 0;
+    std::uint32_t terminate = 0; // last Terminate: layer << 12 | etype << 8 | code
+};
+
+// The fields of a MODIFY_QP; those left empty are not changed.
+struct QpModify {
+    std::optional<QpState> state{};
+    std::optional<std::uint32_t> access{};
+    std::optional<std::uint32_t> ord{};
+    std::optional<std::uint32_t> ird{};
+};
+
+enum class SendOp : std::uint8_t {
+    Send = VIADUCT_OP_SEND,
+    RdmaWrite = VIADUCT_OP_RDMA_WRITE,
+    RdmaRead = VIADUCT_OP_RDMA_READ,
+};
+
+// A send-queue work request. Non-empty @inline_data is copied into the
+// slot (no SGEs then, and the buffer may be reused at once).
+struct SendWr {
+    std::uint64_t wr_id = 0;
+    SendOp opcode = SendOp::Send;
+    bool signaled = true; // a CQE on success too, not only on error
+    bool solicited = false;
+    bool read_fence = false;
+    std::span<const Sge> sge{};
+    std::span<const std::byte> inline_data{};
+    std::optional<std::uint32_t> imm_data{};
+    std::uint64_t remote_addr = 0; // RDMA Write and Read
+    std::uint32_t remote_stag = 0;
+};
+
+struct RecvWr {
+    std::uint64_t wr_id = 0;
+    std::span<const Sge> sge{};
+};
+
+// A queue pair (a VIPL VI). Posting writes the shared ring and rings the
+// doorbell: a DOORBELL system call per post_send()/post_recv() call, or
+// with QpConfig::polled_doorbell none, unless the kernel's poller has gone
+// to sleep and flagged NEED_WAKEUP in the doorbell page. The send and
+// receive sides have locks of their own and share nothing writable, so one
+// thread may post sends while another posts receives; so may several
+// threads on one side.
+class VIADUCT_API QueuePair {
+public:
+    QueuePair(const ProtectionDomain &pd, const QpConfig &config);
+
+    QueuePair(const QueuePair &) = delete;
+    QueuePair &operator=(const QueuePair &) = delete;
+    QueuePair(QueuePair &&) noexcept = default;
+    QueuePair &operator=(QueuePair &&) noexcept = default;
+    ~QueuePair() = default;
+
+    explicit operator bool() const noexcept { return state_ != nullptr; }
+    std::uint32_t handle() const;
+    std::uint32_t qpn() const;
+    const QpCaps &caps() const;
+
+    void modify(QpState state);
+    void modify(const QpModify &m);
+    QpAttributes query() const;
+
+    // Queue full: Error(ENOMEM), nothing posted. A WR the QP cannot hold
+    // (more SGEs or inline bytes than its caps, a malformed RDMA Read):
+    // Error(EINVAL), nothing posted. A batch is all or nothing: it is
+    // checked and written whole before it is published. If the DOORBELL
+    // call itself fails (ENODEV: the device was removed), the WRs are in
+    // the ring and the error is thrown.
+    void post_send(const SendWr &wr);
+    void post_send(std::span<const SendWr> wrs);
+    void post_recv(const RecvWr &wr);
+    void post_recv(std::span<const RecvWr> wrs);
+
+    // Free slots now; the kernel frees slots as it takes WRs, long before
+    // they complete.
+    std::uint32_t send_queue_room() const;
+    std::uint32_t recv_queue_room() const;
+
+    // The private completion rings (QpConfig without a CQ), polled like
+    // CompletionQueue::poll(); Error(EINVAL) for a queue with a CQ.
+    std::size_t poll_send(std::span<Completion> out);
+    std::size_t poll_recv(std::span<Completion> out);
+
+    // DOORBELL system calls made so far (a debugging counter).
+    std::uint64_t doorbell_calls() const;
+
+    struct State;
+
+private:
     std::shared_ptr<State> state_;
 };
 

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: GPL-2.0
+// The shared states behind ProtectionDomain, MemoryRegion, CompletionChannel,
+// CompletionQueue and QueuePair. Each holds its parents' states, so the
+// kernel object it names is destroyed only after every object made with it,
+// and the context's descriptor stays open until the last one is gone.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+
+#include <viaduct/viaduct.hpp>
+
+#include "device_state.hpp"
+#include "file_descriptor.hpp"
+#include "ring.hpp"
+
+namespace viaduct {
+
+namespace detail {
+
+// A shared mapping of one ring or doorbell page, unmapped exactly once.
+class Mapping {
+public:
+    Mapping() noexcept = default;
+    // mmap(PROT_READ | PROT_WRITE, MAP_SHARED) of @key; Error on failure,
+    // naming @what.
+    Mapping(int fd, std::uint64_t key, std::size_t size, const std::string &what);
+    Mapping(const Mapping &) = delete;
+    Mapping &operator=(const Mapping &) = delete;
+    Mapping(Mapping &&other) noexcept;
+    Mapping &operator=(Mapping &&other) noexcept;
+    ~Mapping();
+
+    std::byte *data() const noexcept { return static_cast<std::byte *>(addr_); }
+    std::size_t size() const noexcept { return size_; }
+
+private:
+    void reset() noexcept;
+
+    void *addr_ = nullptr;
+    std::size_t size_ = 0;
+};
+
+// The state of a handle object, or Error(EBADF) for a moved-from one. No
+// reference is taken: the caller's object holds one.
+template <class S> S &checked(const std::shared_ptr<S> &state, const char *type) {
+    if (!state)
+        throw Error(EBADF, std::string("viaduct::") + type + " used after it was moved from");
+    return *state;
+}
+
+// DESTROY_* of a handle from a destructor: errors are ignored, since the
+// kernel frees whatever is left when the context closes. Nothing to do for
+// a state whose construction failed before it had a context or a handle.
+void destroy_handle(const Device::State *dev, unsigned long cmd, std::uint32_t handle) noexcept;
+
+// Reads one record of @size bytes from the non-blocking @fd into @buf,
+// waiting up to @timeout (negative: for ever). False on timeout.
+bool read_record(int fd, void *buf, std::size_t size, std::chrono::milliseconds timeout,
+                 const std::string &what);
+
+} // namespace detail
+
+// The states are the library's own business: none of their members is
+// exported, although their enclosing classes are.
+#define VIADUCT_LOCAL __attribute__((visibility("hidden")))
+
+struct VIADUCT_LOCAL ProtectionDomain::State {
+    std::shared_ptr<Device::State> dev;
+    std::uint32_t handle = 0;
+
+    ~State();
+};
+
+struct VIADUCT_LOCAL MemoryRegion::State {
+    std::shared_ptr<ProtectionDomain::State> pd;
+    std::uint32_t handle = 0;
+    std::uint32_t stag = 0;
+    std::uint64_t addr = 0;
+    std::uint64_t length = 0;
+    std::uint32_t access = 0;
+
+    ~State();
+};
+
+struct VIADUCT_LOCAL CompletionChannel::State {
+    std::shared_ptr<Device::State> dev;
+    detail::FileDescriptor fd;
+    // Events read by CompletionQueue::wait() for another CQ, kept for the
+    // next reader.
+    std::mutex lock;
+    std::deque<CqEvent> pending;
+
+    // An event from @pending, for @cq_handle only if it is not 0.
+    std::optional<CqEvent> take_pending(std::uint32_t cq_handle);
+};
+
+struct VIADUCT_LOCAL CompletionQueue::State {
+    std::shared_ptr<Device::State> dev;
+    std::shared_ptr<CompletionChannel::State> channel; // may be null
+    std::uint32_t handle = 0;
+    std::uint64_t user_data = 0;
+
+    // Serialises poll, wait and resize: the ring and its mapping change in
+    // a resize, and the consumer index has one writer.
+    std::mutex lock;
+    detail::Mapping map;
+    detail::CompletionRing ring;
+
+    ~State();
+};
+
+struct VIADUCT_LOCAL QueuePair::State {
+    std::shared_ptr<Device::State> dev;
+    std::shared_ptr<ProtectionDomain::State> pd;
+    std::shared_ptr<CompletionQueue::State> send_cq; // null: private ring
+    std::shared_ptr<CompletionQueue::State> recv_cq;
+    std::uint32_t handle = 0;
+    QpCaps caps;
+
+    detail::Mapping db_map, sq_map, rq_map, scq_map, rcq_map;
+    viaduct_doorbell *db = nullptr;
+
+    // One per work queue, each on cache lines of its own: the send and
+    // receive sides share nothing that is written.
+    struct alignas(VIADUCT_CACHELINE) Queue {
+        std::mutex lock;
+        detail::WorkRing ring;
+        detail::WqeLimits limits;
+    };
+    Queue sq, rq;
+
+    struct alignas(VIADUCT_CACHELINE) PrivateRing {
+        std::mutex lock;
+        detail::CompletionRing ring;
+    };
+    PrivateRing scq, rcq;
+
+    std::atomic<std::uint64_t> doorbells{0};
+
+    ~State();
+};
+
+} // namespace viaduct

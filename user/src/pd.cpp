@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: GPL-2.0
+// Protection domains and memory regions.
+#include <cerrno>
+
+#include "objects.hpp"
+#include "syscall.hpp"
+
+namespace viaduct {
+
+namespace {
+
+Error reg_error(int err, std::uint64_t length) {
+    const std::string what = "cannot register " + std::to_string(length) + " bytes";
+    switch (err) {
+    case ENOMEM:
+        return Error(err, what + ": over the locked-memory limit (see 'ulimit -l') "
+                                 "or out of memory");
+    case EACCES:
+        return Error(err, what + ": write access asked for memory that is not writable");
+    case EFAULT:
+        return Error(err, what + ": the range is not mapped");
+    case EINVAL:
+        return Error(err, what + ": bad access rights (remote write needs local write), "
+                                 "empty or too long a range");
+    default:
+        return detail::call_error(err, "register " + std::to_string(length) + " bytes");
+    }
+}
+
+} // namespace
+
+ProtectionDomain::State::~State() {
+    detail::destroy_handle(dev.get(), VIADUCT_IOCTL_DESTROY_PD, handle);
+}
+
+ProtectionDomain::ProtectionDomain(const Device &dev) {
+    auto s = std::make_shared<State>();
+    s->dev = dev.state();
+    viaduct_handle h{};
+    if (int err = detail::do_ioctl(s->dev->fd.get(), VIADUCT_IOCTL_CREATE_PD, &h))
+        throw detail::call_error(err, "create a protection domain on " + s->dev->attr.name);
+    s->handle = h.handle;
+    state_ = std::move(s);
+}
+
+std::uint32_t ProtectionDomain::handle() const {
+    return state()->handle;
+}
+
+std::shared_ptr<ProtectionDomain::State> ProtectionDomain::state() const {
+    if (!state_)
+        throw Error(EBADF, "viaduct::ProtectionDomain used after it was moved from");
+    return state_;
+}
+
+MemoryRegion::State::~State() {
+    detail::destroy_handle(pd ? pd->dev.get() : nullptr, VIADUCT_IOCTL_DEREG_MR, handle);
+}
+
+MemoryRegion::MemoryRegion(const ProtectionDomain &pd, void *addr, std::size_t length,
+                           std::uint32_t access, std::uint8_t key) {
+    auto s = std::make_shared<State>();
+    s->pd = pd.state();
+    viaduct_reg_mr r{};
+    r.addr = reinterpret_cast<std::uintptr_t>(addr);
+    r.length = length;
+    r.pd_handle = s->pd->handle;
+    r.access = access;
+    r.key = key;
+    if (int err = detail::do_ioctl(s->pd->dev->fd.get(), VIADUCT_IOCTL_REG_MR, &r))
+        throw reg_error(err, length);
+    s->handle = r.handle;
+    s->stag = r.stag;
+    s->addr = r.addr;
+    s->length = length;
+    s->access = access;
+    state_ = std::move(s);
+}
+
+namespace {
+
+const MemoryRegion::State &checked(const std::shared_ptr<MemoryRegion::State> &s) {
+    if (!s)
+        throw Error(EBADF, "viaduct::MemoryRegion used after it was moved from");
+    return *s;
+}
+
+} // namespace
+
+std::uint32_t MemoryRegion::handle() const {
+    return checked(state_).handle;
+}
+
+std::uint32_t MemoryRegion::stag() const {
+    return checked(state_).stag;
+}
+
+std::uint64_t MemoryRegion::addr() const {
+    return checked(state_).addr;
+}
+
+std::uint64_t MemoryRegion::length() const {
+    return checked(state_).length;
+}
+
+std::uint32_t MemoryRegion::access() const {
+    return checked(state_).access;
+}
+
+Sge MemoryRegion::sge() const {
+    const State &s = checked(state_);
+    if (s.length > UINT32_MAX)
+        throw Error(ERANGE, "a region of " + std::to_string(s.length) +
+                                " bytes does not fit one SGE: give an offset and a length");
+    return Sge{s.addr, static_cast<std::uint32_t>(s.length), s.stag};
+}
+
+Sge MemoryRegion::sge(std::uint64_t offset, std::uint32_t length) const {
+    const State &s = checked(state_);
+    if (offset > s.length || length > s.length - offset)
+        throw Error(ERANGE, std::to_string(length) + " bytes at offset " + std::to_string(offset) +
+                                " are outside a region of " + std::to_string(s.length) + " bytes");
+    return Sge{s.addr + offset, length, s.stag};
+}
+
+} // namespace viaduct

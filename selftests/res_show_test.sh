@@ -5,7 +5,7 @@
 #
 #   +--------------------------------------+      +-------------------+
 #   | netns vdr$$                          |      | initial netns     |
-#   |  dummy0 <- vdres0                    |      |  (sees none of    |
+#   |  veth0 <- vdres0                     |      |  (sees none of    |
 #   |  res_holder: PD, 64 KiB MR, CQ, QP   |      |   the left side)  |
 #   +--------------------------------------+      +-------------------+
 #
@@ -94,9 +94,9 @@ fi
 page=$(getconf PAGESIZE)
 pages=$((65536 / page))
 
-ip netns add "$NS" && in_ns ip link add dummy0 type dummy &&
-	in_ns ip link set dummy0 up && in_ns "$ctl" link add "$DEV" netdev dummy0
-ok $? "namespace with $DEV on a dummy interface"
+ip netns add "$NS" && in_ns ip link add veth0 type veth peer name veth1 &&
+	in_ns ip link set veth0 up && in_ns "$ctl" link add "$DEV" netdev veth0
+ok $? "namespace with $DEV on a veth interface"
 
 global0=$("$ctl" --json stats | python3 -c 'import json,sys; print(json.load(sys.stdin)["global"]["pinned_pages"])')
 ok $? "stats --json reports the module-wide pinned pages ($global0)"

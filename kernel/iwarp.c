@@ -1,0 +1,544 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * iWARP wire formats: building and validating MPA, DDP and RDMAP headers,
+ * FPDU framing and segmentation. See iwarp.h for the API and
+ * Documentation/iwarp.rst for the layouts and the validation order.
+ *
+ * Nothing a peer sends is trusted: every length is checked against the
+ * bytes actually present before a field behind it is read, and every
+ * decoded value that a later step uses as an index or a size is range
+ * checked here or by the step that owns the state (MSN, MO: the receive
+ * queue; STag, TO: the TPT check).
+ */
+#include <linux/crc32c.h>
+#include <linux/errno.h>
+#include <linux/kernel.h>
+#include <linux/string.h>
+#include <kunit/visibility.h>
+
+#include "iwarp.h"
+
+struct vd_iw_op {
+	const char *name;
+	bool tagged;
+	u8 qn;
+	u8 hdr_len;	/* headers vd_iw_build() writes */
+	u8 min_len;	/* ULPDU bytes a valid segment has at least */
+};
+
+static const struct vd_iw_op vd_iw_ops[VD_OP_NR] = {
+	[VD_OP_WRITE]		= { "RDMA Write", true, 0,
+				    VD_HDR_TAGGED, VD_HDR_TAGGED },
+	[VD_OP_READ_REQ]	= { "RDMA Read Request", false, VD_QN_READ_REQ,
+				    VD_HDR_READ_REQ, VD_HDR_READ_REQ },
+	[VD_OP_READ_RESP]	= { "RDMA Read Response", true, 0,
+				    VD_HDR_TAGGED, VD_HDR_TAGGED },
+	[VD_OP_SEND]		= { "Send", false, VD_QN_SEND,
+				    VD_HDR_UNTAGGED, VD_HDR_UNTAGGED },
+	[VD_OP_SEND_INV]	= { "Send with Invalidate", false, VD_QN_SEND,
+				    VD_HDR_UNTAGGED, VD_HDR_UNTAGGED },
+	[VD_OP_SEND_SE]		= { "Send with SE", false, VD_QN_SEND,
+				    VD_HDR_UNTAGGED, VD_HDR_UNTAGGED },
+	[VD_OP_SEND_SE_INV]	= { "Send with SE and Invalidate", false,
+				    VD_QN_SEND, VD_HDR_UNTAGGED,
+				    VD_HDR_UNTAGGED },
+	/* The Terminate control word is terminate.c's to write. */
+	[VD_OP_TERMINATE]	= { "Terminate", false, VD_QN_TERMINATE,
+				    VD_HDR_UNTAGGED, VD_HDR_TERMINATE },
+};
+
+bool vd_iw_opcode_valid(u8 opcode)
+{
+	return opcode < VD_OP_NR;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_iw_opcode_valid);
+
+bool vd_iw_opcode_tagged(u8 opcode)
+{
+	return opcode < VD_OP_NR && vd_iw_ops[opcode].tagged;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_iw_opcode_tagged);
+
+/* The queue number of an untagged opcode; U32_MAX for the others. */
+u32 vd_iw_opcode_qn(u8 opcode)
+{
+	if (opcode >= VD_OP_NR || vd_iw_ops[opcode].tagged)
+		return U32_MAX;
+	return vd_iw_ops[opcode].qn;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_iw_opcode_qn);
+
+/* Header bytes vd_iw_build() writes for @opcode; 0 if it is unknown. */
+u32 vd_iw_opcode_hdr_len(u8 opcode)
+{
+	return opcode < VD_OP_NR ? vd_iw_ops[opcode].hdr_len : 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_iw_opcode_hdr_len);
+
+const char *vd_iw_opcode_name(u8 opcode)
+{
+	return opcode < VD_OP_NR ? vd_iw_ops[opcode].name : "unknown";
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_iw_opcode_name);
+
+/* ---- MPA Request/Reply ---- */
+
+int vd_mpa_rr_build(void *buf, size_t size, const struct vd_mpa_info *info)
+{
+	struct vd_mpa_rr *hdr = buf;
+	size_t need = sizeof(*hdr);
+	u32 pd_len = info->pd_len;
+
+	if (info->rev != VD_MPA_REV1 && info->rev != VD_MPA_REV2)
+		return -EINVAL;
+	if (info->reject && !info->reply)
+		return -EINVAL;
+	if (info->enhanced) {
+		if (info->rev != VD_MPA_REV2 ||
+		    info->ird > VD_MPA_V2_IRD_ORD_MASK ||
+		    info->ord > VD_MPA_V2_IRD_ORD_MASK ||
+		    (info->rtr & ~(VD_MPA_RTR_SEND | VD_MPA_RTR_WRITE |
+				   VD_MPA_RTR_READ)) ||
+		    (info->rtr && !info->p2p))
+			return -EINVAL;
+		need += sizeof(struct vd_mpa_v2);
+		pd_len += sizeof(struct vd_mpa_v2);
+	}
+	if (pd_len > VD_MPA_MAX_PD)
+		return -EINVAL;
+	if (size < need)
+		return -ENOSPC;
+
+	memcpy(hdr->key, info->reply ? VD_MPA_KEY_REP : VD_MPA_KEY_REQ,
+	       VD_MPA_KEY_SIZE);
+	hdr->flags = (info->crc ? VD_MPA_FLAG_C : 0) |
+		     (info->reject ? VD_MPA_FLAG_R : 0) |
+		     (info->enhanced ? VD_MPA_FLAG_H : 0);
+	hdr->rev = info->rev;
+	hdr->pd_len = cpu_to_be16(pd_len);
+	if (info->enhanced) {
+		struct vd_mpa_v2 *v2 = (struct vd_mpa_v2 *)(hdr + 1);
+		u16 ird = info->ird, ord = info->ord;
+
+		if (info->p2p)
+			ird |= VD_MPA_V2_P2P;
+		if (info->rtr & VD_MPA_RTR_SEND)
+			ird |= VD_MPA_V2_SEND_RTR;
+		if (info->rtr & VD_MPA_RTR_WRITE)
+			ord |= VD_MPA_V2_WRITE_RTR;
+		if (info->rtr & VD_MPA_RTR_READ)
+			ord |= VD_MPA_V2_READ_RTR;
+		v2->ird = cpu_to_be16(ird);
+		v2->ord = cpu_to_be16(ord);
+	}
+	return need;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_mpa_rr_build);
+
+/*
+ * @reply: the frame is expected to be a Reply (the key decides). Fills
+ * @info even for a rejecting Reply, which is a valid frame. For an
+ * enhanced frame, @info->pd_len excludes the IRD/ORD words, which the
+ * caller reads next and hands to vd_mpa_v2_parse().
+ */
+enum vd_iw_err vd_mpa_rr_parse(const struct vd_mpa_rr *hdr, bool reply,
+			       struct vd_mpa_info *info)
+{
+	u16 pd_len = be16_to_cpu(hdr->pd_len);
+
+	memset(info, 0, sizeof(*info));
+	if (memcmp(hdr->key, reply ? VD_MPA_KEY_REP : VD_MPA_KEY_REQ,
+		   VD_MPA_KEY_SIZE))
+		return VD_IW_MPA_REQREP;
+	if (hdr->rev != VD_MPA_REV1 && hdr->rev != VD_MPA_REV2)
+		return VD_IW_MPA_REQREP;
+	if (hdr->flags & VD_MPA_FLAG_M)
+		return VD_IW_MPA_MARKERS;
+	if (!reply && (hdr->flags & VD_MPA_FLAG_R))
+		return VD_IW_MPA_REQREP;
+	if (pd_len > VD_MPA_MAX_PD)
+		return VD_IW_MPA_REQREP;
+
+	info->reply = reply;
+	info->rev = hdr->rev;
+	info->crc = hdr->flags & VD_MPA_FLAG_C;
+	info->reject = hdr->flags & VD_MPA_FLAG_R;
+	/* H is a reserved bit, and so ignored, in revision 1. */
+	info->enhanced = hdr->rev == VD_MPA_REV2 &&
+			 (hdr->flags & VD_MPA_FLAG_H);
+	if (info->enhanced) {
+		if (pd_len < sizeof(struct vd_mpa_v2))
+			return VD_IW_MPA_REQREP;
+		pd_len -= sizeof(struct vd_mpa_v2);
+	}
+	info->pd_len = pd_len;
+	return VD_IW_OK;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_mpa_rr_parse);
+
+void vd_mpa_v2_parse(const struct vd_mpa_v2 *v2, struct vd_mpa_info *info)
+{
+	u16 ird = be16_to_cpu(v2->ird), ord = be16_to_cpu(v2->ord);
+
+	info->ird = ird & VD_MPA_V2_IRD_ORD_MASK;
+	info->ord = ord & VD_MPA_V2_IRD_ORD_MASK;
+	info->p2p = ird & VD_MPA_V2_P2P;
+	info->rtr = (ird & VD_MPA_V2_SEND_RTR ? VD_MPA_RTR_SEND : 0) |
+		    (ord & VD_MPA_V2_WRITE_RTR ? VD_MPA_RTR_WRITE : 0) |
+		    (ord & VD_MPA_V2_READ_RTR ? VD_MPA_RTR_READ : 0);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_mpa_v2_parse);
+
+/* ---- DDP/RDMAP headers ---- */
+
+/*
+ * RDMA Read Requests and Terminates are single-segment messages: they are
+ * always built with L set and MO 0, whatever @hdr says.
+ */
+int vd_iw_build(void *ulpdu, size_t size, const struct vd_iw_hdr *hdr)
+{
+	u8 op = hdr->opcode;
+	const struct vd_iw_op *o;
+	bool last = hdr->last;
+	u32 mo = hdr->mo;
+	u8 *p = ulpdu;
+
+	if (!vd_iw_opcode_valid(op))
+		return -EINVAL;
+	o = &vd_iw_ops[op];
+	if (size < o->hdr_len)
+		return -ENOSPC;
+	if (op == VD_OP_READ_REQ || op == VD_OP_TERMINATE) {
+		last = true;
+		mo = 0;
+	}
+	p[0] = (o->tagged ? VD_DDP_T : 0) | (last ? VD_DDP_L : 0) |
+	       VD_DDP_VERSION;
+	p[1] = VD_RDMAP_VERSION << VD_RDMAP_RV_SHIFT | op;
+
+	if (o->tagged) {
+		struct vd_ddp_tagged *t = ulpdu;
+
+		t->stag = cpu_to_be32(hdr->stag);
+		t->to = cpu_to_be64(hdr->to);
+	} else {
+		struct vd_ddp_untagged *u = ulpdu;
+
+		u->ulp = cpu_to_be32(op == VD_OP_SEND_INV ||
+				     op == VD_OP_SEND_SE_INV ?
+				     hdr->inv_stag : 0);
+		u->qn = cpu_to_be32(o->qn);
+		u->msn = cpu_to_be32(hdr->msn);
+		u->mo = cpu_to_be32(mo);
+	}
+	if (op == VD_OP_READ_REQ) {
+		struct vd_rdmap_rreq *r = (void *)(p + VD_HDR_UNTAGGED);
+
+		r->sink_stag = cpu_to_be32(hdr->sink_stag);
+		r->sink_to = cpu_to_be64(hdr->sink_to);
+		r->size = cpu_to_be32(hdr->size);
+		r->src_stag = cpu_to_be32(hdr->src_stag);
+		r->src_to = cpu_to_be64(hdr->src_to);
+	}
+	return o->hdr_len;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_iw_build);
+
+/*
+ * The order of the checks is the order a receiver learns the fields, and
+ * the first failing one decides (Documentation/iwarp.rst):
+ *   1. two control bytes present                  VD_IW_MPA_FPDU
+ *   2. DDP version 1                     VD_IW_DDP_T/UT_VERSION (by T)
+ *   3. RDMAP version 1                            VD_IW_RDMAP_VERSION
+ *   4. opcode known                               VD_IW_RDMAP_OPCODE
+ *   5. T matches the opcode                       VD_IW_RDMAP_OPCODE
+ *   6. the opcode's headers present               VD_IW_MPA_FPDU
+ *   7. tagged: TO + payload does not wrap 2^64    VD_IW_DDP_T_TO_WRAP
+ *   8. untagged: QN is the opcode's               VD_IW_DDP_UT_QN
+ *   9. untagged: MO + payload fits 32 bits        VD_IW_DDP_UT_TOO_LONG
+ *  10. Read Request, Terminate: MO 0              VD_IW_DDP_UT_MO
+ *  11. Read Request, Terminate: L set            VD_IW_RDMAP_STREAM
+ *  12. Read Request: no payload                   VD_IW_RDMAP_STREAM
+ * Reserved bits are not checked (RFC 5040, 5041: set to zero, ignored).
+ */
+enum vd_iw_err vd_iw_parse(const void *ulpdu, u32 len, struct vd_iw_hdr *hdr)
+{
+	const u8 *p = ulpdu;
+	const struct vd_iw_op *o;
+	bool tagged;
+	u8 op;
+
+	memset(hdr, 0, sizeof(*hdr));
+	if (unlikely(len < 2))
+		return VD_IW_MPA_FPDU;
+	tagged = p[0] & VD_DDP_T;
+	if (unlikely((p[0] & VD_DDP_DV_MASK) != VD_DDP_VERSION))
+		return tagged ? VD_IW_DDP_T_VERSION : VD_IW_DDP_UT_VERSION;
+	if (unlikely((p[1] & VD_RDMAP_RV_MASK) >> VD_RDMAP_RV_SHIFT !=
+		     VD_RDMAP_VERSION))
+		return VD_IW_RDMAP_VERSION;
+	op = p[1] & VD_RDMAP_OP_MASK;
+	if (unlikely(op >= VD_OP_NR))
+		return VD_IW_RDMAP_OPCODE;
+	o = &vd_iw_ops[op];
+	if (unlikely(tagged != o->tagged))
+		return VD_IW_RDMAP_OPCODE;
+	if (unlikely(len < o->min_len))
+		return VD_IW_MPA_FPDU;
+
+	hdr->opcode = op;
+	hdr->last = p[0] & VD_DDP_L;
+	hdr->hdr_len = o->hdr_len;
+	hdr->payload_len = len - o->hdr_len;
+
+	if (tagged) {
+		const struct vd_ddp_tagged *t = ulpdu;
+
+		hdr->stag = be32_to_cpu(t->stag);
+		hdr->to = be64_to_cpu(t->to);
+		if (hdr->payload_len &&
+		    hdr->to + hdr->payload_len - 1 < hdr->to)
+			return VD_IW_DDP_T_TO_WRAP;
+		return VD_IW_OK;
+	}
+
+	{
+		const struct vd_ddp_untagged *u = ulpdu;
+
+		hdr->qn = be32_to_cpu(u->qn);
+		hdr->msn = be32_to_cpu(u->msn);
+		hdr->mo = be32_to_cpu(u->mo);
+		if (op == VD_OP_SEND_INV || op == VD_OP_SEND_SE_INV)
+			hdr->inv_stag = be32_to_cpu(u->ulp);
+	}
+	if (unlikely(hdr->qn != o->qn))
+		return VD_IW_DDP_UT_QN;
+	if (unlikely((u64)hdr->mo + hdr->payload_len > U32_MAX + 1ULL))
+		return VD_IW_DDP_UT_TOO_LONG;
+	if (op == VD_OP_READ_REQ || op == VD_OP_TERMINATE) {
+		if (unlikely(hdr->mo))
+			return VD_IW_DDP_UT_MO;
+		if (unlikely(!hdr->last))
+			return VD_IW_RDMAP_STREAM;
+	}
+	if (op == VD_OP_READ_REQ) {
+		const struct vd_rdmap_rreq *r = (const void *)(p +
+							       VD_HDR_UNTAGGED);
+
+		if (unlikely(hdr->payload_len))
+			return VD_IW_RDMAP_STREAM;
+		hdr->sink_stag = be32_to_cpu(r->sink_stag);
+		hdr->sink_to = be64_to_cpu(r->sink_to);
+		hdr->size = be32_to_cpu(r->size);
+		hdr->src_stag = be32_to_cpu(r->src_stag);
+		hdr->src_to = be64_to_cpu(r->src_to);
+	}
+	return VD_IW_OK;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_iw_parse);
+
+/*
+ * The first segment of a message on an untagged queue carries the next
+ * MSN of that queue: MPA runs over one ordered stream, so messages of a
+ * queue arrive in order and any other MSN is out of range. With the right
+ * MSN but nothing posted (@posted buffers), there is no buffer for it.
+ */
+enum vd_iw_err vd_ddp_msn_check(u32 msn, u32 expected, u32 posted)
+{
+	if (msn != expected)
+		return VD_IW_DDP_UT_MSN_RANGE;
+	if (!posted)
+		return VD_IW_DDP_UT_MSN_NOBUF;
+	return VD_IW_OK;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_ddp_msn_check);
+
+/* Segments of a message arrive in order: MO is the bytes already placed. */
+enum vd_iw_err vd_ddp_mo_check(u32 mo, u32 expected)
+{
+	return mo == expected ? VD_IW_OK : VD_IW_DDP_UT_MO;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_ddp_mo_check);
+
+/* @len bytes at MO @mo fit a receive buffer of @buf_len bytes. */
+enum vd_iw_err vd_ddp_fits(u32 mo, u32 len, u64 buf_len)
+{
+	return (u64)mo + len <= buf_len ? VD_IW_OK : VD_IW_DDP_UT_TOO_LONG;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_ddp_fits);
+
+/* ---- MPA FPDUs ---- */
+
+/* FPDU fields sit at any byte offset of a buffer: copy, never cast. */
+static u16 get_be16(const u8 *p)
+{
+	__be16 v;
+
+	memcpy(&v, p, sizeof(v));
+	return be16_to_cpu(v);
+}
+
+static void put_be16(u16 val, u8 *p)
+{
+	__be16 v = cpu_to_be16(val);
+
+	memcpy(p, &v, sizeof(v));
+}
+
+static u32 get_le32(const u8 *p)
+{
+	__le32 v;
+
+	memcpy(&v, p, sizeof(v));
+	return le32_to_cpu(v);
+}
+
+static void put_le32(u32 val, u8 *p)
+{
+	__le32 v = cpu_to_le32(val);
+
+	memcpy(p, &v, sizeof(v));
+}
+
+/*
+ * CRC32c, continued from @crc: start from VD_MPA_CRC_SEED, and the value
+ * for the wire is the complement of the last result. crc32c() is the
+ * crypto API's "crc32c" (libcrc32c), which uses the CPU's instruction
+ * where there is one.
+ */
+u32 vd_mpa_crc(u32 crc, const void *buf, size_t len)
+{
+	return crc32c(crc, buf, len);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_mpa_crc);
+
+/* Pad bytes after a ULPDU: ULPDU_Length field + ULPDU + pad is 4-aligned. */
+u32 vd_mpa_pad(u32 ulpdu_len)
+{
+	return -(VD_MPA_LEN_SIZE + ulpdu_len) & 3;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_mpa_pad);
+
+u32 vd_mpa_fpdu_len(u32 ulpdu_len)
+{
+	return VD_MPA_LEN_SIZE + ulpdu_len + vd_mpa_pad(ulpdu_len) +
+	       VD_MPA_CRC_SIZE;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_mpa_fpdu_len);
+
+/* The CRC of a linear FPDU: over the length field, the ULPDU and the pad. */
+u32 vd_mpa_fpdu_crc(const void *fpdu, u32 ulpdu_len)
+{
+	return ~vd_mpa_crc(VD_MPA_CRC_SEED, fpdu, VD_MPA_LEN_SIZE +
+			   ulpdu_len + vd_mpa_pad(ulpdu_len));
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_mpa_fpdu_crc);
+
+/*
+ * Frames the ULPDU at @fpdu + 2: writes the length, zeroes the pad, and
+ * writes the CRC (or zero when CRC is not in use). Returns the FPDU's
+ * length.
+ */
+int vd_mpa_fpdu_seal(void *fpdu, size_t size, u32 ulpdu_len, bool crc)
+{
+	u32 pad = vd_mpa_pad(ulpdu_len), len = vd_mpa_fpdu_len(ulpdu_len);
+	u8 *p = fpdu;
+
+	if (ulpdu_len > VD_MPA_ULPDU_MAX)
+		return -EINVAL;
+	if (size < len)
+		return -ENOSPC;
+	put_be16(ulpdu_len, p);
+	memset(p + VD_MPA_LEN_SIZE + ulpdu_len, 0, pad);
+	put_le32(crc ? vd_mpa_fpdu_crc(fpdu, ulpdu_len) : 0,
+		 p + len - VD_MPA_CRC_SIZE);
+	return len;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_mpa_fpdu_seal);
+
+/*
+ * @len: the bytes of exactly one FPDU as framed by its length field.
+ * Without CRC, the CRC field is not looked at (RFC 5044 section 4.5).
+ */
+enum vd_iw_err vd_mpa_fpdu_verify(const void *fpdu, size_t len, bool crc)
+{
+	const u8 *p = fpdu;
+	u32 ulpdu_len;
+
+	if (len < VD_MPA_LEN_SIZE)
+		return VD_IW_MPA_FPDU;
+	ulpdu_len = get_be16(p);
+	if (len != vd_mpa_fpdu_len(ulpdu_len))
+		return VD_IW_MPA_FPDU;
+	if (crc && get_le32(p + len - VD_MPA_CRC_SIZE) !=
+		   vd_mpa_fpdu_crc(fpdu, ulpdu_len))
+		return VD_IW_MPA_CRC;
+	return VD_IW_OK;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_mpa_fpdu_verify);
+
+/* ---- Segmentation ---- */
+
+/*
+ * RFC 5044 section 7.1 without markers: MULPDU = EMSS - (6 + EMSS mod 4),
+ * so that a full FPDU (length field, ULPDU, CRC; no pad needed) fills a
+ * TCP segment up to a multiple of 4. Capped where the 16-bit length field
+ * ends. 0 when @emss cannot carry even the framing.
+ */
+u32 vd_mpa_mulpdu(u32 emss)
+{
+	u32 overhead = VD_MPA_LEN_SIZE + VD_MPA_CRC_SIZE + emss % 4;
+
+	if (emss <= overhead)
+		return 0;
+	/* 65534 is the largest ULPDU that needs no pad. */
+	return min(emss - overhead, VD_MPA_ULPDU_MAX - 1);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_mpa_mulpdu);
+
+/*
+ * Payload bytes per FPDU for a message whose segments carry @hdr_len
+ * bytes of headers: a multiple of 4, so that all segments but the last
+ * keep the offsets aligned. When the MSS is too small to carry the headers
+ * and VD_FPDU_MIN_PAYLOAD bytes, FPDUs of that payload are sent anyway:
+ * TCP splits them, and a receiver takes FPDUs across segments (RFC 5044
+ * section 4.4 only says SHOULD for alignment).
+ */
+u32 vd_fpdu_max_payload(u32 emss, u32 hdr_len)
+{
+	u32 mulpdu = vd_mpa_mulpdu(emss);
+
+	if (mulpdu < hdr_len + VD_FPDU_MIN_PAYLOAD)
+		return VD_FPDU_MIN_PAYLOAD;
+	return (mulpdu - hdr_len) & ~3U;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_fpdu_max_payload);
+
+/* A message of 0 bytes is still one segment, with L set. */
+u32 vd_fpdu_count(u64 msg_len, u32 max_payload)
+{
+	if (!msg_len || !max_payload)
+		return 1;
+	return DIV_ROUND_UP_ULL(msg_len, max_payload);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_fpdu_count);
+
+/*
+ * Segment @index of a message of @msg_len bytes (at most U32_MAX: MO is 32
+ * bits wide); @index below vd_fpdu_count().
+ */
+void vd_fpdu_segment(u64 msg_len, u32 max_payload, u32 hdr_len, u32 index,
+		     struct vd_fpdu_seg *seg)
+{
+	u64 off = (u64)index * max_payload;
+
+	if (off > msg_len)
+		off = msg_len;
+	seg->offset = off;
+	seg->len = min_t(u64, max_payload, msg_len - off);
+	seg->last = off + seg->len == msg_len;
+	seg->ulpdu_len = hdr_len + seg->len;
+	seg->pad = vd_mpa_pad(seg->ulpdu_len);
+	seg->fpdu_len = vd_mpa_fpdu_len(seg->ulpdu_len);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_fpdu_segment);

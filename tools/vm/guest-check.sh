@@ -60,6 +60,13 @@ fi
 
 loaded=0
 ko=$VD_KMOD/viaduct.ko
+# insmod resolves no dependencies: load what viaduct.ko needs first (the
+# kernel's crc32c, libcrc32c.ko where it is a module).
+if [[ -f $ko ]]; then
+	for dep in $(modinfo -F depends "$ko" | tr , ' '); do
+		try "modprobe-$dep" modprobe "$dep" || true
+	done
+fi
 if [[ ! -f $ko ]]; then
 	step fail insmod-viaduct "$ko does not exist"
 elif try insmod-viaduct insmod "$ko"; then

@@ -17,6 +17,10 @@ show() { # runs and echoes a command, its output indented
 }
 
 [[ -x $ctl ]] || { echo "[guest] viaductctl missing: $ctl"; exit 1; }
+# insmod resolves no dependencies (libcrc32c where crc32c is a module).
+for dep in $(modinfo -F depends "$VD_KMOD/viaduct.ko" | tr , ' '); do
+	show modprobe "$dep"
+done
 show insmod "$VD_KMOD/viaduct.ko"
 vd_hosts_up 2
 echo "[guest] test hosts: h1 $(vd_host_ip4 1), h2 $(vd_host_ip4 2) on bridge vdbr0"

@@ -7,13 +7,13 @@
 #                  [--gtest-filter=FILTER]
 #
 #   --quick          normal flavour only (same as VIADUCT_FLAVOURS=normal)
-#   --debug          the debug flavour too (VIADUCT_FLAVOURS="normal debug")
+#   --debug          both flavours (the default; VIADUCT_FLAVOURS="normal debug")
 #   --vm-only        skip the host-only checks (ctest, 6.1 build, style)
 #   --only=GLOB      run only the selftest programs whose name matches GLOB
 #   --kunit=GLOB     run only the KUnit suites (or suite.case) matching GLOB
 #   --gtest-filter=F pass --gtest_filter=F to the live gtest binary
 #
-# Environment: VIADUCT_FLAVOURS ("normal"), VIADUCT_CACHE (kernel
+# Environment: VIADUCT_FLAVOURS ("normal debug"), VIADUCT_CACHE (kernel
 # cache, ~/.cache/viaduct), VIADUCT_GTEST (live gtest binary to run in the
 # VM), VD_TIMEOUT (seconds per VM run, 1200), VD_TEST_TIMEOUT (seconds per
 # selftest program, 300), VD_CONSOLE=full (show the whole VM console).
@@ -34,10 +34,9 @@ cd "$repo"
 vm=$repo/tools/vm
 build=$repo/build
 out=$build/check
-# The debug flavour's guest currently stalls after starting init under TCG
-# (see Documentation/testing.rst); until that is fixed it runs on request:
-# VIADUCT_FLAVOURS="normal debug" or --debug.
-flavours=${VIADUCT_FLAVOURS:-normal}
+# The debug flavour (KASAN, lockdep, kmemleak, panic_on_warn) runs the same
+# suites after the normal one; its kernel builds while the normal VM runs.
+flavours=${VIADUCT_FLAVOURS:-normal debug}
 vm_only=0
 
 for a in "$@"; do

@@ -14,6 +14,7 @@
 
 #include <uapi/viaduct_nl.h>
 
+#include "cm.h"
 #include "device.h"
 #include "netlink.h"
 #include "stats.h"
@@ -28,6 +29,10 @@ static int __init vd_mod_init(void)
 	ret = vd_device_init();
 	if (ret)
 		goto err_device;
+
+	ret = vd_cm_init();
+	if (ret)
+		goto err_cm;
 
 	ret = vd_uctx_init();
 	if (ret)
@@ -44,6 +49,8 @@ static int __init vd_mod_init(void)
 err_netlink:
 	vd_uctx_uninit();
 err_uctx:
+	vd_cm_uninit();
+err_cm:
 	vd_device_uninit();
 err_device:
 	return ret;
@@ -53,6 +60,7 @@ static void __exit vd_mod_exit(void)
 {
 	vd_netlink_uninit();
 	vd_uctx_uninit();
+	vd_cm_uninit();
 	vd_device_uninit();
 }
 

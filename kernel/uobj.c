@@ -19,6 +19,7 @@
 
 #include <uapi/viaduct_nl.h>
 
+#include "cm.h"
 #include "cq.h"
 #include "device.h"
 #include "doorbell.h"
@@ -36,6 +37,7 @@ enum vd_uobj_type {
 	VD_UOBJ_MR,
 	VD_UOBJ_CQ,
 	VD_UOBJ_QP,
+	VD_UOBJ_CM_ID,		/* not reported: no VIADUCT_RES_* type */
 };
 
 /* reports name the types VIADUCT_RES_* = enum vd_uobj_type + 1 */
@@ -62,6 +64,7 @@ struct vd_uobj {
 		struct vd_mr *mr;
 		struct vd_cq *cq;
 		struct vd_qp *qp;
+		struct vd_cm_id *cm_id;
 	};
 };
 
@@ -99,6 +102,8 @@ static void uobj_account(struct vd_uobj_table *t, const struct vd_uobj *u,
 			 long sign)
 {
 	lockdep_assert_held(&t->lock);
+	if (u->type >= VD_UOBJ_NR_TYPES)
+		return;
 	atomic_long_add(sign, &t->nr_objs[u->type]);
 	atomic_long_add(sign * (long)uobj_pinned_pages(u), &t->pinned_pages);
 }
@@ -157,6 +162,10 @@ static void uobj_release(struct vd_uobj_table *t, struct vd_uobj *u)
 	case VD_UOBJ_QP:
 		vd_qp_destroy(u->qp);
 		break;
+	case VD_UOBJ_CM_ID:
+		/* never with @t->lock held: the id's lock comes first */
+		vd_cm_id_destroy(u->cm_id);
+		break;
 	}
 	kfree(u);
 }
@@ -202,7 +211,15 @@ void vd_uobj_table_destroy(struct vd_uobj_table *t)
 	struct vd_ring_mem *mem;
 	unsigned long idx;
 
-	/* users before what they use */
+	/*
+	 * No CM id is published any more (a listener's new child fails and
+	 * goes away); then the ids close their connections and let go of
+	 * their QPs. Users before what they use.
+	 */
+	mutex_lock(&t->lock);
+	t->cm_closed = true;
+	mutex_unlock(&t->lock);
+	uobj_destroy_type(t, VD_UOBJ_CM_ID);
 	uobj_destroy_type(t, VD_UOBJ_QP);
 	uobj_destroy_type(t, VD_UOBJ_CQ);
 	uobj_destroy_type(t, VD_UOBJ_MR);
@@ -714,6 +731,86 @@ static long ioctl_create_comp_channel(struct vd_uctx *ctx, void __user *uarg)
 	return 0;
 }
 
+/* --- CM ids (ucm.c) ------------------------------------------------ */
+
+struct vd_qp *vd_uobj_get_qp(struct vd_uobj_table *t, u32 handle)
+{
+	return uobj_get_qp(t, handle);
+}
+
+/* Enters @id under a new handle, taking over the caller's reference. */
+static int uobj_cm_id_add(struct vd_uobj_table *t, struct vd_cm_id *id,
+			  u32 *handle)
+{
+	struct vd_uobj *u;
+
+	lockdep_assert_held(&t->lock);
+	if (t->cm_closed)
+		return -ENODEV;
+	u = uobj_reserve(t, VD_UOBJ_CM_ID, handle);
+	if (IS_ERR(u))
+		return PTR_ERR(u);
+	u->cm_id = id;
+	vd_cm_id_set_handle(id, *handle);
+	uobj_publish(t, u, *handle);
+	return 0;
+}
+
+int vd_uobj_cm_id_add(struct vd_uobj_table *t, struct vd_cm_id *id,
+		      u32 *handle)
+{
+	int ret;
+
+	mutex_lock(&t->lock);
+	ret = uobj_cm_id_add(t, id, handle);
+	mutex_unlock(&t->lock);
+	return ret;
+}
+
+int vd_uobj_cm_id_publish(struct vd_uobj_table *t, struct vd_cm_id *id)
+{
+	u32 handle;
+
+	return vd_uobj_cm_id_add(t, id, &handle);
+}
+
+struct vd_cm_id *vd_uobj_cm_id_get(struct vd_uobj_table *t, u32 handle)
+{
+	struct vd_cm_id *id = NULL;
+	struct vd_uobj *u;
+
+	xa_lock(&t->handles);
+	u = xa_load(&t->handles, handle);
+	if (u && u->type == VD_UOBJ_CM_ID)
+		id = vd_cm_id_get(u->cm_id);
+	xa_unlock(&t->handles);
+	return id;
+}
+
+struct vd_cm_id *vd_uobj_cm_id_remove(struct vd_uobj_table *t, u32 handle,
+				      bool force)
+{
+	struct vd_cm_id *id;
+	struct vd_uobj *u;
+
+	mutex_lock(&t->lock);
+	u = uobj_find(t, handle, VD_UOBJ_CM_ID);
+	if (!u) {
+		id = ERR_PTR(-ENOENT);
+		goto out;
+	}
+	id = u->cm_id;
+	if (!force && vd_cm_id_busy(id)) {
+		id = ERR_PTR(-EBUSY);
+		goto out;
+	}
+	xa_erase(&t->handles, handle);
+	kfree(u);
+out:
+	mutex_unlock(&t->lock);
+	return id;
+}
+
 static void uobj_describe(const struct vd_uobj *u, u32 handle,
 			  struct vd_uobj_info *info)
 {
@@ -751,6 +848,9 @@ static void uobj_describe(const struct vd_uobj *u, u32 handle,
 		info->qp.send_cq = qp->sq.private_cq ? 0 : qp->sq.cq->handle;
 		info->qp.recv_cq = qp->rq.private_cq ? 0 : qp->rq.cq->handle;
 		break;
+	case VD_UOBJ_CM_ID:
+		/* never reported: the walk skips them */
+		break;
 	}
 }
 
@@ -766,7 +866,8 @@ int vd_uobj_table_walk(struct vd_uobj_table *t, u32 *handle, u32 type,
 	mutex_lock(&t->lock);
 	/* reserved handles hold no entry yet, so this skips them */
 	xa_for_each_start(&t->handles, h, u, *handle) {
-		if (type && u->type + 1 != type)
+		if (u->type >= VD_UOBJ_NR_TYPES ||
+		    (type && u->type + 1 != type))
 			continue;
 		uobj_describe(u, h, &info);
 		ret = fn(&info, arg);
@@ -823,6 +924,17 @@ long vd_uobj_ioctl(struct vd_uctx *ctx, unsigned int cmd, unsigned long arg)
 		return ioctl_doorbell(ctx, uarg);
 	case VIADUCT_IOCTL_CREATE_COMP_CHANNEL:
 		return ioctl_create_comp_channel(ctx, uarg);
+	case VIADUCT_IOCTL_CREATE_CM_CHANNEL:
+	case VIADUCT_IOCTL_CM_CREATE_ID:
+	case VIADUCT_IOCTL_CM_DESTROY_ID:
+	case VIADUCT_IOCTL_CM_LISTEN:
+	case VIADUCT_IOCTL_CM_CONNECT:
+	case VIADUCT_IOCTL_CM_ACCEPT:
+	case VIADUCT_IOCTL_CM_REJECT:
+	case VIADUCT_IOCTL_CM_DISCONNECT:
+	case VIADUCT_IOCTL_CM_CONVERT_SOCKET:
+	case VIADUCT_IOCTL_CM_ACK_EVENT:
+		return vd_ucm_ioctl(ctx, cmd, uarg);
 	default:
 		return -ENOTTY;
 	}

@@ -42,6 +42,20 @@
  * when its object is destroyed (or its CQ resized); mappings made before
  * hold references of their own.
  *
+ * CM ids
+ * ------
+ * Connection identifiers (cm.h) are entries of the table too, but not
+ * reported. vd_uobj_cm_id_add() publishes an id under a new handle (the
+ * table takes over the caller's reference; ucm.c for CM_CREATE_ID, cm.c
+ * through vd_uobj_cm_id_publish() for a listener's new connection, from
+ * its work item with the id's lock held: the id's lock comes before
+ * @lock, never the other way round). vd_uobj_cm_id_get() returns a
+ * referenced id; vd_uobj_cm_id_remove() erases an id (-EBUSY while it
+ * has unacknowledged events, unless @force) and hands the table's
+ * reference to the caller, which destroys the id after @lock is dropped.
+ * vd_uobj_table_destroy() stops publication first, then destroys the ids
+ * before the QPs they use.
+ *
  * Reporting (the netlink family's RES_GET and STATS_GET)
  * ---------
  *   vd_uobj_table_walk(t, &handle, type, fn, arg)
@@ -69,6 +83,8 @@
 #include <linux/xarray.h>
 
 struct vd_async_queue;
+struct vd_cm_id;
+struct vd_qp;
 struct vd_uctx;
 
 /* Published objects of a table, by VIADUCT_RES_* - 1. */
@@ -79,6 +95,7 @@ struct vd_uobj_table {
 	struct xarray handles;		/* handle -> struct vd_uobj */
 	struct xarray mmap_keys;	/* key >> PAGE_SHIFT -> vd_ring_mem */
 	struct vd_async_queue *aq;
+	bool cm_closed;			/* under @lock: no CM id is added */
 	/* for reports only: changed under @lock, read without it */
 	atomic_long_t nr_objs[VD_UOBJ_NR_TYPES];
 	atomic_long_t pinned_pages;
@@ -129,6 +146,15 @@ void vd_uobj_table_counts(struct vd_uobj_table *t,
 			  struct vd_uobj_counts *counts);
 
 long vd_uobj_ioctl(struct vd_uctx *ctx, unsigned int cmd, unsigned long arg);
+
+/* For ucm.c, the connection manager's commands (see "CM ids" above). */
+long vd_ucm_ioctl(struct vd_uctx *ctx, unsigned int cmd, void __user *uarg);
+struct vd_qp *vd_uobj_get_qp(struct vd_uobj_table *t, u32 handle);
+int vd_uobj_cm_id_add(struct vd_uobj_table *t, struct vd_cm_id *id,
+		      u32 *handle);
+struct vd_cm_id *vd_uobj_cm_id_get(struct vd_uobj_table *t, u32 handle);
+struct vd_cm_id *vd_uobj_cm_id_remove(struct vd_uobj_table *t, u32 handle,
+				      bool force);
 int vd_uobj_mmap(struct vd_uctx *ctx, struct vm_area_struct *vma);
 ssize_t vd_uobj_read(struct vd_uctx *ctx, char __user *buf, size_t len,
 		     bool nonblock);

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The LLP stream of a connected QP: the contract between the connection
+ * manager (cm.c), which builds the stream, and the transport, which moves
+ * RDMAP/DDP/MPA frames on it.
+ *
+ * Lifetime
+ * --------
+ * The CM creates a struct vd_conn when the MPA exchange succeeded, binds
+ * its QP with vd_qp_enter_rts() and calls @ops->start(). The conn holds a
+ * reference on the QP; the QP's @conn pointer holds none and is cleared by
+ * vd_qp_llp_closed() before the CM drops its own conn reference, so
+ * qp->conn is valid whenever it is not NULL. @sock belongs to the CM's
+ * endpoint: it stays valid until @ops->stop() has returned, after which
+ * the transport must not touch it.
+ *
+ * Transport contract
+ * ------------------
+ *   ops->start(conn)     Process context, CM endpoint lock held. The
+ *                        transport takes over sk_data_ready/sk_write_space
+ *                        (the CM keeps sk_state_change and sk_user_data,
+ *                        which names the CM endpoint) and may start
+ *                        sending; the MPA parameters in @mpa are final, and
+ *                        nothing of the peer's FPDUs has been read (the CM
+ *                        reads exactly the MPA frame). A negative errno
+ *                        aborts the connection; start() must then have
+ *                        undone whatever it did (stop() is not called).
+ *   ops->stop(conn, abort)
+ *                        Process context, CM endpoint lock held. Stop
+ *                        using @sock, put back the callbacks that start()
+ *                        found (the CM's) and wait for the transport's work
+ *                        on @conn; never calls into the CM. The CM then
+ *                        closes the socket gracefully or with RST (@abort),
+ *                        or, for a graceful disconnect, sends its FIN and
+ *                        waits for the peer's itself.
+ *   vd_cm_stream_closed(conn, reason)
+ *                        Called by the transport from any context (it only
+ *                        schedules CM work), between start() and the end
+ *                        of stop(), when the stream failed or the peer
+ *                        closed it: @reason 0 for a FIN, else a negative
+ *                        errno (-ECONNRESET, -EPROTO for a framing error,
+ *                        -ETIMEDOUT). The first report counts. The CM
+ *                        calls stop(), reports DISCONNECTED with @reason
+ *                        as status and closes the stream: FIN for 0 (the
+ *                        QP goes Closing, then Idle if its SQ is empty,
+ *                        else Error), RST otherwise (the QP goes to Error).
+ *
+ * The QP side, for both: vd_qp_enter_rts() binds the QP when the stream
+ * is established; vd_qp_llp_closed() unbinds it (qp.h) when it is gone.
+ * With @ops NULL (no transport yet) the stream is simply held open and the
+ * CM watches it for FIN and RST itself.
+ */
+#ifndef _VD_CONN_H
+#define _VD_CONN_H
+
+#include <linux/kref.h>
+#include <linux/net.h>
+#include <linux/socket.h>
+#include <linux/types.h>
+
+struct vd_conn;
+struct vd_device;
+struct vd_qp;
+
+/* Peer-to-peer ready-to-receive message (RFC 6581), as negotiated */
+enum vd_rtr {
+	VD_RTR_NONE,		/* not peer-to-peer */
+	VD_RTR_WRITE,		/* zero-length RDMA Write */
+	VD_RTR_READ,		/* zero-length RDMA Read */
+	VD_RTR_SEND,		/* zero-length Send */
+};
+
+struct vd_mpa_params {
+	u8 revision;		/* 1 or 2 */
+	bool enhanced;		/* RFC 6581 IRD/ORD exchanged */
+	bool crc_tx;		/* we append CRC32c to our FPDUs */
+	bool crc_rx;		/* the peer appends CRC32c to its FPDUs */
+	bool active;		/* we sent the MPA request */
+	enum vd_rtr rtr;	/* P2P: which RTR the initiator sends */
+	u32 ird;		/* ours after negotiation: reads we serve */
+	u32 ord;		/* reads we may have outstanding */
+	u32 peer_ird;		/* as the peer announced (0: not announced) */
+	u32 peer_ord;
+};
+
+struct vd_stream_ops {
+	int (*start)(struct vd_conn *conn);
+	void (*stop)(struct vd_conn *conn, bool abort);
+};
+
+struct vd_conn {
+	struct kref ref;
+	struct socket *sock;		/* the CM endpoint's; see above */
+	struct vd_device *dev;		/* referenced */
+	struct vd_qp *qp;		/* referenced */
+	const struct vd_stream_ops *ops;	/* NULL: held open only */
+	void *tp;			/* the transport's */
+	void *cm;			/* the CM endpoint, for callbacks */
+	struct vd_mpa_params mpa;
+	struct sockaddr_storage local;
+	struct sockaddr_storage peer;
+};
+
+void vd_conn_put(struct vd_conn *conn);
+
+static inline struct vd_conn *vd_conn_get(struct vd_conn *conn)
+{
+	kref_get(&conn->ref);
+	return conn;
+}
+
+void vd_cm_stream_closed(struct vd_conn *conn, int reason);
+
+#endif /* _VD_CONN_H */

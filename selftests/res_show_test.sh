@@ -38,14 +38,16 @@ ok() {
 	fi
 }
 
-# check DESCRIPTION PYTHON JSON [ARGS...]: runs a python check on JSON
+# check DESCRIPTION PYTHON JSON [ARGS...]: runs a python check on JSON (as
+# d; ARGS are sys.argv[2:]). The JSON goes through stdin: a dump of
+# thousands of objects is larger than one argument may be.
 check() {
-	local desc=$1 prog=$2
-	shift 2
+	local desc=$1 prog=$2 json=$3
+	shift 3
 	local msg
-	msg=$(python3 -c "import json, sys
-d = json.loads(sys.argv[1])
-$prog" "$@" 2>&1)
+	msg=$(printf '%s' "$json" | python3 -c "import json, sys
+d = json.load(sys.stdin)
+$prog" - "$@" 2>&1)
 	local rc=$?
 	[ $rc -ne 0 ] && printf '%s\n' "$msg" | tail -n 3 | sed 's/^/# /'
 	ok $rc "$desc"
@@ -175,7 +177,7 @@ for k in ("contexts", "pds", "mrs", "cqs", "qps", "doorbells", "worker_polls",
 ' "$json" "$global0" "$pages"
 
 "$ctl" stats | grep -q "^global contexts [0-9]" &&
-	! "$ctl" --json stats | python3 -c '
+	"$ctl" --json stats | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 sys.exit(any(c["pid"] == int(sys.argv[1]) for c in d["contexts"]))' "$hpid" >/dev/null

@@ -32,6 +32,10 @@ check:
 demo:
 	bash tools/demo.sh
 
+# Boots the test VM and measures viaduct against siw (performance.rst).
+bench:
+	bash tools/bench.sh
+
 # checkpatch.pl --strict from the test kernel tree over the kernel sources.
 style:
 	@src=$$(bash tools/vm/kernel.sh --srcdir) && \
@@ -45,4 +49,4 @@ clean:
 	$(MAKE) -C $(KERNELDIR) M=$(CURDIR) clean 2>/dev/null || true
 	rm -rf $(BUILD)
 
-.PHONY: all module module-install user install check demo style format clean
+.PHONY: all module module-install user install check demo bench style format clean

@@ -1,0 +1,52 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# "make bench": boots the test VM and measures viaduct against siw in the
+# same run (tools/vm/guest-bench.sh): memory registration from 4 KiB to
+# 256 MiB, and post + poll of work requests. Prints the tables at the end;
+# they are also kept in build/vm/bench/bench.txt. Documentation/performance.rst
+# says what is compared and how to read the numbers.
+#
+# Needs the same things as "make check" (and installs/builds them): the
+# packages, the normal test kernel (cached after the first build), the
+# module and the cmake build that provides viaduct-bench and viaductctl.
+# Knobs (environment): VD_BENCH_ITERS, VD_BENCH_BATCHES, VD_BENCH_MR_SCALE
+# (see viaduct-bench --help), VD_MEM (guest MiB, default 2048), VD_TIMEOUT.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+vm=$repo/tools/vm
+build=$repo/build
+results=$build/vm/bench
+
+log() { echo "[bench] $*"; }
+die() { echo "[bench] ERROR: $*" >&2; exit 1; }
+
+bash "$vm/deps.sh"
+log "test kernel (built once, then cached; the first build takes 7-12 min)"
+kdir=$("$vm/kernel.sh" normal | tail -n1)
+log "module"
+"$vm/build-module.sh" "$kdir" "$build/module-normal"
+log "userspace (cmake)"
+mkdir -p "$build"
+if ! { cmake -S . -B build/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+	cmake --build build/cmake -j2 --target viaduct-bench viaductctl; } \
+	>"$build/bench-cmake.log" 2>&1; then
+	tail -n 30 "$build/bench-cmake.log" >&2
+	die "cmake build failed (log: $build/bench-cmake.log)"
+fi
+bench=$build/cmake/tools/bench/viaduct-bench
+ctl=$build/cmake/tools/viaductctl/viaductctl
+[[ -x $bench ]] || die "viaduct-bench was not built: expected $bench"
+[[ -x $ctl ]] || die "viaductctl was not built: expected $ctl"
+
+log "booting the VM (under a minute once the kernel is cached)"
+rc=0
+VD_FLAVOUR=normal VD_KDIR=$kdir VD_KMOD=$build/module-normal \
+	VD_BENCH=$bench VD_VIADUCTCTL=$ctl VD_BENCH_ECHO=0 VD_TIMEOUT=${VD_TIMEOUT:-1200} \
+	"$vm/run.sh" -r "$results" "$vm/guest-bench.sh" || rc=$?
+((rc == 0)) || die "the VM run failed (status $rc); see $results/console.log"
+[[ -s $results/bench.txt ]] || die "the VM run left no $results/bench.txt"
+echo
+cat "$results/bench.txt"

@@ -35,6 +35,21 @@ static_assert(std::is_nothrow_move_constructible_v<FileDescriptor>);
 static_assert(std::is_nothrow_move_assignable_v<FileDescriptor>);
 static_assert(std::is_base_of_v<std::system_error, viaduct::Error>);
 
+// Every fast-path object is a handle on shared state: movable without
+// throwing, never copyable.
+template <class T>
+constexpr bool is_handle_v =
+    !std::is_copy_constructible_v<T> && !std::is_copy_assignable_v<T> &&
+    std::is_nothrow_move_constructible_v<T> && std::is_nothrow_move_assignable_v<T> &&
+    std::is_nothrow_destructible_v<T>;
+static_assert(is_handle_v<viaduct::ProtectionDomain>);
+static_assert(is_handle_v<viaduct::MemoryRegion>);
+static_assert(is_handle_v<viaduct::CompletionChannel>);
+static_assert(is_handle_v<viaduct::CompletionQueue>);
+static_assert(is_handle_v<viaduct::QueuePair>);
+// Same layout as the kernel's SGE, so that a span of them could be copied.
+static_assert(sizeof(viaduct::Sge) == sizeof(viaduct_sge));
+
 TEST(FileDescriptor, ClosesOnDestruction) {
     int raw = open_null();
     ASSERT_GE(raw, 0);

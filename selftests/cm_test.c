@@ -914,6 +914,89 @@ TEST_F_TIMEOUT(cm, accept_after_the_peer_left, 120)
 	EXPECT_EQ(-ECONNRESET, accept_id(&self->a, aid, make_qp(&self->a), 0, NULL, 0));
 }
 
+/*
+ * Ids destroyed, listeners closed and contexts closed (in either order)
+ * while connections are half way through their handshake; then a killed
+ * process. Under the debug kernel this is what lockdep and KASAN watch.
+ */
+TEST_F_TIMEOUT(cm, churn, 300)
+{
+	long ref = vd_module_refcnt();
+	struct viaduct_cm_event ev;
+	unsigned char pd[32];
+	int round, i, status;
+	struct conn c;
+	pid_t pid;
+
+	fill(pd, sizeof(pd), 8);
+	for (round = 0; round < 12; round++) {
+		struct side a2, b2;
+		int lid, port, id[4];
+
+		ASSERT_EQ(0, side_open(&a2, A, dev_name[A]));
+		ASSERT_EQ(0, side_open(&b2, B, dev_name[B]));
+		lid = create_id(&a2, 1);
+		port = listen_on(&a2, lid, round & 4 ? "0.0.0.0" : IP_A, 2);
+		ASSERT_LT(0, port);
+		for (i = 0; i < 4; i++) {
+			id[i] = create_id(&b2, i);
+			ASSERT_EQ(0, connect_to(&b2, id[i], make_qp(&b2), IP_A, port,
+						i & 1 ? VIADUCT_CM_F_MPA_V1 : VIADUCT_CM_F_CRC,
+						pd, sizeof(pd), 0));
+		}
+		vd_sleep_ms(round * 25);
+		/* answer whatever arrived: accept, reject, or leave it */
+		while (!read_event(a2.ch, &ev, 0)) {
+			if (ev.type != VIADUCT_CM_EVENT_CONNECT_REQUEST)
+				continue;
+			if (round % 3 == 0)
+				accept_id(&a2, ev.handle, make_qp(&a2), 0, pd, 8);
+			else if (round % 3 == 1)
+				reject_id(&a2, ev.handle, pd, 8);
+		}
+		if (round & 1)
+			EXPECT_EQ(0, destroy_id(a2.fd, lid));
+		if (round & 2)
+			destroy_id(b2.fd, id[round & 3]);
+		if (round & 1) {
+			side_close(&a2);
+			side_close(&b2);
+		} else {
+			side_close(&b2);
+			side_close(&a2);
+		}
+	}
+
+	/* a process killed in the middle of it all */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct side a2, b2;
+		int lid, port;
+
+		if (side_open(&a2, A, dev_name[A]) || side_open(&b2, B, dev_name[B]))
+			_exit(1);
+		lid = create_id(&a2, 1);
+		port = listen_on(&a2, lid, IP_A, 0);
+		for (i = 0; i < 8; i++)
+			connect_to(&b2, create_id(&b2, i), make_qp(&b2), IP_A, port, 0, NULL,
+				   0, 0);
+		for (;;)
+			pause();
+	}
+	vd_sleep_ms(300);
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFSIGNALED(status));
+
+	/* everything let go of the module, and the CM still works */
+	EXPECT_EQ(ref, vd_module_refcnt());
+	establish(_metadata, self, &c, 0, 0, IP_A);
+	ASSERT_EQ(0, disconnect_id(&self->b, c.bid, 0));
+	EXPECT_EVENT(&self->a, VIADUCT_CM_EVENT_DISCONNECTED, &ev);
+	EXPECT_EVENT(&self->b, VIADUCT_CM_EVENT_DISCONNECTED, &ev);
+}
+
 /* ------------------------------------------------------------------ */
 /* Event channels                                                     */
 /* ------------------------------------------------------------------ */

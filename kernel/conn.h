@@ -49,6 +49,10 @@
  * is established; vd_qp_llp_closed() unbinds it (qp.h) when it is gone.
  * With @ops NULL (no transport yet) the stream is simply held open and the
  * CM watches it for FIN and RST itself.
+ *
+ * References: the transport may keep @conn past stop() with
+ * vd_conn_get(); vd_conn_put() may sleep (the last one drops the QP and
+ * the device), so it is called in process context only.
  */
 #ifndef _VD_CONN_H
 #define _VD_CONN_H

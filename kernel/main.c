@@ -18,6 +18,7 @@
 #include "device.h"
 #include "netlink.h"
 #include "stats.h"
+#include "transport.h"
 #include "uctx.h"
 
 struct vd_stats vd_stats;
@@ -34,6 +35,10 @@ static int __init vd_mod_init(void)
 	if (ret)
 		goto err_cm;
 
+	ret = vd_transport_init();
+	if (ret)
+		goto err_transport;
+
 	ret = vd_uctx_init();
 	if (ret)
 		goto err_uctx;
@@ -49,6 +54,8 @@ static int __init vd_mod_init(void)
 err_netlink:
 	vd_uctx_uninit();
 err_uctx:
+	vd_transport_uninit();
+err_transport:
 	vd_cm_uninit();
 err_cm:
 	vd_device_uninit();
@@ -60,6 +67,7 @@ static void __exit vd_mod_exit(void)
 {
 	vd_netlink_uninit();
 	vd_uctx_uninit();
+	vd_transport_uninit();
 	vd_cm_uninit();
 	vd_device_uninit();
 }

@@ -23,6 +23,7 @@
 #include "qp.h"
 #include "ring.h"
 #include "stats.h"
+#include "transport.h"
 #include "viaduct.h"
 
 #define VD_QP_ATTR_VALUES	(VIADUCT_QP_ATTR_ACCESS | VIADUCT_QP_ATTR_ORD | \
@@ -726,6 +727,7 @@ EXPORT_SYMBOL_IF_KUNIT(vd_qp_complete);
  */
 void vd_qp_sq_work(struct vd_qp *qp)
 {
+	vd_tx_sq_work(qp);
 }
 
 /* --- Life ----------------------------------------------------------- */

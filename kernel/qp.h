@@ -162,6 +162,7 @@ struct vd_qp {
 	struct vd_async_queue *aq;	/* NULL once destroyed */
 	struct vd_doorbell_worker *worker;	/* set iff POLLED */
 	struct vd_conn *conn;		/* LLP stream, owned by the CM */
+	void *tp;			/* the transport's stream, under @lock */
 	struct vd_ring_mem *db_mem;
 	struct viaduct_doorbell *db;	/* = db_mem->va */
 	struct vd_wq sq;

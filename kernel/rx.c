@@ -1,0 +1,525 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The receive half of the iWARP transport: whole FPDUs read from the
+ * socket in a work item, checked (MPA length and CRC, DDP and RDMAP
+ * headers, MSN, MO, the TPT) and only then placed: tagged data into
+ * registered regions, untagged data into posted receives. Any violation
+ * ends the stream with a Terminate. transport.h has the API and the
+ * locking, Documentation/transport.rst the design.
+ */
+#include <linux/minmax.h>
+#include <linux/net.h>
+#include <linux/spinlock.h>
+#include <linux/string.h>
+#include <linux/uio.h>
+#include <linux/workqueue.h>
+#include <net/sock.h>
+
+#include "device.h"
+#include "mem.h"
+#include "qp.h"
+#include "tpt.h"
+#include "transport.h"
+
+/* The MPA ULPDU_Length at the start of an FPDU (big endian). */
+static u32 rx_be16(const u8 *p)
+{
+	return (u32)p[0] << 8 | p[1];
+}
+
+/* Access violations raise QP_ACCESS_ERR; every other error QP_FATAL. */
+static u32 rx_event(u16 code)
+{
+	u8 layer = vd_term_layer(code), etype = vd_term_etype(code);
+
+	if ((layer == VD_TERM_LAYER_DDP && etype == VD_TERM_DDP_TAGGED) ||
+	    (layer == VD_TERM_LAYER_RDMAP &&
+	     etype == VD_TERM_RDMAP_REMOTE_PROT))
+		return VIADUCT_EVENT_QP_ACCESS_ERR;
+	return VIADUCT_EVENT_QP_FATAL;
+}
+
+/*
+ * Ends the stream: Terminate @code about the segment whose ULPDU is at
+ * @ulpdu (NULL: none whose headers can be trusted), and reads nothing
+ * more.
+ */
+static void rx_fail_code(struct vd_tp *tp, u16 code, const u8 *ulpdu,
+			 u32 ulpdu_len)
+{
+	pr_debug("qp%u: receive error 0x%04x (%s)\n", tp->qp->qpn, code,
+		 vd_term_name(code));
+	tp->rx_dead = true;
+	vd_tp_terminate(tp, code, rx_event(code), ulpdu,
+			ulpdu ? min_t(u32, ulpdu_len, VD_HDR_READ_REQ) : 0,
+			ulpdu_len);
+}
+
+static void rx_fail(struct vd_tp *tp, enum vd_iw_err err, const u8 *ulpdu,
+		    u32 ulpdu_len)
+{
+	rx_fail_code(tp, vd_term_code(err), ulpdu, ulpdu_len);
+}
+
+/* The receive in use ends with @status (before the QP enters Error). */
+static void rx_fail_recv(struct vd_tp *tp, u8 status)
+{
+	struct viaduct_cqe cqe = { .status = status };
+
+	if (!tp->rx_recv)
+		return;
+	tp->rx_recv = false;
+	vd_qp_complete(tp->qp, VD_QP_RQ, &cqe, false);
+}
+
+/* Copies @len bytes into a region the TPT check returned. */
+static int rx_place(struct vd_mr *mr, u64 addr, const void *src, u32 len)
+{
+	if (!mr->umem)
+		return -EFAULT;
+	return vd_umem_copy_to(mr->umem, vd_mr_offset(mr, addr), src, len);
+}
+
+/* --- Tagged: RDMA Write, RDMA Read Response -------------------------- */
+
+static void rx_write(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
+		     const u8 *ulpdu, u32 ulpdu_len)
+{
+	u32 len = hdr->payload_len;
+	enum vd_access_status st;
+	struct vd_mr *mr = NULL;
+
+	/* a zero-length access is not validated (memory.rst, step 0) */
+	if (len && !(READ_ONCE(tp->qp->access) &
+		     VIADUCT_QP_ACCESS_REMOTE_WRITE))
+		st = VD_ACCESS_RIGHTS;
+	else
+		st = vd_tpt_check(&tp->dev->tpt, hdr->stag, tp->qp->pd,
+				  VD_RIGHT_REMOTE_WRITE, hdr->to, len, &mr);
+	if (st != VD_ACCESS_OK) {
+		rx_fail_code(tp, vd_term_access_code(st, true), ulpdu,
+			     ulpdu_len);
+		return;
+	}
+	if (!mr)
+		return;
+	if (rx_place(mr, hdr->to, ulpdu + hdr->hdr_len, len))
+		rx_fail(tp, VD_IW_DDP_CATASTROPHIC, ulpdu, ulpdu_len);
+	vd_mr_put(mr);
+}
+
+static void rx_read_resp(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
+			 const u8 *ulpdu, u32 ulpdu_len)
+{
+	u32 len = hdr->payload_len, stag, room;
+	enum vd_access_status st;
+	struct vd_orq_entry *e;
+	struct vd_mr *mr = NULL;
+	u64 to;
+
+	spin_lock_bh(&tp->lock);
+	if (tp->orq_head == tp->orq_tail) {
+		spin_unlock_bh(&tp->lock);
+		rx_fail(tp, VD_IW_RDMAP_OPCODE, ulpdu, ulpdu_len);
+		return;
+	}
+	/* only rx.c moves the head or changes @done: @e stays ours */
+	e = &tp->orq[tp->orq_head % VD_MAX_ORD];
+	spin_unlock_bh(&tp->lock);
+	stag = e->sink_stag;
+	to = e->sink_to + e->done;
+	room = e->size - e->done;
+
+	if (hdr->stag != stag) {
+		rx_fail(tp, VD_IW_DDP_T_STAG, ulpdu, ulpdu_len);
+		return;
+	}
+	if (hdr->to != to || len > room || (hdr->last && len != room)) {
+		rx_fail(tp, VD_IW_DDP_T_BOUNDS, ulpdu, ulpdu_len);
+		return;
+	}
+	st = vd_tpt_check(&tp->dev->tpt, stag, tp->qp->pd,
+			  VD_RIGHT_LOCAL_WRITE, to, len, &mr);
+	if (st != VD_ACCESS_OK) {
+		rx_fail_code(tp, vd_term_access_code(st, true), ulpdu,
+			     ulpdu_len);
+		return;
+	}
+	if (mr) {
+		int ret = rx_place(mr, to, ulpdu + hdr->hdr_len, len);
+
+		vd_mr_put(mr);
+		if (ret) {
+			rx_fail(tp, VD_IW_DDP_CATASTROPHIC, ulpdu, ulpdu_len);
+			return;
+		}
+	}
+	e->done += len;
+	if (hdr->last)
+		vd_tp_read_done(tp);
+}
+
+/* --- Untagged: Send, RDMA Read Request, Terminate -------------------- */
+
+/*
+ * Copies the oldest posted receive into @tp->rqe. If none is in flight,
+ * takes new ones from the ring first (a polled QP's worker may not have
+ * come round yet). Returns how many receives are posted: 0 or 1.
+ */
+static u32 rx_take_recv(struct vd_tp *tp)
+{
+	struct vd_qp *qp = tp->qp;
+	struct vd_wq *wq = &qp->rq;
+	int pass;
+
+	for (pass = 0; pass < 2; pass++) {
+		u32 found = 0;
+
+		spin_lock_bh(&wq->lock);
+		if (!qp->destroyed && wq->tail != wq->head) {
+			u32 slot = wq->head & (wq->depth - 1);
+
+			/* a malformed WR: the QP is entering Error */
+			if (!wq->meta[slot].status) {
+				memcpy(tp->rqe,
+				       wq->copies + (size_t)slot * wq->wqe_size,
+				       wq->wqe_size);
+				tp->rx_recv_cap = wq->meta[slot].byte_len;
+				found = 1;
+			}
+			spin_unlock_bh(&wq->lock);
+			return found;
+		}
+		spin_unlock_bh(&wq->lock);
+		if (vd_qp_consume(qp, VD_QP_RQ) <= 0)
+			break;
+	}
+	return 0;
+}
+
+/* Places payload at message offset @mo through the receive's SGEs. */
+static u8 rx_place_sges(struct vd_tp *tp, u32 mo, const u8 *src, u32 len)
+{
+	const struct viaduct_rqe *rqe = (const void *)tp->rqe;
+	const struct viaduct_sge *sge = (const void *)(rqe + 1);
+	enum vd_access_status st;
+	struct vd_mr *mr;
+	u32 i, n, off = mo;
+	int ret;
+
+	for (i = 0; i < rqe->num_sge && len; i++) {
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		n = min(len, sge[i].length - off);
+		st = vd_tpt_check(&tp->dev->tpt, sge[i].stag, tp->qp->pd,
+				  VD_RIGHT_LOCAL_WRITE, sge[i].addr + off, n,
+				  &mr);
+		if (st != VD_ACCESS_OK)
+			return vd_access_wc_status(st, false);
+		ret = rx_place(mr, sge[i].addr + off, src, n);
+		vd_mr_put(mr);
+		if (ret)
+			return VIADUCT_WC_LOC_PROT_ERR;
+		src += n;
+		len -= n;
+		off = 0;
+	}
+	return len ? VIADUCT_WC_LOC_LEN_ERR : VIADUCT_WC_SUCCESS;
+}
+
+static void rx_send(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
+		    const u8 *ulpdu, u32 ulpdu_len)
+{
+	bool se = hdr->opcode == VD_OP_SEND_SE ||
+		  hdr->opcode == VD_OP_SEND_SE_INV;
+	u32 len = hdr->payload_len;
+	struct viaduct_cqe cqe = {};
+	enum vd_iw_err err;
+	u8 status;
+
+	if (!tp->rx_recv) {
+		/* the first segment of a message takes a receive */
+		err = vd_ddp_msn_check(hdr->msn, tp->rx_msn[VD_QN_SEND],
+				       hdr->msn == tp->rx_msn[VD_QN_SEND] ?
+				       rx_take_recv(tp) : 0);
+		if (err) {
+			rx_fail(tp, err, ulpdu, ulpdu_len);
+			return;
+		}
+		tp->rx_recv = true;
+		tp->rx_recv_len = 0;
+	} else if (hdr->msn != tp->rx_msn[VD_QN_SEND]) {
+		rx_fail(tp, VD_IW_DDP_UT_MSN_RANGE, ulpdu, ulpdu_len);
+		return;
+	}
+	err = vd_ddp_mo_check(hdr->mo, tp->rx_recv_len);
+	if (err) {
+		rx_fail(tp, err, ulpdu, ulpdu_len);
+		return;
+	}
+	err = vd_ddp_fits(hdr->mo, len, tp->rx_recv_cap);
+	if (err) {
+		rx_fail_recv(tp, VIADUCT_WC_LOC_LEN_ERR);
+		rx_fail(tp, err, ulpdu, ulpdu_len);
+		return;
+	}
+	status = rx_place_sges(tp, hdr->mo, ulpdu + hdr->hdr_len, len);
+	if (status) {
+		/* our receive's memory: a local error, not the peer's */
+		rx_fail_recv(tp, status);
+		rx_fail(tp, VD_IW_RDMAP_CATASTROPHIC, NULL, ulpdu_len);
+		return;
+	}
+	tp->rx_recv_len += len;
+	if (!hdr->last)
+		return;
+
+	if (hdr->opcode == VD_OP_SEND_INV || hdr->opcode == VD_OP_SEND_SE_INV) {
+		if (vd_tpt_invalidate(&tp->dev->tpt, hdr->inv_stag,
+				      tp->qp->pd) != VD_ACCESS_OK) {
+			rx_fail_recv(tp, VIADUCT_WC_REM_INV_REQ_ERR);
+			rx_fail(tp, VD_IW_RDMAP_P_INVALIDATE, ulpdu, ulpdu_len);
+			return;
+		}
+	}
+	cqe.byte_len = tp->rx_recv_len;
+	if (se)
+		cqe.flags |= VIADUCT_WC_F_SOLICITED;
+	tp->rx_recv = false;
+	tp->rx_msn[VD_QN_SEND]++;
+	vd_qp_complete(tp->qp, VD_QP_RQ, &cqe, se);
+}
+
+/* Queues a Read Request for tx.c; the source was checked (or is empty). */
+static void rx_queue_read(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
+			  struct vd_mr *mr)
+{
+	spin_lock_bh(&tp->lock);
+	tp->irq[tp->irq_tail % VD_MAX_IRD] = (struct vd_irq_entry){
+		.mr = mr,
+		.sink_stag = hdr->sink_stag,
+		.sink_to = hdr->sink_to,
+		.src_to = hdr->src_to,
+		.size = hdr->size,
+	};
+	tp->irq_tail++;
+	spin_unlock_bh(&tp->lock);
+	tp->rx_msn[VD_QN_READ_REQ]++;
+	vd_tp_queue_tx(tp);
+}
+
+static bool rx_irq_room(struct vd_tp *tp)
+{
+	bool room;
+
+	spin_lock_bh(&tp->lock);
+	room = tp->irq_tail - tp->irq_head < tp->ird;
+	spin_unlock_bh(&tp->lock);
+	return room;
+}
+
+static void rx_read_req(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
+			const u8 *ulpdu, u32 ulpdu_len)
+{
+	enum vd_access_status st;
+	struct vd_mr *mr = NULL;
+	enum vd_iw_err err;
+
+	/* IRD: a request beyond it finds no room ("no buffer") */
+	err = vd_ddp_msn_check(hdr->msn, tp->rx_msn[VD_QN_READ_REQ],
+			       rx_irq_room(tp));
+	if (err) {
+		rx_fail(tp, err, ulpdu, ulpdu_len);
+		return;
+	}
+	if (hdr->size && !(READ_ONCE(tp->qp->access) &
+			   VIADUCT_QP_ACCESS_REMOTE_READ))
+		st = VD_ACCESS_RIGHTS;
+	else
+		st = vd_tpt_check(&tp->dev->tpt, hdr->src_stag, tp->qp->pd,
+				  VD_RIGHT_REMOTE_READ, hdr->src_to, hdr->size,
+				  &mr);
+	if (st != VD_ACCESS_OK) {
+		rx_fail_code(tp, vd_term_access_code(st, false), ulpdu,
+			     ulpdu_len);
+		return;
+	}
+	rx_queue_read(tp, hdr, mr);
+}
+
+static void rx_terminate(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
+			 const u8 *ulpdu)
+{
+	struct vd_term_msg msg;
+
+	/* vd_iw_parse() saw the control word; the rest is best effort */
+	vd_term_parse(ulpdu + hdr->hdr_len, hdr->payload_len, &msg);
+	tp->rx_dead = true;
+	rx_fail_recv(tp, VIADUCT_WC_REM_TERMINATED);
+	vd_tp_terminated(tp, &msg);
+}
+
+/*
+ * RFC 6581, responder: the first message is the initiator's zero-length
+ * RTR, which takes no receive and needs no access right. Until it came
+ * we send nothing. Returns true if @hdr was the RTR.
+ */
+static bool rx_rtr(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
+		   const u8 *ulpdu, u32 ulpdu_len)
+{
+	bool rtr = false;
+
+	tp->rx_rtr = false;
+	switch (tp->conn->mpa.rtr) {
+	case VD_RTR_WRITE:
+		rtr = hdr->opcode == VD_OP_WRITE && !hdr->payload_len &&
+		      hdr->last;
+		break;
+	case VD_RTR_SEND:
+		rtr = hdr->opcode == VD_OP_SEND && !hdr->payload_len &&
+		      hdr->last && !hdr->mo &&
+		      hdr->msn == tp->rx_msn[VD_QN_SEND];
+		if (rtr)
+			tp->rx_msn[VD_QN_SEND]++;
+		break;
+	case VD_RTR_READ:
+		rtr = hdr->opcode == VD_OP_READ_REQ && !hdr->size &&
+		      hdr->msn == tp->rx_msn[VD_QN_READ_REQ];
+		if (rtr)
+			rx_queue_read(tp, hdr, NULL);
+		break;
+	default:
+		break;
+	}
+	WRITE_ONCE(tp->tx_hold, false);
+	vd_tp_queue_tx(tp);
+	if (!rtr)
+		pr_debug("qp%u: first message is no RTR: opcode %u\n",
+			 tp->qp->qpn, hdr->opcode);
+	return rtr;
+}
+
+/* One whole FPDU of @tp->rx_need bytes is in @tp->rx_buf. */
+static void rx_fpdu(struct vd_tp *tp)
+{
+	const u8 *ulpdu = tp->rx_buf + VD_MPA_LEN_SIZE;
+	u32 ulpdu_len = rx_be16(tp->rx_buf);
+	struct vd_iw_hdr hdr;
+	enum vd_iw_err err;
+
+	/* CRC first: nothing of a corrupt FPDU is looked at or placed */
+	err = vd_mpa_fpdu_verify(tp->rx_buf, tp->rx_need, tp->crc_rx);
+	if (err) {
+		rx_fail(tp, err, NULL, ulpdu_len);
+		return;
+	}
+	err = vd_iw_parse(ulpdu, ulpdu_len, &hdr);
+	if (err) {
+		rx_fail(tp, err, ulpdu, ulpdu_len);
+		return;
+	}
+	if (tp->rx_rtr && hdr.opcode != VD_OP_TERMINATE &&
+	    rx_rtr(tp, &hdr, ulpdu, ulpdu_len))
+		return;
+
+	switch (hdr.opcode) {
+	case VD_OP_WRITE:
+		rx_write(tp, &hdr, ulpdu, ulpdu_len);
+		break;
+	case VD_OP_READ_RESP:
+		rx_read_resp(tp, &hdr, ulpdu, ulpdu_len);
+		break;
+	case VD_OP_SEND:
+	case VD_OP_SEND_SE:
+	case VD_OP_SEND_INV:
+	case VD_OP_SEND_SE_INV:
+		rx_send(tp, &hdr, ulpdu, ulpdu_len);
+		break;
+	case VD_OP_READ_REQ:
+		rx_read_req(tp, &hdr, ulpdu, ulpdu_len);
+		break;
+	case VD_OP_TERMINATE:
+		rx_terminate(tp, &hdr, ulpdu);
+		break;
+	default:
+		rx_fail(tp, VD_IW_RDMAP_OPCODE, ulpdu, ulpdu_len);
+		break;
+	}
+}
+
+static int rx_read(struct vd_tp *tp, u32 len)
+{
+	struct kvec kv = {
+		.iov_base = tp->rx_buf + tp->rx_got,
+		.iov_len = len,
+	};
+	struct msghdr m = {};
+
+	return kernel_recvmsg(tp->sock, &m, &kv, 1, len,
+			      MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+/*
+ * The receive work item: reads the 2-byte MPA length, then the rest of
+ * the FPDU it announces (at most VD_TP_BUF_SIZE bytes, whatever the peer
+ * says), then handles it; until the socket is empty (data_ready queues
+ * us again) or the turn's budget is spent (we queue ourselves behind the
+ * other streams). Outside RTS and Closing, and once the QP is destroyed,
+ * nothing is read.
+ */
+void vd_rx_work(struct work_struct *work)
+{
+	struct vd_tp *tp = container_of(work, struct vd_tp, rx_work);
+	int budget = VD_TP_BUDGET;
+	u32 want, state;
+	int ret;
+
+	while (!tp->rx_dead && !READ_ONCE(tp->stopping)) {
+		state = READ_ONCE(tp->qp->state);
+		if ((state != VIADUCT_QPS_RTS && state != VIADUCT_QPS_CLOSING) ||
+		    READ_ONCE(tp->qp->destroyed))
+			return;
+		if (budget <= 0) {
+			vd_tp_queue_rx(tp);
+			return;
+		}
+		want = tp->rx_need ? tp->rx_need : VD_MPA_LEN_SIZE;
+		ret = rx_read(tp, want - tp->rx_got);
+		if (ret == -EAGAIN)
+			return;
+		if (ret <= 0) {
+			pr_debug("qp%u: stream %s: %d\n", tp->qp->qpn,
+				 ret ? "failed" : "closed by the peer", ret);
+			tp->rx_dead = true;
+			vd_cm_stream_closed(tp->conn, ret);
+			return;
+		}
+		tp->rx_got += ret;
+		budget -= ret;
+		if (tp->rx_got < want)
+			continue;
+		if (!tp->rx_need) {
+			tp->rx_need =
+				vd_mpa_fpdu_len(rx_be16(tp->rx_buf));
+			continue;
+		}
+		rx_fpdu(tp);
+		tp->rx_got = 0;
+		tp->rx_need = 0;
+	}
+}
+
+void vd_rx_data_ready(struct sock *sk)
+{
+	struct vd_tp *tp;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	rcu_read_lock();
+	tp = vd_tp_lookup(sk);
+	if (tp)
+		vd_tp_queue_rx(tp);
+	rcu_read_unlock();
+	read_unlock_bh(&sk->sk_callback_lock);
+}

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The iWARP transport: RDMAP/DDP/MPA on the LLP stream of a connected QP.
+ * tx.c sends (SQ work requests, RDMA Read Responses, Terminate), rx.c
+ * receives and places; both work on one struct vd_tp per stream.
+ * Documentation/transport.rst has the design.
+ *
+ * API
+ * ---
+ *   vd_transport_init(), vd_transport_uninit()
+ *       Module lifetime: the transport's workqueue, and the registration of
+ *       vd_transport_ops with the connection manager.
+ *   vd_transport_ops
+ *       struct vd_stream_ops (conn.h): start() takes over the socket's
+ *       sk_data_ready and sk_write_space and starts moving data, stop()
+ *       gives them back and waits for the transport's work items.
+ *   vd_tx_sq_work(qp)
+ *       vd_qp_sq_work(): the SQ has WRs or the QP's state changed. Only
+ *       queues work; any context but hard irq, no QP lock held.
+ *
+ * Locking
+ * -------
+ * Each stream has two work items, one for transmit and one for receive,
+ * on one unbound workqueue; each runs in process context, never
+ * concurrently with itself. What they share is under @lock (taken with
+ * bottom halves disabled): the outbound and inbound RDMA Read queues, the
+ * SQ completion records and counters, the Terminate state and @stopping.
+ * Lock order: @lock -> QP locks -> CQ locks. qp->lock protects qp->tp
+ * and conn->tp, so that vd_tx_sq_work() never finds a freed stream. The
+ * socket callbacks find their stream under sk_callback_lock (read) in a
+ * hash table keyed by the socket; start() and stop() change it under the
+ * same lock (write).
+ */
+#ifndef _VD_TRANSPORT_H
+#define _VD_TRANSPORT_H
+
+#include <linux/list.h>
+#include <linux/rcupdate.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/workqueue.h>
+#include <uapi/viaduct.h>
+
+#include "conn.h"
+#include "iwarp.h"
+#include "terminate.h"
+#include "viaduct.h"
+
+struct sock;
+struct vd_mr;
+struct vd_qp;
+
+/* A whole FPDU of the largest ULPDU, with pad and CRC. */
+#define VD_TP_BUF_SIZE		(VD_MPA_LEN_SIZE + VD_MPA_ULPDU_MAX + 3 + \
+				 VD_MPA_CRC_SIZE)
+#define VD_TP_TERM_SIZE		(VD_MPA_LEN_SIZE + VD_TERM_ULPDU_MAX + 3 + \
+				 VD_MPA_CRC_SIZE)
+/* Bytes one work item moves per turn before it lets other streams run. */
+#define VD_TP_BUDGET		(256U * 1024)
+
+/* Terminate state of a stream; only ever moves forward. */
+enum vd_tp_term {
+	VD_TP_TERM_NONE,
+	VD_TP_TERM_PENDING,	/* built, waits for an FPDU boundary */
+	VD_TP_TERM_SENDING,	/* on its way into the socket */
+	VD_TP_TERM_DONE,	/* sent or received: the stream is dead */
+};
+
+/* An RDMA Read we requested (the ORQ). */
+struct vd_orq_entry {
+	u32 seq;		/* the SQ WR's sequence number */
+	u32 sink_stag;
+	u64 sink_to;
+	u32 size;
+	u32 done;		/* bytes of the response placed */
+	bool rtr;		/* the zero-length ready-to-receive Read */
+};
+
+/* An RDMA Read Request we serve (the IRQ). */
+struct vd_irq_entry {
+	struct vd_mr *mr;	/* source region, referenced; NULL if size 0 */
+	u32 sink_stag;
+	u64 sink_to;
+	u64 src_to;
+	u32 size;
+};
+
+/* Per SQ WR started: what its completion will say once it is done. */
+struct vd_sq_rec {
+	u32 byte_len;
+	u32 vendor_err;
+	u8 status;
+	bool done;
+};
+
+/* The message being transmitted. */
+struct vd_tx_msg {
+	bool active;
+	bool finished;		/* its last FPDU is built */
+	bool wr;		/* carries SQ WR @seq (else a response, an RTR) */
+	u32 seq;
+	struct vd_iw_hdr hdr;	/* template: last, to and mo are per FPDU */
+	u64 base_to;		/* tagged: TO of byte 0 */
+	u32 len;
+	u32 hdr_len;
+	u32 max_payload;
+	u32 index;		/* next FPDU */
+	/* payload source: one of these */
+	const u8 *inline_data;
+	const struct viaduct_sge *sge;
+	u32 num_sge;
+	struct vd_mr *mr;	/* Read Response: the IRQ entry's */
+	u64 mr_addr;
+	bool response;		/* pop the IRQ when done */
+};
+
+struct vd_tp {
+	struct vd_conn *conn;		/* referenced */
+	struct vd_qp *qp;		/* conn->qp */
+	struct vd_device *dev;		/* conn->dev */
+	struct socket *sock;
+	struct sock *sk;
+	struct hlist_node node;		/* the socket -> stream table */
+	struct rcu_head rcu;
+	void (*saved_data_ready)(struct sock *sk);
+	void (*saved_write_space)(struct sock *sk);
+	struct work_struct tx_work;
+	struct work_struct rx_work;
+	bool crc_tx;
+	bool crc_rx;
+	u32 ord;			/* reads we may have outstanding */
+	u32 ird;			/* reads we serve at once */
+
+	spinlock_t lock;		/* see "Locking" */
+	bool stopping;
+	enum vd_tp_term term;
+	u8 term_fpdu[VD_TP_TERM_SIZE];
+	u32 term_len;
+	struct vd_orq_entry orq[VD_MAX_ORD];
+	u32 orq_head, orq_tail;		/* free-running */
+	struct vd_irq_entry irq[VD_MAX_IRD];
+	u32 irq_head, irq_tail;		/* free-running */
+	struct vd_sq_rec *sq_rec;	/* sq depth entries */
+	u32 sq_mask;
+	u32 sq_started;			/* SQ WRs started (free-running) */
+	u32 sq_retired;			/* SQ WRs completed to the QP */
+
+	/* transmit work only */
+	bool tx_dead;
+	bool tx_failed;			/* a WR failed: start no more */
+	bool tx_term;			/* @tx_buf holds the Terminate */
+	bool tx_hold;			/* passive P2P: until the RTR came */
+	bool tx_rtr;			/* active P2P: the RTR is still to send */
+	u32 msn[VD_QN_NR];		/* next MSN per untagged queue */
+	struct vd_tx_msg msg;
+	u8 *sqe;			/* copy of the SQ WR being sent */
+	u8 *tx_buf;			/* VD_TP_BUF_SIZE */
+	u32 tx_off, tx_left;		/* of the FPDU in @tx_buf */
+
+	/* receive work only */
+	bool rx_dead;
+	bool rx_rtr;			/* passive P2P: the RTR is still to come */
+	u32 rx_msn[VD_QN_NR];		/* next expected MSN per queue */
+	bool rx_recv;			/* a Send is being placed into @rqe */
+	u32 rx_recv_len;		/* its bytes placed */
+	u32 rx_recv_cap;		/* the receive's length */
+	u8 *rqe;			/* copy of the receive WR in use */
+	u8 *rx_buf;			/* VD_TP_BUF_SIZE */
+	u32 rx_got;			/* bytes of the FPDU in @rx_buf */
+	u32 rx_need;			/* its length, once the header is in */
+};
+
+extern const struct vd_stream_ops vd_transport_ops;
+
+int vd_transport_init(void);
+void vd_transport_uninit(void);
+void vd_tx_sq_work(struct vd_qp *qp);
+
+/* Between tx.c and rx.c */
+extern struct workqueue_struct *vd_tp_wq;
+void vd_tp_queue_tx(struct vd_tp *tp);
+void vd_tp_queue_rx(struct vd_tp *tp);
+void vd_tp_terminate(struct vd_tp *tp, u16 code, u32 event,
+		     const void *bad, u32 bad_len, u32 seg_len);
+void vd_tp_terminated(struct vd_tp *tp, const struct vd_term_msg *msg);
+void vd_tp_read_done(struct vd_tp *tp);
+void vd_rx_work(struct work_struct *work);
+void vd_rx_data_ready(struct sock *sk);
+struct vd_tp *vd_tp_lookup(struct sock *sk);
+
+#endif /* _VD_TRANSPORT_H */

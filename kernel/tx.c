@@ -1,0 +1,839 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The transmit half of the iWARP transport, and the life of a stream:
+ * start() and stop() for the connection manager, the socket callbacks'
+ * table, SQ work requests turned into RDMAP messages, DDP segments and MPA
+ * FPDUs, RDMA Read Responses, Terminate, and SQ completions in order.
+ * transport.h has the API and the locking, Documentation/transport.rst
+ * the design.
+ */
+#include <linux/hashtable.h>
+#include <linux/minmax.h>
+#include <linux/mm.h>
+#include <linux/net.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/string.h>
+#include <linux/tcp.h>
+#include <linux/uio.h>
+#include <linux/workqueue.h>
+#include <net/sock.h>
+
+#include "cm.h"
+#include "device.h"
+#include "mem.h"
+#include "qp.h"
+#include "tpt.h"
+#include "transport.h"
+
+struct workqueue_struct *vd_tp_wq;
+
+/*
+ * Socket -> stream. The connection manager keeps sk_user_data, so the
+ * callbacks find their stream here. Lookups run under sk_callback_lock
+ * (read) and RCU; start() and stop() change the table under that socket's
+ * sk_callback_lock (write) and the table lock.
+ */
+static DEFINE_HASHTABLE(vd_tp_table, 6);
+static DEFINE_SPINLOCK(vd_tp_table_lock);
+
+/* Our own segments when the socket has no MSS yet: the IPv4 minimum. */
+#define VD_TP_DEFAULT_MSS	536U
+
+struct vd_tp *vd_tp_lookup(struct sock *sk)
+{
+	struct vd_tp *tp;
+
+	hash_for_each_possible_rcu(vd_tp_table, tp, node, (unsigned long)sk)
+		if (tp->sk == sk)
+			return tp;
+	return NULL;
+}
+
+void vd_tp_queue_tx(struct vd_tp *tp)
+{
+	if (!READ_ONCE(tp->stopping))
+		queue_work(vd_tp_wq, &tp->tx_work);
+}
+
+void vd_tp_queue_rx(struct vd_tp *tp)
+{
+	if (!READ_ONCE(tp->stopping))
+		queue_work(vd_tp_wq, &tp->rx_work);
+}
+
+/*
+ * The hook of qp.c: the SQ has new WRs, or the QP's state changed. The
+ * stream is found through the QP, never through qp->conn, which the
+ * transport does not own.
+ */
+void vd_tx_sq_work(struct vd_qp *qp)
+{
+	spin_lock_bh(&qp->lock);
+	if (qp->tp)
+		vd_tp_queue_tx(qp->tp);
+	spin_unlock_bh(&qp->lock);
+}
+
+static void tp_set_terminate(struct vd_qp *qp, u16 code)
+{
+	spin_lock_bh(&qp->lock);
+	qp->terminate = code;
+	spin_unlock_bh(&qp->lock);
+}
+
+/* --- SQ completions, in order ---------------------------------------- */
+
+/*
+ * Hands every finished SQ WR at the head to the QP, oldest first: a Send
+ * done behind an RDMA Read still in flight waits for it. Returns true if
+ * it retired a WR that failed; the caller then fails the stream.
+ */
+static bool tp_retire(struct vd_tp *tp)
+{
+	lockdep_assert_held(&tp->lock);
+
+	while (tp->sq_retired != tp->sq_started) {
+		struct vd_sq_rec *rec = &tp->sq_rec[tp->sq_retired & tp->sq_mask];
+		struct viaduct_cqe cqe = {};
+
+		if (!rec->done)
+			break;
+		cqe.status = rec->status;
+		cqe.byte_len = rec->byte_len;
+		cqe.vendor_err = rec->vendor_err;
+		tp->sq_retired++;
+		vd_qp_complete(tp->qp, VD_QP_SQ, &cqe, false);
+		if (cqe.status)
+			return true;
+	}
+	return false;
+}
+
+/* A local failure (our WR, our memory): Terminate, local catastrophic. */
+static void tp_local_failure(struct vd_tp *tp)
+{
+	vd_tp_terminate(tp, vd_term_code(VD_IW_RDMAP_CATASTROPHIC),
+			VIADUCT_EVENT_QP_FATAL, NULL, 0, 0);
+}
+
+static void tp_wr_finish(struct vd_tp *tp, u32 seq, u8 status, u32 len)
+{
+	struct vd_sq_rec *rec;
+	bool failed;
+
+	spin_lock_bh(&tp->lock);
+	rec = &tp->sq_rec[seq & tp->sq_mask];
+	rec->status = status;
+	rec->byte_len = status ? 0 : len;
+	rec->done = true;
+	failed = tp_retire(tp);
+	spin_unlock_bh(&tp->lock);
+	if (failed)
+		tp_local_failure(tp);
+}
+
+/* rx.c: the last segment of the RDMA Read Response at the ORQ's head. */
+void vd_tp_read_done(struct vd_tp *tp)
+{
+	struct vd_orq_entry *e;
+	bool failed = false;
+
+	spin_lock_bh(&tp->lock);
+	e = &tp->orq[tp->orq_head % VD_MAX_ORD];
+	tp->orq_head++;
+	if (!e->rtr) {
+		struct vd_sq_rec *rec = &tp->sq_rec[e->seq & tp->sq_mask];
+
+		rec->status = VIADUCT_WC_SUCCESS;
+		rec->byte_len = e->size;
+		rec->done = true;
+		failed = tp_retire(tp);
+	}
+	spin_unlock_bh(&tp->lock);
+	if (failed)
+		tp_local_failure(tp);
+	/* ORD room, or a read fence lifted */
+	vd_tp_queue_tx(tp);
+}
+
+/* --- Terminate ------------------------------------------------------- */
+
+/*
+ * We found a violation (rx.c) or failed locally: build a Terminate about
+ * the segment whose headers are at @bad, send it at the next FPDU
+ * boundary, and move the QP to Error with @event. Only the first call
+ * of a stream does anything; after a received Terminate none does.
+ */
+void vd_tp_terminate(struct vd_tp *tp, u16 code, u32 event,
+		     const void *bad, u32 bad_len, u32 seg_len)
+{
+	u8 *ulpdu = tp->term_fpdu + VD_MPA_LEN_SIZE;
+	int len;
+
+	spin_lock_bh(&tp->lock);
+	if (tp->term != VD_TP_TERM_NONE) {
+		spin_unlock_bh(&tp->lock);
+		return;
+	}
+	len = vd_term_build(ulpdu, sizeof(tp->term_fpdu) - VD_MPA_LEN_SIZE,
+			    code, VD_MSN_INITIAL, bad, bad_len, seg_len);
+	if (len >= 0)
+		len = vd_mpa_fpdu_seal(tp->term_fpdu, sizeof(tp->term_fpdu),
+				       len, tp->crc_tx);
+	if (len > 0) {
+		tp->term_len = len;
+		tp->term = VD_TP_TERM_PENDING;
+	} else {
+		tp->term = VD_TP_TERM_DONE;
+	}
+	spin_unlock_bh(&tp->lock);
+
+	pr_debug("qp%u: sending Terminate 0x%04x (%s)\n", tp->qp->qpn, code,
+		 vd_term_name(code));
+	tp_set_terminate(tp->qp, code);
+	vd_qp_enter_error(tp->qp, event, code);
+	vd_tp_queue_tx(tp);
+}
+
+/*
+ * rx.c: the peer sent a Terminate. Never answered; it ends the oldest
+ * SQ WR in flight with the status the code implies, and the QP enters
+ * Error, which flushes the rest.
+ */
+void vd_tp_terminated(struct vd_tp *tp, const struct vd_term_msg *msg)
+{
+	spin_lock_bh(&tp->lock);
+	tp->term = VD_TP_TERM_DONE;
+	if (tp->sq_retired != tp->sq_started) {
+		struct vd_sq_rec *rec =
+			&tp->sq_rec[tp->sq_retired & tp->sq_mask];
+
+		rec->status = vd_term_remote_wc_status(msg);
+		rec->vendor_err = msg->code;
+		rec->byte_len = 0;
+		rec->done = true;
+		tp_retire(tp);
+	}
+	spin_unlock_bh(&tp->lock);
+
+	pr_info_ratelimited("qp%u: Terminate received: 0x%04x (%s)\n",
+			    tp->qp->qpn, msg->code, vd_term_name(msg->code));
+	tp_set_terminate(tp->qp, msg->code);
+	vd_qp_enter_error(tp->qp, VIADUCT_EVENT_QP_FATAL, msg->code);
+	vd_tp_queue_tx(tp);
+	vd_cm_stream_closed(tp->conn, -ECONNRESET);
+}
+
+/* --- Messages -------------------------------------------------------- */
+
+static u32 tp_mss(struct vd_tp *tp)
+{
+	u32 mss = READ_ONCE(tcp_sk(tp->sk)->mss_cache);
+
+	return mss ? mss : VD_TP_DEFAULT_MSS;
+}
+
+static void tx_msg_init(struct vd_tp *tp, u8 opcode, u32 len)
+{
+	struct vd_tx_msg *msg = &tp->msg;
+
+	memset(msg, 0, sizeof(*msg));
+	msg->active = true;
+	msg->hdr.opcode = opcode;
+	msg->len = len;
+	msg->hdr_len = vd_iw_opcode_hdr_len(opcode);
+	msg->max_payload = vd_fpdu_max_payload(tp_mss(tp), msg->hdr_len);
+}
+
+/* The RDMA Read Response at the head of the IRQ, if one waits. */
+static bool tx_next_response(struct vd_tp *tp)
+{
+	struct vd_irq_entry e;
+
+	spin_lock_bh(&tp->lock);
+	if (tp->irq_head == tp->irq_tail) {
+		spin_unlock_bh(&tp->lock);
+		return false;
+	}
+	e = tp->irq[tp->irq_head % VD_MAX_IRD];
+	spin_unlock_bh(&tp->lock);
+
+	tx_msg_init(tp, VD_OP_READ_RESP, e.size);
+	tp->msg.hdr.stag = e.sink_stag;
+	tp->msg.base_to = e.sink_to;
+	tp->msg.mr = e.mr;
+	tp->msg.mr_addr = e.src_to;
+	tp->msg.response = true;
+	return true;
+}
+
+/* RFC 6581: the initiator's zero-length ready-to-receive message. */
+static void tx_start_rtr(struct vd_tp *tp)
+{
+	tp->tx_rtr = false;
+	switch (tp->conn->mpa.rtr) {
+	case VD_RTR_READ:
+		tx_msg_init(tp, VD_OP_READ_REQ, 0);
+		tp->msg.hdr.msn = tp->msn[VD_QN_READ_REQ]++;
+		spin_lock_bh(&tp->lock);
+		tp->orq[tp->orq_tail % VD_MAX_ORD] =
+			(struct vd_orq_entry){ .rtr = true };
+		tp->orq_tail++;
+		spin_unlock_bh(&tp->lock);
+		break;
+	case VD_RTR_SEND:
+		tx_msg_init(tp, VD_OP_SEND, 0);
+		tp->msg.hdr.msn = tp->msn[VD_QN_SEND]++;
+		break;
+	default:
+		tx_msg_init(tp, VD_OP_WRITE, 0);
+		break;
+	}
+}
+
+/*
+ * Copies the SQ WR @n places behind the oldest in flight into @tp->sqe,
+ * under the SQ lock as qp.h asks. -ENOENT: none; -EIO: malformed (the QP
+ * is entering Error, nothing from it on may run).
+ */
+static int tx_peek_wr(struct vd_tp *tp, u32 n, u32 *byte_len)
+{
+	struct vd_qp *qp = tp->qp;
+	struct vd_wq *wq = &qp->sq;
+	int ret = -ENOENT;
+
+	spin_lock_bh(&wq->lock);
+	if (!qp->destroyed && wq->tail - wq->head > n) {
+		u32 slot = (wq->head + n) & (wq->depth - 1);
+
+		if (wq->meta[slot].status) {
+			ret = -EIO;
+		} else {
+			memcpy(tp->sqe, wq->copies + (size_t)slot * wq->wqe_size,
+			       wq->wqe_size);
+			*byte_len = wq->meta[slot].byte_len;
+			ret = 0;
+		}
+	}
+	spin_unlock_bh(&wq->lock);
+	return ret;
+}
+
+/* What qp.c does not check: the SGEs against the TPT, and what we lack. */
+static u8 tx_check_wr(struct vd_tp *tp, const struct viaduct_sqe *sqe)
+{
+	const struct viaduct_sge *sge = (const void *)(sqe + 1);
+	u32 rights = sqe->opcode == VIADUCT_OP_RDMA_READ ?
+		     VD_RIGHT_LOCAL_WRITE : VD_RIGHT_LOCAL_READ;
+	enum vd_access_status st;
+	u32 i;
+
+	/* RDMAP (RFC 5040) has no immediate data. */
+	if (sqe->flags & VIADUCT_SQE_IMMEDIATE)
+		return VIADUCT_WC_LOC_QP_OP_ERR;
+	if (sqe->opcode == VIADUCT_OP_RDMA_READ && !tp->ord)
+		return VIADUCT_WC_LOC_QP_OP_ERR;
+	if (sqe->flags & VIADUCT_SQE_INLINE)
+		return VIADUCT_WC_SUCCESS;
+	for (i = 0; i < sqe->num_sge; i++) {
+		st = vd_tpt_check(&tp->dev->tpt, sge[i].stag, tp->qp->pd,
+				  rights, sge[i].addr, sge[i].length, NULL);
+		if (st != VD_ACCESS_OK)
+			return vd_access_wc_status(st, false);
+	}
+	return VIADUCT_WC_SUCCESS;
+}
+
+/*
+ * Starts the next SQ WR, unless the read fence or the ORD holds it back
+ * (it then waits for a Read Response; it never fails for that). Returns
+ * true if it started or failed one.
+ */
+static bool tx_next_wr(struct vd_tp *tp)
+{
+	const struct viaduct_sqe *sqe = (const void *)tp->sqe;
+	struct vd_tx_msg *msg = &tp->msg;
+	u32 seq, reads, len = 0;
+	u8 status;
+	int ret;
+
+	spin_lock_bh(&tp->lock);
+	/* under @lock: rx.c may retire WRs, which moves the FIFO's head */
+	ret = tx_peek_wr(tp, tp->sq_started - tp->sq_retired, &len);
+	reads = tp->orq_tail - tp->orq_head;
+	spin_unlock_bh(&tp->lock);
+	if (ret)
+		return false;
+	if ((sqe->flags & VIADUCT_SQE_READ_FENCE) && reads)
+		return false;
+	if (sqe->opcode == VIADUCT_OP_RDMA_READ && tp->ord && reads >= tp->ord)
+		return false;
+
+	status = tx_check_wr(tp, sqe);
+
+	spin_lock_bh(&tp->lock);
+	seq = tp->sq_started++;
+	tp->sq_rec[seq & tp->sq_mask] = (struct vd_sq_rec){};
+	if (!status && sqe->opcode == VIADUCT_OP_RDMA_READ) {
+		const struct viaduct_sge *sge = (const void *)(sqe + 1);
+
+		tp->orq[tp->orq_tail % VD_MAX_ORD] = (struct vd_orq_entry){
+			.seq = seq,
+			.sink_stag = sge->stag,
+			.sink_to = sge->addr,
+			.size = sge->length,
+		};
+		tp->orq_tail++;
+	}
+	spin_unlock_bh(&tp->lock);
+
+	if (status) {
+		pr_debug("qp%u: SQ WR %u failed: status %u\n", tp->qp->qpn, seq,
+			 status);
+		tp->tx_failed = true;
+		tp_wr_finish(tp, seq, status, 0);
+		return true;
+	}
+
+	switch (sqe->opcode) {
+	case VIADUCT_OP_SEND:
+		tx_msg_init(tp, sqe->flags & VIADUCT_SQE_SOLICITED ?
+			    VD_OP_SEND_SE : VD_OP_SEND, len);
+		msg->hdr.msn = tp->msn[VD_QN_SEND]++;
+		break;
+	case VIADUCT_OP_RDMA_WRITE:
+		tx_msg_init(tp, VD_OP_WRITE, len);
+		msg->hdr.stag = sqe->remote_stag;
+		msg->base_to = sqe->remote_addr;
+		break;
+	default: {
+		const struct viaduct_sge *sge = (const void *)(sqe + 1);
+
+		tx_msg_init(tp, VD_OP_READ_REQ, 0);
+		msg->hdr.msn = tp->msn[VD_QN_READ_REQ]++;
+		msg->hdr.sink_stag = sge->stag;
+		msg->hdr.sink_to = sge->addr;
+		msg->hdr.size = sge->length;
+		msg->hdr.src_stag = sqe->remote_stag;
+		msg->hdr.src_to = sqe->remote_addr;
+		break;
+	}
+	}
+	msg->wr = true;
+	msg->seq = seq;
+	if (sqe->flags & VIADUCT_SQE_INLINE) {
+		msg->inline_data = (const u8 *)(sqe + 1);
+	} else {
+		msg->sge = (const struct viaduct_sge *)(sqe + 1);
+		msg->num_sge = sqe->num_sge;
+	}
+	return true;
+}
+
+/* Responses first, then the RTR, then the SQ; true if there is work. */
+static bool tx_next_msg(struct vd_tp *tp)
+{
+	if (READ_ONCE(tp->qp->state) != VIADUCT_QPS_RTS ||
+	    READ_ONCE(tp->qp->destroyed) || READ_ONCE(tp->tx_hold))
+		return false;
+	if (tx_next_response(tp))
+		return true;
+	if (tp->tx_rtr) {
+		tx_start_rtr(tp);
+		return true;
+	}
+	if (tp->tx_failed)
+		return false;
+	return tx_next_wr(tp);
+}
+
+/* --- FPDUs ----------------------------------------------------------- */
+
+/* Payload bytes [@off, @off + @len) of the message into @dst. */
+static int tx_copy(struct vd_tp *tp, u8 *dst, u32 off, u32 len)
+{
+	struct vd_tx_msg *msg = &tp->msg;
+	struct vd_mr *mr;
+	u32 i, n;
+	int ret;
+
+	if (!len)
+		return 0;
+	if (msg->inline_data) {
+		memcpy(dst, msg->inline_data + off, len);
+		return 0;
+	}
+	if (msg->mr) {
+		/* checked when the Read Request came, and still referenced */
+		if (!msg->mr->umem)
+			return -EFAULT;
+		return vd_umem_copy_from(msg->mr->umem,
+					 vd_mr_offset(msg->mr,
+						      msg->mr_addr + off),
+					 dst, len);
+	}
+	for (i = 0; i < msg->num_sge && len; i++) {
+		const struct viaduct_sge *s = &msg->sge[i];
+
+		if (off >= s->length) {
+			off -= s->length;
+			continue;
+		}
+		n = min(len, s->length - off);
+		/* again: the region may have been deregistered meanwhile */
+		if (vd_tpt_check(&tp->dev->tpt, s->stag, tp->qp->pd,
+				 VD_RIGHT_LOCAL_READ, s->addr + off, n,
+				 &mr) != VD_ACCESS_OK)
+			return -EACCES;
+		ret = mr->umem ? vd_umem_copy_from(mr->umem,
+						   vd_mr_offset(mr, s->addr + off),
+						   dst, n) : -EFAULT;
+		vd_mr_put(mr);
+		if (ret)
+			return ret;
+		dst += n;
+		len -= n;
+		off = 0;
+	}
+	return len ? -EFAULT : 0;
+}
+
+/* Builds the next FPDU of the message into @tp->tx_buf. */
+static int tx_build(struct vd_tp *tp)
+{
+	struct vd_tx_msg *msg = &tp->msg;
+	u8 *ulpdu = tp->tx_buf + VD_MPA_LEN_SIZE;
+	struct vd_iw_hdr hdr = msg->hdr;
+	struct vd_fpdu_seg seg;
+	int ret;
+
+	vd_fpdu_segment(msg->len, msg->max_payload, msg->hdr_len, msg->index,
+			&seg);
+	hdr.last = seg.last;
+	if (vd_iw_opcode_tagged(hdr.opcode))
+		hdr.to = msg->base_to + seg.offset;
+	else
+		hdr.mo = seg.offset;
+	ret = vd_iw_build(ulpdu, VD_MPA_ULPDU_MAX, &hdr);
+	if (ret < 0)
+		return ret;
+	ret = tx_copy(tp, ulpdu + msg->hdr_len, seg.offset, seg.len);
+	if (ret)
+		return ret;
+	ret = vd_mpa_fpdu_seal(tp->tx_buf, VD_TP_BUF_SIZE, seg.ulpdu_len,
+			       tp->crc_tx);
+	if (ret < 0)
+		return ret;
+	tp->tx_off = 0;
+	tp->tx_left = ret;
+	msg->index++;
+	msg->finished = seg.last;
+	return 0;
+}
+
+/* The message's last FPDU is in the socket. */
+static void tx_msg_done(struct vd_tp *tp)
+{
+	struct vd_tx_msg *msg = &tp->msg;
+	struct vd_mr *mr = NULL;
+
+	if (msg->response) {
+		spin_lock_bh(&tp->lock);
+		mr = tp->irq[tp->irq_head % VD_MAX_IRD].mr;
+		tp->irq[tp->irq_head % VD_MAX_IRD].mr = NULL;
+		tp->irq_head++;
+		spin_unlock_bh(&tp->lock);
+	}
+	msg->active = false;
+	if (mr)
+		vd_mr_put(mr);
+	/* A Read completes when its response is placed. */
+	if (msg->wr && msg->hdr.opcode != VD_OP_READ_REQ)
+		tp_wr_finish(tp, msg->seq, VIADUCT_WC_SUCCESS, msg->len);
+}
+
+/* A message could not be built (its memory went away): fail it. */
+static void tx_msg_failed(struct vd_tp *tp, int err)
+{
+	struct vd_tx_msg *msg = &tp->msg;
+
+	pr_debug("qp%u: message failed: %d\n", tp->qp->qpn, err);
+	msg->active = false;
+	tp->tx_failed = true;
+	if (msg->wr) {
+		if (msg->hdr.opcode == VD_OP_READ_REQ) {
+			/* never sent: take it back from the ORQ */
+			spin_lock_bh(&tp->lock);
+			tp->orq_tail--;
+			spin_unlock_bh(&tp->lock);
+		}
+		tp_wr_finish(tp, msg->seq, VIADUCT_WC_LOC_PROT_ERR, 0);
+	}
+	/* part of the message may be out: the peer must learn */
+	tp_local_failure(tp);
+}
+
+static int tx_push(struct vd_tp *tp)
+{
+	while (tp->tx_left) {
+		struct kvec kv = {
+			.iov_base = tp->tx_buf + tp->tx_off,
+			.iov_len = tp->tx_left,
+		};
+		struct msghdr m = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
+		int ret;
+
+		if (tp->msg.active && !tp->msg.finished)
+			m.msg_flags |= MSG_MORE;
+		ret = kernel_sendmsg(tp->sock, &m, &kv, 1, kv.iov_len);
+		if (ret < 0)
+			return ret;
+		tp->tx_off += ret;
+		tp->tx_left -= ret;
+	}
+	return 0;
+}
+
+/* A whole FPDU went into the socket. */
+static void tx_sent(struct vd_tp *tp)
+{
+	if (tp->tx_term) {
+		spin_lock_bh(&tp->lock);
+		tp->term = VD_TP_TERM_DONE;
+		spin_unlock_bh(&tp->lock);
+		/*
+		 * The peer closes the stream when the Terminate arrives; an
+		 * abortive close from here could drop it from the send queue.
+		 */
+		tp->tx_dead = true;
+		return;
+	}
+	if (tp->msg.active && tp->msg.finished)
+		tx_msg_done(tp);
+}
+
+/*
+ * The transmit work item. At FPDU boundaries a pending Terminate goes
+ * first; otherwise one FPDU after the other, a message at a time, never
+ * interleaved, until there is nothing to send, the socket is full (its
+ * write_space callback queues us again) or the turn's budget is spent
+ * (we queue ourselves behind the other streams).
+ */
+static void tx_work(struct work_struct *work)
+{
+	struct vd_tp *tp = container_of(work, struct vd_tp, tx_work);
+	int budget = VD_TP_BUDGET;
+	enum vd_tp_term term;
+	int ret;
+
+	while (!tp->tx_dead && !READ_ONCE(tp->stopping)) {
+		if (tp->tx_left) {
+			ret = tx_push(tp);
+			if (ret == -EAGAIN)
+				return;
+			if (ret < 0) {
+				pr_debug("qp%u: send failed: %d\n",
+					 tp->qp->qpn, ret);
+				tp->tx_dead = true;
+				vd_cm_stream_closed(tp->conn, ret);
+				return;
+			}
+			tx_sent(tp);
+			continue;
+		}
+
+		spin_lock_bh(&tp->lock);
+		term = tp->term;
+		if (term == VD_TP_TERM_PENDING) {
+			memcpy(tp->tx_buf, tp->term_fpdu, tp->term_len);
+			tp->tx_off = 0;
+			tp->tx_left = tp->term_len;
+			tp->term = VD_TP_TERM_SENDING;
+			tp->tx_term = true;
+		}
+		spin_unlock_bh(&tp->lock);
+		if (term == VD_TP_TERM_PENDING)
+			continue;
+		if (term != VD_TP_TERM_NONE) {
+			tp->tx_dead = true;
+			return;
+		}
+
+		if (budget <= 0) {
+			vd_tp_queue_tx(tp);
+			return;
+		}
+		if (!tp->msg.active && !tx_next_msg(tp))
+			return;
+		if (!tp->msg.active)
+			continue;
+		ret = tx_build(tp);
+		if (ret) {
+			tx_msg_failed(tp, ret);
+			continue;
+		}
+		budget -= tp->tx_left;
+	}
+}
+
+/* --- Socket callbacks ------------------------------------------------ */
+
+static void tp_write_space(struct sock *sk)
+{
+	struct vd_tp *tp;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	rcu_read_lock();
+	tp = vd_tp_lookup(sk);
+	if (tp && sk_stream_is_writeable(sk)) {
+		clear_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
+		vd_tp_queue_tx(tp);
+	}
+	rcu_read_unlock();
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+/* --- Start and stop -------------------------------------------------- */
+
+static void tp_free(struct vd_tp *tp)
+{
+	u32 i;
+
+	for (i = tp->irq_head; i != tp->irq_tail; i++)
+		if (tp->irq[i % VD_MAX_IRD].mr)
+			vd_mr_put(tp->irq[i % VD_MAX_IRD].mr);
+	kvfree(tp->sq_rec);
+	kvfree(tp->tx_buf);
+	kvfree(tp->rx_buf);
+	kfree(tp->sqe);
+	kfree(tp->rqe);
+	if (tp->conn)
+		vd_conn_put(tp->conn);
+	kfree_rcu(tp, rcu);
+}
+
+static int tp_start(struct vd_conn *conn)
+{
+	struct vd_qp *qp = conn->qp;
+	struct sock *sk = conn->sock->sk;
+	struct vd_tp *tp;
+	u32 i;
+
+	tp = kzalloc(sizeof(*tp), GFP_KERNEL);
+	if (!tp)
+		return -ENOMEM;
+	tp->tx_buf = kvmalloc(VD_TP_BUF_SIZE, GFP_KERNEL);
+	tp->rx_buf = kvmalloc(VD_TP_BUF_SIZE, GFP_KERNEL);
+	tp->sqe = kmalloc(qp->sq.wqe_size, GFP_KERNEL);
+	tp->rqe = kmalloc(qp->rq.wqe_size, GFP_KERNEL);
+	tp->sq_rec = kvcalloc(qp->sq.depth, sizeof(*tp->sq_rec), GFP_KERNEL);
+	if (!tp->tx_buf || !tp->rx_buf || !tp->sqe || !tp->rqe ||
+	    !tp->sq_rec) {
+		tp_free(tp);
+		return -ENOMEM;
+	}
+	tp->conn = vd_conn_get(conn);
+	tp->qp = qp;
+	tp->dev = conn->dev;
+	tp->sock = conn->sock;
+	tp->sk = sk;
+	tp->sq_mask = qp->sq.depth - 1;
+	spin_lock_init(&tp->lock);
+	INIT_WORK(&tp->tx_work, tx_work);
+	INIT_WORK(&tp->rx_work, vd_rx_work);
+	tp->crc_tx = conn->mpa.crc_tx;
+	tp->crc_rx = conn->mpa.crc_rx;
+	tp->ord = min_t(u32, conn->mpa.ord, VD_MAX_ORD);
+	tp->ird = min_t(u32, conn->mpa.ird, VD_MAX_IRD);
+	for (i = 0; i < VD_QN_NR; i++) {
+		tp->msn[i] = VD_MSN_INITIAL;
+		tp->rx_msn[i] = VD_MSN_INITIAL;
+	}
+	if (conn->mpa.rtr != VD_RTR_NONE) {
+		if (conn->mpa.active) {
+			tp->tx_rtr = true;
+		} else {
+			/* RFC 6581: the responder waits for the RTR */
+			tp->tx_hold = true;
+			tp->rx_rtr = true;
+		}
+	}
+
+	write_lock_bh(&sk->sk_callback_lock);
+	tp->saved_data_ready = sk->sk_data_ready;
+	tp->saved_write_space = sk->sk_write_space;
+	spin_lock(&vd_tp_table_lock);
+	hash_add_rcu(vd_tp_table, &tp->node, (unsigned long)sk);
+	spin_unlock(&vd_tp_table_lock);
+	sk->sk_data_ready = vd_rx_data_ready;
+	sk->sk_write_space = tp_write_space;
+	write_unlock_bh(&sk->sk_callback_lock);
+
+	spin_lock_bh(&qp->lock);
+	conn->tp = tp;
+	qp->tp = tp;
+	spin_unlock_bh(&qp->lock);
+
+	pr_debug("qp%u: transport started: crc %d/%d ord %u ird %u rtr %d\n",
+		 qp->qpn, tp->crc_tx, tp->crc_rx, tp->ord, tp->ird,
+		 conn->mpa.rtr);
+	/* FPDUs may be waiting behind the MPA exchange, WRs in the SQ */
+	vd_tp_queue_rx(tp);
+	vd_tp_queue_tx(tp);
+	return 0;
+}
+
+static void tp_stop(struct vd_conn *conn, bool abort)
+{
+	struct vd_qp *qp = conn->qp;
+	struct vd_tp *tp;
+	struct sock *sk;
+
+	spin_lock_bh(&qp->lock);
+	tp = conn->tp;
+	conn->tp = NULL;
+	if (tp && qp->tp == tp)
+		qp->tp = NULL;
+	spin_unlock_bh(&qp->lock);
+	if (!tp)
+		return;
+
+	WRITE_ONCE(tp->stopping, true);
+	sk = tp->sk;
+	write_lock_bh(&sk->sk_callback_lock);
+	sk->sk_data_ready = tp->saved_data_ready;
+	sk->sk_write_space = tp->saved_write_space;
+	spin_lock(&vd_tp_table_lock);
+	hash_del_rcu(&tp->node);
+	spin_unlock(&vd_tp_table_lock);
+	write_unlock_bh(&sk->sk_callback_lock);
+
+	/* rx queues tx, tx never queues rx; each may requeue itself */
+	cancel_work_sync(&tp->rx_work);
+	cancel_work_sync(&tp->tx_work);
+	pr_debug("qp%u: transport stopped%s\n", qp->qpn,
+		 abort ? " (abort)" : "");
+	tp_free(tp);
+}
+
+const struct vd_stream_ops vd_transport_ops = {
+	.start = tp_start,
+	.stop = tp_stop,
+};
+
+int vd_transport_init(void)
+{
+	vd_tp_wq = alloc_workqueue("viaduct_tp", WQ_UNBOUND | WQ_MEM_RECLAIM,
+				   0);
+	if (!vd_tp_wq)
+		return -ENOMEM;
+	vd_cm_set_stream_ops(&vd_transport_ops);
+	return 0;
+}
+
+void vd_transport_uninit(void)
+{
+	vd_cm_set_stream_ops(NULL);
+	destroy_workqueue(vd_tp_wq);
+}

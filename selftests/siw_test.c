@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Interoperation with Linux's soft-iWARP (siw): rping(1) from rdma-core
+ * serves on an siw device in one namespace, and this program is its client
+ * on a viaduct device in the other, speaking rping's protocol:
+ *
+ *   client: Send {addr, rkey, len} of its source buffer
+ *   server: RDMA Read of the source, then Send "go ahead"
+ *   client: Send {addr, rkey, len} of its sink buffer
+ *   server: RDMA Write into the sink, then Send "go ahead"
+ *   client: the sink must equal the source
+ *
+ * So every opcode crosses the wire both ways between the two stacks:
+ * Sends both ways, an RDMA Read served by viaduct, an RDMA Write placed by
+ * viaduct. Skipped when siw or rping is not available.
+ */
+#include <endian.h>
+
+#include "xfer_util.h"
+
+#define SIW_PORT	7174
+#define SIW_SIZE	65000	/* rping's largest buffer is 64 KiB - 1 */
+#define SIW_COUNT	5
+
+/* rping's advertisement of a buffer, big endian on the wire. */
+struct siw_rping_info {
+	__u64 buf;
+	__u32 rkey;
+	__u32 size;
+};
+
+static int siw_connect(struct xf_side *a, __u32 flags)
+{
+	struct viaduct_cm_connect c = { 0 };
+	struct viaduct_cm_event ev;
+	int ret;
+
+	c.handle = a->id;
+	xf_addr(&c.dst, 2, SIW_PORT);
+	c.param.qp_handle = a->q.c.handle;
+	c.param.flags = flags;
+	ret = vd_ioctl(a->fd, VIADUCT_IOCTL_CM_CONNECT, &c);
+	if (ret)
+		return ret;
+	ret = xf_cm_event(a, &ev, XF_WAIT_MS);
+	if (ret)
+		return ret;
+	return ev.type == VIADUCT_CM_EVENT_ESTABLISHED ? 0 : -(int)ev.type;
+}
+
+/* Advertises @len bytes at @off with a Send; waits for the Send's CQE. */
+static int siw_advertise(struct __test_metadata *_metadata, struct xf_side *a,
+			 size_t off, __u32 len, __u64 wr_id)
+{
+	struct siw_rping_info *info = (void *)(a->buf + XF_BUF - 4096);
+	struct xf_sge sge = { XF_BUF - 4096, sizeof(*info) };
+	struct viaduct_cqe cqe;
+
+	info->buf = htobe64((unsigned long)(a->buf + off));
+	info->rkey = htobe32(a->stag);
+	info->size = htobe32(len);
+	xf_post_send(a, wr_id, VIADUCT_OP_SEND, VIADUCT_SQE_SIGNALED, &sge, 1, 0, 0);
+	if (vd_cring_wait(&a->q.scq, &cqe, 1, XF_WAIT_MS) != 1)
+		return -ETIMEDOUT;
+	EXPECT_EQ(wr_id, cqe.wr_id);
+	EXPECT_EQ(VIADUCT_WC_SUCCESS, cqe.status) TH_LOG("vendor_err 0x%x", cqe.vendor_err);
+	return cqe.status ? -EIO : 0;
+}
+
+/* The server's "go ahead": a Send of its own advertisement. */
+static int siw_go_ahead(struct __test_metadata *_metadata, struct xf_side *a, __u64 wr_id)
+{
+	struct viaduct_cqe cqe;
+
+	if (vd_cring_wait(&a->q.rcq, &cqe, 1, XF_WAIT_MS) != 1)
+		return -ETIMEDOUT;
+	EXPECT_EQ(wr_id, cqe.wr_id);
+	EXPECT_EQ(VIADUCT_WC_SUCCESS, cqe.status);
+	EXPECT_EQ(sizeof(struct siw_rping_info), cqe.byte_len);
+	return cqe.status ? -EIO : 0;
+}
+
+static void siw_rping(struct __test_metadata *_metadata, __u32 flags)
+{
+	struct xf_side a = { .fd = -1, .ch = -1 };
+	struct xf_sge go = { XF_BUF - 8192, 64 };
+	char nsa[32], nsb[32], log[64];
+	int id = getpid() % 100000, i, ret;
+	pid_t server;
+
+	if (vd_sh("modprobe siw 2>/dev/null") || vd_sh("command -v rping >/dev/null"))
+		SKIP(return, "siw or rping not available");
+	snprintf(nsa, sizeof(nsa), "sa%d", id);
+	snprintf(nsb, sizeof(nsb), "sb%d", id);
+	snprintf(log, sizeof(log), "/tmp/rping-%d.log", id);
+	ASSERT_EQ(0, xf_net_up(nsa, nsb, id));
+	ASSERT_EQ(0, vd_sh("ip netns exec %s rdma link add siw%d type siw netdev eth0", nsb, id));
+
+	server = fork();
+	ASSERT_LE(0, server);
+	if (!server) {
+		char port[16], count[16], size[16];
+
+		snprintf(port, sizeof(port), "%d", SIW_PORT);
+		snprintf(count, sizeof(count), "%d", SIW_COUNT);
+		snprintf(size, sizeof(size), "%d", SIW_SIZE);
+		if (!freopen(log, "w", stdout) || dup2(1, 2) < 0)
+			_exit(126);
+		execlp("ip", "ip", "netns", "exec", nsb, "rping", "-s", "-v", "-a", "192.0.2.2",
+		       "-p", port, "-C", count, "-S", size, (char *)NULL);
+		_exit(127);
+	}
+
+	/* the server listens once rping has set up its rdma_cm id */
+	for (i = 0; i < 150; i++) {
+		if (!vd_sh("ip netns exec %s ss -Hltn 'sport = :%d' | grep -q .", nsb, SIW_PORT))
+			break;
+		usleep(100000);
+	}
+	snprintf(a.ns, sizeof(a.ns), "%s", nsa);
+	ASSERT_EQ(0, xf_in_ns(nsa, xf_side_up, &a));
+	ret = siw_connect(&a, flags);
+	ASSERT_EQ(0, ret) TH_LOG("connect to rping on siw: %d", ret);
+
+	for (i = 0; i < SIW_COUNT; i++) {
+		size_t src = 4096, dst = 4096 + 2 * SIW_SIZE;
+		int n = snprintf((char *)a.buf + src, SIW_SIZE, "rdma-ping-%d: ", i);
+
+		/* rping prints the data: text, cut at its size */
+		xf_fill(a.buf + src + n, SIW_SIZE - n - 1, i);
+		for (int k = n; k < SIW_SIZE - 1; k++)
+			a.buf[src + k] = 'A' + a.buf[src + k] % 26;
+		a.buf[src + SIW_SIZE - 1] = 0;
+		memset(a.buf + dst, 0, SIW_SIZE);
+
+		xf_post_recv(&a, 2 * i, &go, 1);
+		ASSERT_EQ(0, siw_advertise(_metadata, &a, src, SIW_SIZE, 10 * i));
+		ASSERT_EQ(0, siw_go_ahead(_metadata, &a, 2 * i));	/* it read */
+		xf_post_recv(&a, 2 * i + 1, &go, 1);
+		ASSERT_EQ(0, siw_advertise(_metadata, &a, dst, SIW_SIZE, 10 * i + 1));
+		ASSERT_EQ(0, siw_go_ahead(_metadata, &a, 2 * i + 1));	/* it wrote */
+		ASSERT_EQ(0, memcmp(a.buf + src, a.buf + dst, SIW_SIZE))
+			TH_LOG("round %d: what siw wrote back differs", i);
+	}
+
+	xf_side_down(&a);
+	waitpid(server, &ret, 0);
+	vd_sh("sed 's/^/# rping: /' %s | cut -c1-100 | tail -n 12", log);
+	EXPECT_EQ(SIW_COUNT, vd_sh("exit $(grep -c 'server ping data: rdma-ping-' %s)", log));
+	unlink(log);
+	vd_sh("ip netns exec %s rdma link del siw%d 2>/dev/null", nsb, id);
+	xf_net_down(nsa, nsb);
+}
+
+FIXTURE(siw)
+{
+	int unused;
+};
+
+FIXTURE_SETUP(siw)
+{
+}
+
+FIXTURE_TEARDOWN(siw)
+{
+}
+
+TEST_F_TIMEOUT(siw, rping_crc, XF_TIMEOUT_S)
+{
+	siw_rping(_metadata, VIADUCT_CM_F_CRC);
+}
+
+TEST_F_TIMEOUT(siw, rping_nocrc, XF_TIMEOUT_S)
+{
+	siw_rping(_metadata, 0);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers of the transfer selftests: a viaduct side (device, context, PD,
+ * registered buffer, QP with private completion rings, CM channel and id)
+ * set up inside a named network namespace, CM events, and posting WRs
+ * with SGEs into the side's buffer.
+ */
+#ifndef VD_XFER_UTIL_H
+#define VD_XFER_UTIL_H
+
+#include <arpa/inet.h>
+#include <sched.h>
+
+#include "res_util.h"
+
+#define XF_BUF		(2UL << 20)	/* registered per side */
+#define XF_MAX		(1U << 20)	/* largest message */
+#define XF_DEPTH	64
+#define XF_ORD		2
+#define XF_WAIT_MS	30000
+#define XF_TIMEOUT_S	300	/* per test, setup included: TCG is slow */
+#define XF_ACCESS	(VIADUCT_ACCESS_LOCAL_WRITE | \
+			 VIADUCT_ACCESS_REMOTE_WRITE | \
+			 VIADUCT_ACCESS_REMOTE_READ)
+
+struct xf_side {
+	char ns[32];
+	int fd;			/* /dev/viaduct, opened in @ns */
+	int ch;			/* CM channel */
+	__u32 pd, mr, stag, id;
+	unsigned char *buf;
+	struct vd_qp q;
+};
+
+/* Runs @fn in namespace @ns, then returns to ours. */
+static inline int xf_in_ns(const char *ns, int (*fn)(struct xf_side *), struct xf_side *s)
+{
+	char path[96];
+	int self, fd, ret;
+
+	snprintf(path, sizeof(path), "/var/run/netns/%s", ns);
+	self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (self < 0 || fd < 0 || setns(fd, CLONE_NEWNET)) {
+		ret = -errno;
+		goto out;
+	}
+	ret = fn(s);
+	if (setns(self, CLONE_NEWNET))
+		ret = -errno;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (self >= 0)
+		close(self);
+	return ret;
+}
+
+/* In the side's namespace: the device, the context, the resources. */
+static inline int xf_side_up(struct xf_side *s)
+{
+	struct viaduct_select_device sel = { .name = "vd0" };
+	struct viaduct_cm_channel ch = { .fd = -1 };
+	struct viaduct_cm_create_id cid = { 0 };
+	int ret;
+
+	ret = vd_nl_link(VIADUCT_CMD_LINK_ADD, "vd0", "eth0");
+	if (ret)
+		return ret;
+	s->fd = vd_open();
+	if (s->fd < 0)
+		return -errno;
+	ret = vd_ioctl(s->fd, VIADUCT_IOCTL_SELECT_DEVICE, &sel);
+	if (ret)
+		return ret;
+	ret = vd_create_pd(s->fd);
+	if (ret < 0)
+		return ret;
+	s->pd = ret;
+	s->buf = mmap(NULL, XF_BUF, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (s->buf == MAP_FAILED)
+		return -errno;
+	ret = vd_reg_mr(s->fd, s->pd, s->buf, XF_BUF, XF_ACCESS, &s->stag);
+	if (ret < 0)
+		return ret;
+	s->mr = ret;
+
+	vd_qp_args(&s->q.c, s->pd, 0, 0);
+	s->q.c.sq_depth = XF_DEPTH;
+	s->q.c.rq_depth = XF_DEPTH;
+	s->q.c.max_send_sge = 4;
+	s->q.c.max_recv_sge = 4;
+	s->q.c.max_inline = 64;
+	s->q.c.ord = XF_ORD;
+	s->q.c.ird = XF_ORD;
+	s->q.c.access = VIADUCT_QP_ACCESS_REMOTE_WRITE |
+			VIADUCT_QP_ACCESS_REMOTE_READ;
+	ret = vd_qp_create(s->fd, &s->q);
+	if (ret)
+		return ret;
+
+	ret = vd_ioctl(s->fd, VIADUCT_IOCTL_CREATE_CM_CHANNEL, &ch);
+	if (ret)
+		return ret;
+	s->ch = ch.fd;
+	cid.channel_fd = s->ch;
+	ret = vd_ioctl(s->fd, VIADUCT_IOCTL_CM_CREATE_ID, &cid);
+	if (ret)
+		return ret;
+	s->id = cid.handle;
+	return 0;
+}
+
+/* Next CM event of a channel (acknowledged), waiting up to @ms. */
+static inline int xf_cm_event(struct xf_side *s, struct viaduct_cm_event *ev, int ms)
+{
+	struct viaduct_cm_ack ack;
+	ssize_t n;
+	int ret = vd_wait_readable(s->ch, ms);
+
+	if (ret <= 0)
+		return ret ? ret : -ETIMEDOUT;
+	n = read(s->ch, ev, sizeof(*ev));
+	if (n != sizeof(*ev))
+		return n < 0 ? -errno : -EIO;
+	ack.handle = ev->handle;
+	ack.seq = ev->seq;
+	return vd_ioctl(s->fd, VIADUCT_IOCTL_CM_ACK_EVENT, &ack);
+}
+
+static inline void xf_addr(struct viaduct_sockaddr *a, int host, __u16 port)
+{
+	memset(a, 0, sizeof(*a));
+	a->family = VIADUCT_AF_INET;
+	a->port = htons(port);
+	a->addr[0] = 192;
+	a->addr[1] = 0;
+	a->addr[2] = 2;
+	a->addr[3] = host;
+}
+
+struct xf_sge {
+	size_t off;		/* into the side's buffer */
+	__u32 len;
+};
+
+static inline void xf_post_send(struct xf_side *s, __u64 wr_id, __u8 opcode,
+			 __u8 flags, const struct xf_sge *sg, int n,
+			 __u32 rstag, __u64 raddr)
+{
+	struct viaduct_sqe *e = vd_sq_slot(&s->q, s->q.sq_prod);
+	struct viaduct_sge *sge = (struct viaduct_sge *)(e + 1);
+	int i;
+
+	memset(e, 0, s->q.c.sq_wqe_size);
+	e->wr_id = wr_id;
+	e->opcode = opcode;
+	e->flags = flags;
+	e->num_sge = n;
+	e->remote_stag = rstag;
+	e->remote_addr = raddr;
+	for (i = 0; i < n; i++) {
+		sge[i].addr = (unsigned long)(s->buf + sg[i].off);
+		sge[i].length = sg[i].len;
+		sge[i].stag = s->stag;
+	}
+	s->q.sq_prod++;
+	__atomic_store_n(&s->q.db->sq_producer, s->q.sq_prod, __ATOMIC_RELEASE);
+	vd_doorbell(s->fd, s->q.c.handle, VIADUCT_DOORBELL_SQ);
+}
+
+static inline void xf_post_recv(struct xf_side *s, __u64 wr_id,
+			 const struct xf_sge *sg, int n)
+{
+	struct viaduct_rqe *r = vd_rq_slot(&s->q, s->q.rq_prod);
+	struct viaduct_sge *sge = (struct viaduct_sge *)(r + 1);
+	int i;
+
+	memset(r, 0, s->q.c.rq_wqe_size);
+	r->wr_id = wr_id;
+	r->num_sge = n;
+	for (i = 0; i < n; i++) {
+		sge[i].addr = (unsigned long)(s->buf + sg[i].off);
+		sge[i].length = sg[i].len;
+		sge[i].stag = s->stag;
+	}
+	s->q.rq_prod++;
+	__atomic_store_n(&s->q.db->rq_producer, s->q.rq_prod, __ATOMIC_RELEASE);
+	vd_doorbell(s->fd, s->q.c.handle, VIADUCT_DOORBELL_RQ);
+}
+
+static inline void xf_fill(unsigned char *p, size_t len, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (unsigned char)(seed * 131 + i * 7 + (i >> 8));
+}
+
+/*
+ * Namespaces @a and @b joined by a veth pair, eth0 on both sides, with
+ * 192.0.2.1 in @a and 192.0.2.2 in @b. Leftovers of the same names go
+ * first. 0 or the shell's status.
+ */
+static inline int xf_net_up(const char *a, const char *b, int id)
+{
+	vd_sh("ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null", a, b);
+	return vd_sh("ip netns add %1$s && ip netns add %2$s && "
+		     "ip link add xfa%3$d type veth peer name xfb%3$d && "
+		     "ip link set xfa%3$d netns %1$s name eth0 && "
+		     "ip link set xfb%3$d netns %2$s name eth0 && "
+		     "ip -n %1$s addr add 192.0.2.1/24 dev eth0 && "
+		     "ip -n %2$s addr add 192.0.2.2/24 dev eth0 && "
+		     "ip -n %1$s link set eth0 up && ip -n %2$s link set eth0 up && "
+		     "ip -n %1$s link set lo up && ip -n %2$s link set lo up",
+		     a, b, id);
+}
+
+static inline void xf_net_down(const char *a, const char *b)
+{
+	vd_sh("ip netns del %s; ip netns del %s", a, b);
+}
+
+static inline void xf_side_down(struct xf_side *s)
+{
+	vd_qp_unmap(&s->q);
+	if (s->ch >= 0)
+		close(s->ch);
+	if (s->fd >= 0)
+		close(s->fd);
+	if (s->buf && s->buf != MAP_FAILED)
+		munmap(s->buf, XF_BUF);
+	s->ch = s->fd = -1;
+	s->buf = NULL;
+}
+
+#endif /* VD_XFER_UTIL_H */

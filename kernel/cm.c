@@ -287,25 +287,25 @@ static const struct file_operations vd_cm_channel_fops = {
 	.llseek = noop_llseek,
 };
 
-int vd_cm_channel_create_fd(void)
+struct file *vd_cm_channel_create_file(void)
 {
 	struct vd_cm_channel *ch;
-	int fd;
+	struct file *file;
 
 	ch = kzalloc(sizeof(*ch), GFP_KERNEL_ACCOUNT);
 	if (!ch)
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
 	kref_init(&ch->ref);
 	spin_lock_init(&ch->lock);
 	mutex_init(&ch->read_lock);
 	init_waitqueue_head(&ch->wait);
 	INIT_LIST_HEAD(&ch->queue);
 	/* on success the file owns the only reference */
-	fd = anon_inode_getfd("[viaduct-cm-channel]", &vd_cm_channel_fops, ch,
-			      O_RDWR | O_CLOEXEC);
-	if (fd < 0)
+	file = anon_inode_getfile("[viaduct-cm-channel]", &vd_cm_channel_fops,
+				  ch, O_RDWR);
+	if (IS_ERR(file))
 		vd_cm_channel_put(ch);
-	return fd;
+	return file;
 }
 
 struct vd_cm_channel *vd_cm_channel_fdget(int fd)

@@ -10,8 +10,9 @@
  *   vd_cm_set_stream_ops(ops)
  *       The transport's struct vd_stream_ops, given to every new conn.
  *
- *   vd_cm_channel_create_fd(), vd_cm_channel_fdget(fd), vd_cm_channel_put()
- *       CM event channels: an anon-inode file that read()s whole
+ *   vd_cm_channel_create_file(), vd_cm_channel_fdget(fd), vd_cm_channel_put()
+ *       CM event channels: an anon-inode file (installed by the caller,
+ *       vd_uobj_give_fd()) that read()s whole
  *       struct viaduct_cm_event records and polls readable while one is
  *       queued. fdget: ERR_PTR(-EBADF) or -EINVAL (not a CM channel).
  *
@@ -98,7 +99,7 @@ int vd_cm_init(void);
 void vd_cm_uninit(void);
 void vd_cm_set_stream_ops(const struct vd_stream_ops *ops);
 
-int vd_cm_channel_create_fd(void);
+struct file *vd_cm_channel_create_file(void);
 struct vd_cm_channel *vd_cm_channel_fdget(int fd);
 void vd_cm_channel_put(struct vd_cm_channel *ch);
 

@@ -372,23 +372,23 @@ static const struct file_operations vd_comp_channel_fops = {
 	.llseek = noop_llseek,
 };
 
-int vd_comp_channel_create_fd(void)
+struct file *vd_comp_channel_create_file(void)
 {
 	struct vd_comp_channel *ch;
-	int fd;
+	struct file *file;
 
 	ch = vd_comp_channel_create();
 	if (IS_ERR(ch))
-		return PTR_ERR(ch);
+		return ERR_CAST(ch);
 
 	/* On success the file owns the reference; release() drops it. */
-	fd = anon_inode_getfd("[viaduct-comp-channel]", &vd_comp_channel_fops,
-			      ch, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
+	file = anon_inode_getfile("[viaduct-comp-channel]",
+				  &vd_comp_channel_fops, ch, O_RDWR);
+	if (IS_ERR(file))
 		vd_comp_channel_put(ch);
-	return fd;
+	return file;
 }
-EXPORT_SYMBOL_IF_KUNIT(vd_comp_channel_create_fd);
+EXPORT_SYMBOL_IF_KUNIT(vd_comp_channel_create_file);
 
 struct vd_comp_channel *vd_comp_channel_fdget(int fd)
 {

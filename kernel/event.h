@@ -41,11 +41,11 @@
  * -------------------
  *   vd_comp_channel_create()
  *       A channel with one reference, or ERR_PTR(-ENOMEM).
- *   vd_comp_channel_create_fd()
- *       A channel behind a new anonymous-inode file installed as a file
- *       descriptor (O_RDWR | O_CLOEXEC) of the calling process: returns
- *       the descriptor or a negative errno. The file owns the channel's
- *       only reference until close. The file read()s struct
+ *   vd_comp_channel_create_file()
+ *       A channel behind a new anonymous-inode file (O_RDWR), or an
+ *       ERR_PTR. The caller installs it as a descriptor once nothing can
+ *       fail any more (vd_uobj_give_fd()). The file owns the channel's
+ *       only reference until its last fput(). The file read()s struct
  *       viaduct_cq_event records with the rules of vd_async_queue_read(),
  *       and polls readable while one is queued.
  *   vd_comp_channel_fdget(fd)
@@ -134,7 +134,7 @@ vd_async_queue_get(struct vd_async_queue *aq)
 }
 
 struct vd_comp_channel *vd_comp_channel_create(void);
-int vd_comp_channel_create_fd(void);
+struct file *vd_comp_channel_create_file(void);
 struct vd_comp_channel *vd_comp_channel_fdget(int fd);
 void vd_comp_channel_put(struct vd_comp_channel *ch);
 int vd_comp_channel_push(struct vd_comp_channel *ch, u32 cq_handle,

@@ -13,7 +13,6 @@
  * table's lock, on referenced objects.
  */
 #include <linux/err.h>
-#include <linux/fdtable.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
@@ -79,15 +78,8 @@ static long ucm_create_channel(struct vd_uctx *ctx, void __user *uarg)
 
 	if (!ucm_device(ctx))
 		return -ENODEV;
-	c.fd = vd_cm_channel_create_fd();
-	if (c.fd < 0)
-		return c.fd;
-	if (copy_to_user(uarg, &c, sizeof(c))) {
-		/* as for completion channels (uobj.c) */
-		close_fd(c.fd);
-		return -EFAULT;
-	}
-	return 0;
+	return vd_uobj_give_fd(vd_cm_channel_create_file(), uarg, &c,
+			       sizeof(c), &c.fd);
 }
 
 static long ucm_create_id(struct vd_uctx *ctx, void __user *uarg)

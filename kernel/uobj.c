@@ -9,7 +9,7 @@
  * while nobody else can have named it.
  */
 #include <linux/err.h>
-#include <linux/fdtable.h>
+#include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/kernel.h>
 #include <linux/mm.h>
@@ -710,25 +710,37 @@ static long ioctl_doorbell(struct vd_uctx *ctx, void __user *uarg)
 	return ret;
 }
 
+long vd_uobj_give_fd(struct file *file, void __user *uarg, void *karg,
+		     size_t size, s32 *fd)
+{
+	int nr;
+
+	if (IS_ERR(file))
+		return PTR_ERR(file);
+	nr = get_unused_fd_flags(O_CLOEXEC);
+	if (nr < 0) {
+		fput(file);
+		return nr;
+	}
+	*fd = nr;
+	if (copy_to_user(uarg, karg, size)) {
+		put_unused_fd(nr);
+		fput(file);
+		return -EFAULT;
+	}
+	/* visible to the process only now: nothing can fail any more */
+	fd_install(nr, file);
+	return 0;
+}
+
 static long ioctl_create_comp_channel(struct vd_uctx *ctx, void __user *uarg)
 {
 	struct viaduct_comp_channel c = {};
 
 	if (!uobj_device(ctx))
 		return -ENODEV;
-	c.fd = vd_comp_channel_create_fd();
-	if (c.fd < 0)
-		return c.fd;
-	if (copy_to_user(uarg, &c, sizeof(c))) {
-		/*
-		 * The descriptor is installed already. Another thread may have
-		 * closed it meanwhile; then this closes whatever that thread
-		 * got under the same number, which it could not name anyway.
-		 */
-		close_fd(c.fd);
-		return -EFAULT;
-	}
-	return 0;
+	return vd_uobj_give_fd(vd_comp_channel_create_file(), uarg, &c,
+			       sizeof(c), &c.fd);
 }
 
 /* --- CM ids (ucm.c) ------------------------------------------------ */

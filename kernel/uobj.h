@@ -14,6 +14,11 @@
  *   vd_uobj_ioctl(ctx, cmd, arg)
  *       The resource commands of include/uapi/viaduct.h; -ENOTTY for any
  *       other command.
+ *   vd_uobj_give_fd(file, uarg, karg, size, fd)
+ *       Hands @file (or its ERR_PTR) to the process: reserves a descriptor
+ *       (O_CLOEXEC), stores it in *@fd, a field of @karg, copies @size
+ *       bytes of @karg to @uarg and only then installs the file, so that a
+ *       faulting copy leaves no descriptor behind. Consumes the file.
  *   vd_uobj_mmap(ctx, vma), vd_uobj_read(ctx, ...), vd_uobj_poll(ctx, ...)
  *       The ->mmap(), ->read() and ->poll() of the context file.
  *
@@ -146,6 +151,8 @@ void vd_uobj_table_counts(struct vd_uobj_table *t,
 			  struct vd_uobj_counts *counts);
 
 long vd_uobj_ioctl(struct vd_uctx *ctx, unsigned int cmd, unsigned long arg);
+long vd_uobj_give_fd(struct file *file, void __user *uarg, void *karg,
+		     size_t size, s32 *fd);
 
 /* For ucm.c, the connection manager's commands (see "CM ids" above). */
 long vd_ucm_ioctl(struct vd_uctx *ctx, unsigned int cmd, void __user *uarg);

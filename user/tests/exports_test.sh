@@ -13,7 +13,10 @@ for want in 'viaduct::Device::open(' 'viaduct::Device::list(' 'viaduct::to_attri
 	'viaduct::CompletionQueue::poll(' 'viaduct::CompletionQueue::wait(' \
 	'viaduct::CompletionQueue::arm(' 'viaduct::QueuePair::QueuePair(' \
 	'viaduct::QueuePair::post_send(' 'viaduct::QueuePair::post_recv(' \
-	'viaduct::QueuePair::modify(' 'viaduct::to_completion('; do
+	'viaduct::QueuePair::modify(' 'viaduct::to_completion(' \
+	'viaduct::CmChannel::read(' 'viaduct::ConnectionId::ConnectionId(' \
+	'viaduct::ConnectionId::connect(' 'viaduct::ConnectionId::accept(' \
+	'viaduct::CmEvent::~CmEvent(' 'viaduct::CmEvent::connection('; do
 	echo "$syms" | grep -qF "$want" || { echo "not exported: $want"; fail=1; }
 done
 if echo "$syms" | grep -q 'viaduct::detail'; then

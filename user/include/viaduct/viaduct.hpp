@@ -552,4 +552,188 @@ private:
     std::shared_ptr<State> state_;
 };
 
+// The connection manager: connections of queue pairs over TCP and MPA
+// (Documentation/cm.rst). A CmChannel is a descriptor that reports the
+// events of the ConnectionIds made on it; each event read is a CmEvent,
+// acknowledged to the kernel exactly once when it is destroyed (or by
+// ack()). An id is used for one thing in its life: a listener, an outgoing
+// connection, a converted socket, or one incoming connection, which arrives
+// as a CONNECT_REQUEST event on the listener's channel and is answered with
+// accept() or reject() on CmEvent::connection().
+//
+// An event holds its id's state: the kernel id is destroyed only once the
+// ConnectionId and every event of it are gone, so destroying a ConnectionId
+// while an event of it is held is safe and waits for the event's ack. The
+// kernel refuses to destroy an id with events queued on the channel but not
+// read yet; such an id is destroyed by the channel once it reads (and acks)
+// them, by a later read() or when the channel goes, and with the context
+// at the latest.
+//
+// Threads: a CmChannel may be read from one thread while ids are used from
+// others; one ConnectionId is used by one thread at a time.
+
+enum class CmEventType : std::uint32_t {
+    ConnectRequest = VIADUCT_CM_EVENT_CONNECT_REQUEST,
+    Established = VIADUCT_CM_EVENT_ESTABLISHED,
+    Rejected = VIADUCT_CM_EVENT_REJECTED,
+    Unreachable = VIADUCT_CM_EVENT_UNREACHABLE,
+    Disconnected = VIADUCT_CM_EVENT_DISCONNECTED,
+    Timeout = VIADUCT_CM_EVENT_TIMEOUT,
+    ConnectError = VIADUCT_CM_EVENT_CONNECT_ERROR,
+    DeviceRemoved = VIADUCT_CM_EVENT_DEVICE_REMOVED,
+};
+
+VIADUCT_API const char *to_string(CmEventType type) noexcept;
+
+// An IPv4 or IPv6 address and a TCP port.
+struct VIADUCT_API SocketAddress {
+    int family = 0;      // AF_INET or AF_INET6
+    std::string address; // inet_ntop() form
+    std::uint16_t port = 0;
+    std::uint32_t scope_id = 0; // IPv6 link-local scope
+
+    std::string to_string() const; // "192.0.2.1:4791", "[2001:db8::1]:4791"
+};
+
+// Bytes of private data an MPA frame carries: 512 in revision 1, 508 in
+// the enhanced form (the IRD/ORD words take 4).
+inline constexpr std::size_t cm_private_data_max = VIADUCT_CM_PRIVATE_DATA_MAX;
+inline constexpr std::size_t cm_private_data_max_enhanced = VIADUCT_CM_PRIVATE_DATA_MAX - 4;
+
+// What connect(), accept() and convert_socket() negotiate.
+struct ConnectionOptions {
+    std::span<const std::byte> private_data{};
+    bool mpa_v1 = false;   // plain RFC 5044: no IRD/ORD exchange, no P2P
+    bool crc = false;      // ask for the MPA CRC (used if either side asks)
+    bool p2p = false;      // RFC 6581 peer-to-peer ready-to-receive message
+    std::uint32_t ird = 0; // 0: the QP's
+    std::uint32_t ord = 0;
+    std::chrono::milliseconds timeout{0}; // connect(), convert_socket(): 0 for 30 s
+};
+
+class CmEvent;
+class ConnectionId;
+
+class VIADUCT_API CmChannel {
+public:
+    explicit CmChannel(const Device &dev);
+
+    CmChannel(const CmChannel &) = delete;
+    CmChannel &operator=(const CmChannel &) = delete;
+    CmChannel(CmChannel &&) noexcept = default;
+    CmChannel &operator=(CmChannel &&) noexcept = default;
+    ~CmChannel() = default;
+
+    explicit operator bool() const noexcept { return state_ != nullptr; }
+
+    // The next event, or nothing after @timeout (negative: wait for ever).
+    // Interrupted waits are resumed with the time left.
+    std::optional<CmEvent> read(std::chrono::milliseconds timeout) const;
+
+    int fd() const; // non-blocking, owned by the channel: for poll()/epoll
+
+    struct State;
+    std::shared_ptr<State> state() const;
+
+private:
+    std::shared_ptr<State> state_;
+};
+
+class VIADUCT_API ConnectionId {
+public:
+    // A new id reporting to @channel; @user_data comes back in its events
+    // (a listener's in its CONNECT_REQUESTs).
+    explicit ConnectionId(const CmChannel &channel, std::uint64_t user_data = 0);
+
+    ConnectionId(const ConnectionId &) = delete;
+    ConnectionId &operator=(const ConnectionId &) = delete;
+    ConnectionId(ConnectionId &&) noexcept = default;
+    ConnectionId &operator=(ConnectionId &&) noexcept = default;
+    ~ConnectionId() = default;
+
+    explicit operator bool() const noexcept { return state_ != nullptr; }
+    std::uint32_t handle() const;
+
+    // Listens on @address ("" or "0.0.0.0" or "::": every address of the
+    // device) and @port (0: the kernel picks one). Returns the port.
+    std::uint16_t listen(std::string_view address, std::uint16_t port, std::uint32_t backlog = 0);
+
+    // Connects @qp (Idle) to @address:@port. The outcome is an event:
+    // Established (the QP is in RTS), Rejected, Unreachable, Timeout or
+    // ConnectError.
+    void connect(QueuePair &qp, std::string_view address, std::uint16_t port,
+                 const ConnectionOptions &options = {});
+
+    // Answers the CONNECT_REQUEST this id came with; Established follows.
+    // ConnectionOptions::timeout is not used here.
+    void accept(QueuePair &qp, std::span<const std::byte> private_data = {});
+    void accept(QueuePair &qp, const ConnectionOptions &options);
+    void reject(std::span<const std::byte> private_data = {});
+
+    // Graceful (FIN; the QP goes Closing, then Idle) or abortive (RST; the
+    // QP goes to Error). Both sides get Disconnected.
+    void disconnect(bool abort = false);
+
+    // Makes an RDMA connection of @qp out of @sockfd, a connected TCP socket
+    // of the caller's (which keeps its descriptor): @active sends the MPA
+    // request, the other side answers it. Established follows.
+    void convert_socket(int sockfd, QueuePair &qp, bool active,
+                        const ConnectionOptions &options = {});
+
+    struct State;
+    std::shared_ptr<State> state() const;
+
+private:
+    friend class CmEvent;
+    explicit ConnectionId(std::shared_ptr<State> state) noexcept : state_(std::move(state)) {}
+
+    std::shared_ptr<State> state_;
+};
+
+// One event of a CM channel, acknowledged when it is destroyed. Move-only:
+// a moved-from event acknowledges nothing and may only be destroyed or
+// assigned to.
+class VIADUCT_API CmEvent {
+public:
+    CmEvent(CmEvent &&other) noexcept;
+    CmEvent &operator=(CmEvent &&other) noexcept;
+    CmEvent(const CmEvent &) = delete;
+    CmEvent &operator=(const CmEvent &) = delete;
+    ~CmEvent(); // acks if not done yet; errors are ignored
+
+    CmEventType type() const noexcept { return static_cast<CmEventType>(ev_->type); }
+    int status() const noexcept { return ev_->status; } // 0 or a negative errno
+    std::uint64_t user_data() const noexcept { return ev_->user_data; }
+    std::uint32_t handle() const noexcept { return ev_->handle; }
+    std::uint32_t listen_handle() const noexcept { return ev_->listen_handle; }
+    std::uint32_t seq() const noexcept { return ev_->seq; }
+    std::uint32_t ird() const noexcept { return ev_->ird; } // the peer's
+    std::uint32_t ord() const noexcept { return ev_->ord; }
+    std::uint32_t flags() const noexcept { return ev_->flags; } // VIADUCT_CM_F_*
+    SocketAddress local() const;
+    SocketAddress peer() const;
+    std::span<const std::byte> private_data() const noexcept;
+    const viaduct_cm_event &raw() const noexcept { return *ev_; }
+
+    // The id the event is about: for a CONNECT_REQUEST the new one, to
+    // accept or reject. Shares the state of the ConnectionId the event came
+    // for; Error(ENOENT) for an id the library did not make.
+    ConnectionId connection() const;
+
+    // Acknowledges now; Error if the kernel refuses. Later calls, and the
+    // destructor, do nothing.
+    void ack();
+    bool acked() const noexcept { return acked_; }
+
+private:
+    friend class CmChannel;
+    CmEvent(std::unique_ptr<viaduct_cm_event> ev, std::shared_ptr<Device::State> dev,
+            std::shared_ptr<ConnectionId::State> id) noexcept;
+
+    std::unique_ptr<viaduct_cm_event> ev_;
+    std::shared_ptr<Device::State> dev_;
+    std::shared_ptr<ConnectionId::State> id_;
+    bool acked_ = true;
+};
+
 } // namespace viaduct

@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// Live tests of the connection manager API, against the real module in the
+// test VM: connections on the test device's own address, the listener and
+// the initiator in one process, each with a context of its own. Skips
+// without the module, without a device or when the device's interface has
+// no IPv4 address.
+#include <algorithm>
+#include <arpa/inet.h>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <string>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <vector>
+
+#include <viaduct/viaduct.hpp>
+
+#include "syscall.hpp"
+
+using namespace std::chrono_literals;
+using viaduct::CmChannel;
+using viaduct::CmEvent;
+using viaduct::CmEventType;
+using viaduct::ConnectionId;
+using viaduct::ConnectionOptions;
+using viaduct::Device;
+using viaduct::ProtectionDomain;
+using viaduct::QpState;
+using viaduct::QueuePair;
+
+namespace {
+
+std::vector<std::byte> bytes(std::string_view s) {
+    std::vector<std::byte> v(s.size());
+    std::memcpy(v.data(), s.data(), s.size());
+    return v;
+}
+
+std::string text(std::span<const std::byte> b) {
+    return std::string(reinterpret_cast<const char *>(b.data()), b.size());
+}
+
+// One side of a connection: a context, a channel, a PD and an Idle QP.
+struct Side {
+    explicit Side(const std::string &dev_name)
+        : dev(Device::open(dev_name)), channel(dev), pd(dev), qp(pd, viaduct::QpConfig{}) {}
+
+    // The next event, which must be of @type; fails the test after 10 s.
+    CmEvent expect(CmEventType type) {
+        auto ev = channel.read(10s);
+        if (!ev)
+            throw std::runtime_error(std::string("no CM event, expected ") +
+                                     viaduct::to_string(type));
+        if (ev->type() != type)
+            throw std::runtime_error(std::string("CM event ") + viaduct::to_string(ev->type()) +
+                                     " (status " + std::to_string(ev->status()) + "), expected " +
+                                     viaduct::to_string(type));
+        return std::move(*ev);
+    }
+
+    Device dev;
+    CmChannel channel;
+    ProtectionDomain pd;
+    QueuePair qp;
+};
+
+class LiveCm : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (::access(viaduct::device_path().c_str(), F_OK) != 0)
+            GTEST_SKIP() << "no " << viaduct::device_path() << ": viaduct.ko not loaded";
+        auto devs = Device::list();
+        const char *want = std::getenv("VIADUCT_TEST_DEVICE");
+        if (want && *want) {
+            name_ = want;
+        } else if (!devs.empty()) {
+            name_ = devs.front().name;
+        } else {
+            GTEST_SKIP() << "no viaduct device";
+        }
+        auto attr = Device::open(name_).attributes();
+        for (const auto &a : attr.addresses) {
+            if (a.family == AF_INET) {
+                addr_ = a.address;
+                break;
+            }
+        }
+        if (addr_.empty())
+            GTEST_SKIP() << name_ << " (" << attr.ifname << ") has no IPv4 address";
+        server_ = std::make_unique<Side>(name_);
+        client_ = std::make_unique<Side>(name_);
+        listener_ = std::make_unique<ConnectionId>(server_->channel, 0x1157);
+        port_ = listener_->listen(addr_, 0);
+        ASSERT_NE(0, port_);
+    }
+
+    std::string name_, addr_;
+    std::unique_ptr<Side> server_, client_;
+    std::unique_ptr<ConnectionId> listener_;
+    std::uint16_t port_ = 0;
+};
+
+// The errno of a raw CM command on @dev.
+int raw(const Device &dev, unsigned long cmd, void *arg) {
+    return viaduct::detail::do_ioctl(dev.fd(), cmd, arg);
+}
+
+} // namespace
+
+TEST_F(LiveCm, ConnectAcceptPrivateDataBothWaysAndDisconnect) {
+    ConnectionId conn(client_->channel, 0xc11e);
+    auto hello = bytes("hello from the initiator");
+    ConnectionOptions o;
+    o.private_data = hello;
+    conn.connect(client_->qp, addr_, port_, o);
+
+    CmEvent req = server_->expect(CmEventType::ConnectRequest);
+    EXPECT_EQ(0, req.status());
+    EXPECT_EQ(0x1157u, req.user_data());
+    EXPECT_EQ(listener_->handle(), req.listen_handle());
+    EXPECT_NE(listener_->handle(), req.handle());
+    EXPECT_EQ("hello from the initiator", text(req.private_data()));
+    EXPECT_EQ(addr_, req.peer().address);
+    EXPECT_EQ(addr_, req.local().address);
+    EXPECT_EQ(port_, req.local().port);
+    EXPECT_EQ(0u, req.flags() & VIADUCT_CM_F_MPA_V1);
+
+    ConnectionId accepted = req.connection();
+    EXPECT_EQ(req.handle(), accepted.handle());
+    req.ack();
+    EXPECT_TRUE(req.acked());
+    accepted.accept(server_->qp, bytes("and from the responder"));
+
+    CmEvent est = client_->expect(CmEventType::Established);
+    EXPECT_EQ(0, est.status());
+    EXPECT_EQ(0xc11eu, est.user_data());
+    EXPECT_EQ(conn.handle(), est.handle());
+    EXPECT_EQ("and from the responder", text(est.private_data()));
+    EXPECT_EQ(port_, est.peer().port);
+    EXPECT_EQ(addr_ + ":" + std::to_string(port_), est.peer().to_string());
+    CmEvent sest = server_->expect(CmEventType::Established);
+    EXPECT_EQ(accepted.handle(), sest.handle());
+
+    EXPECT_EQ(QpState::Rts, client_->qp.query().state);
+    EXPECT_EQ(QpState::Rts, server_->qp.query().state);
+
+    // Graceful, from the initiator: both sides hear of it.
+    conn.disconnect();
+    CmEvent peer_gone = server_->expect(CmEventType::Disconnected);
+    EXPECT_EQ(0, peer_gone.status());
+    CmEvent done = client_->expect(CmEventType::Disconnected);
+    EXPECT_EQ(0, done.status());
+    EXPECT_NE(QpState::Rts, client_->qp.query().state);
+    EXPECT_NE(QpState::Rts, server_->qp.query().state);
+}
+
+TEST_F(LiveCm, MpaV1WithCrcAndTheLargestPrivateData) {
+    ConnectionId conn(client_->channel);
+    std::vector<std::byte> big(viaduct::cm_private_data_max, std::byte{0x5a});
+    ConnectionOptions o;
+    o.private_data = big;
+    o.mpa_v1 = true;
+    o.crc = true;
+    conn.connect(client_->qp, addr_, port_, o);
+
+    CmEvent req = server_->expect(CmEventType::ConnectRequest);
+    EXPECT_EQ(big.size(), req.private_data().size());
+    EXPECT_NE(0u, req.flags() & VIADUCT_CM_F_MPA_V1);
+    EXPECT_NE(0u, req.flags() & VIADUCT_CM_F_CRC);
+    ConnectionId accepted = req.connection();
+    accepted.accept(server_->qp, big); // a revision 1 reply may carry 512 too
+
+    CmEvent est = client_->expect(CmEventType::Established);
+    EXPECT_EQ(big.size(), est.private_data().size());
+    EXPECT_TRUE(std::equal(big.begin(), big.end(), est.private_data().begin()));
+    EXPECT_NE(0u, est.flags() & VIADUCT_CM_F_CRC);
+    server_->expect(CmEventType::Established);
+    EXPECT_EQ(QpState::Rts, client_->qp.query().state);
+
+    // Abortive, from the responder: the QP goes to Error, the peer is told.
+    accepted.disconnect(true);
+    CmEvent gone = client_->expect(CmEventType::Disconnected);
+    EXPECT_EQ(QpState::Error, server_->qp.query().state);
+}
+
+TEST_F(LiveCm, RejectWithPrivateData) {
+    ConnectionId conn(client_->channel);
+    conn.connect(client_->qp, addr_, port_);
+    CmEvent req = server_->expect(CmEventType::ConnectRequest);
+    EXPECT_TRUE(req.private_data().empty());
+    ConnectionId id = req.connection();
+    id.reject(bytes("not today"));
+
+    CmEvent rej = client_->expect(CmEventType::Rejected);
+    EXPECT_EQ(-ECONNREFUSED, rej.status());
+    EXPECT_EQ("not today", text(rej.private_data()));
+    EXPECT_EQ(QpState::Idle, client_->qp.query().state);
+
+    // Answered once: a second answer is refused by the library.
+    try {
+        id.accept(server_->qp);
+        ADD_FAILURE() << "accept after reject";
+    } catch (const viaduct::Error &e) {
+        EXPECT_EQ(EINVAL, e.errnum());
+        EXPECT_NE(nullptr, std::strstr(e.what(), "already answered")) << e.what();
+    }
+}
+
+TEST_F(LiveCm, NobodyListensIsUnreachable) {
+    // A port that was free a moment ago.
+    int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_LE(0, s);
+    sockaddr_in sin{};
+    sin.sin_family = AF_INET;
+    ASSERT_EQ(1, ::inet_pton(AF_INET, addr_.c_str(), &sin.sin_addr));
+    ASSERT_EQ(0, ::bind(s, reinterpret_cast<sockaddr *>(&sin), sizeof(sin)));
+    socklen_t len = sizeof(sin);
+    ASSERT_EQ(0, ::getsockname(s, reinterpret_cast<sockaddr *>(&sin), &len));
+    ::close(s);
+
+    ConnectionId conn(client_->channel);
+    conn.connect(client_->qp, addr_, ntohs(sin.sin_port));
+    CmEvent ev = client_->expect(CmEventType::Unreachable);
+    EXPECT_EQ(-ECONNREFUSED, ev.status());
+    EXPECT_EQ(QpState::Idle, client_->qp.query().state);
+}
+
+// Each event is acknowledged exactly once, by its destruction or ack(), and
+// the kernel id outlives the ConnectionId as long as an event of it is held.
+TEST_F(LiveCm, EventsAreAckedExactlyOnce) {
+    auto conn = std::make_unique<ConnectionId>(client_->channel);
+    conn->connect(client_->qp, addr_, port_);
+    CmEvent req = server_->expect(CmEventType::ConnectRequest);
+    ConnectionId accepted = req.connection();
+    accepted.accept(server_->qp);
+    server_->expect(CmEventType::Established);
+
+    std::optional<CmEvent> est = client_->expect(CmEventType::Established);
+    const std::uint32_t handle = est->handle(), seq = est->seq();
+
+    // Not acked yet: the kernel will not destroy the id.
+    viaduct_handle h{};
+    h.handle = handle;
+    EXPECT_EQ(EBUSY, raw(client_->dev, VIADUCT_IOCTL_CM_DESTROY_ID, &h));
+
+    // Destroying the ConnectionId while its event is held is safe: the
+    // kernel id stays, connected, until the event goes.
+    conn.reset();
+    EXPECT_EQ(QpState::Rts, client_->qp.query().state);
+    EXPECT_EQ(EBUSY, raw(client_->dev, VIADUCT_IOCTL_CM_DESTROY_ID, &h));
+
+    // A moved event is acked once, by whichever object holds it.
+    CmEvent moved = std::move(*est);
+    est.reset();
+    viaduct_cm_ack a{};
+    a.handle = handle;
+    a.seq = seq;
+    moved.ack();
+    moved.ack(); // no-op
+    EXPECT_EQ(EINVAL, raw(client_->dev, VIADUCT_IOCTL_CM_ACK_EVENT, &a)) << "acked twice?";
+
+    // The last reference: the id is destroyed and the connection reset.
+    { CmEvent last = std::move(moved); }
+    EXPECT_EQ(ENOENT, raw(client_->dev, VIADUCT_IOCTL_CM_ACK_EVENT, &a));
+    server_->expect(CmEventType::Disconnected);
+}
+
+// An id destroyed with events queued but not read yet: the channel acks
+// them as it reads them and destroys the id then.
+TEST_F(LiveCm, DestroyedIdWithUnreadEvents) {
+    auto conn = std::make_unique<ConnectionId>(client_->channel);
+    const std::uint32_t handle = conn->handle();
+    conn->connect(client_->qp, addr_, port_);
+    CmEvent req = server_->expect(CmEventType::ConnectRequest);
+    ConnectionId accepted = req.connection();
+    accepted.accept(server_->qp);
+    server_->expect(CmEventType::Established);
+
+    // Wait for the initiator's ESTABLISHED to be queued, without reading.
+    pollfd p{client_->channel.fd(), POLLIN, 0};
+    ASSERT_EQ(1, ::poll(&p, 1, 10000));
+    conn.reset(); // EBUSY in the kernel: the channel keeps it
+    viaduct_handle h{};
+    h.handle = handle;
+    EXPECT_EQ(EBUSY, raw(client_->dev, VIADUCT_IOCTL_CM_DESTROY_ID, &h));
+
+    EXPECT_FALSE(client_->channel.read(200ms)) << "an orphan's event was delivered";
+    viaduct_cm_ack a{};
+    a.handle = handle;
+    EXPECT_EQ(ENOENT, raw(client_->dev, VIADUCT_IOCTL_CM_ACK_EVENT, &a)) << "id not destroyed";
+    server_->expect(CmEventType::Disconnected);
+}
+
+TEST_F(LiveCm, BadArguments) {
+    auto expect_error = [](int err, const char *what, auto &&fn) {
+        try {
+            fn();
+            ADD_FAILURE() << "no error; expected one saying '" << what << "'";
+        } catch (const viaduct::Error &e) {
+            EXPECT_EQ(err, e.errnum()) << e.what();
+            EXPECT_NE(nullptr, std::strstr(e.what(), what)) << e.what();
+        }
+    };
+    ConnectionId conn(client_->channel);
+    std::vector<std::byte> pd(viaduct::cm_private_data_max_enhanced + 1);
+    ConnectionOptions o;
+    o.private_data = pd;
+    expect_error(EINVAL, "509 bytes of private data, at most 508",
+                 [&] { conn.connect(client_->qp, addr_, port_, o); });
+    pd.resize(viaduct::cm_private_data_max + 1);
+    o.private_data = pd;
+    o.mpa_v1 = true;
+    expect_error(EINVAL, "513 bytes of private data, at most 512",
+                 [&] { conn.connect(client_->qp, addr_, port_, o); });
+    expect_error(EINVAL, "not an IPv4 or IPv6 address",
+                 [&] { conn.connect(client_->qp, "vd.example", port_); });
+    expect_error(EINVAL, "any-address", [&] { conn.connect(client_->qp, "0.0.0.0", port_); });
+    expect_error(EINVAL, "port 0", [&] { conn.connect(client_->qp, addr_, 0); });
+    expect_error(EINVAL, "CONNECT_REQUEST", [&] { conn.accept(client_->qp); });
+    expect_error(EINVAL, "CONNECT_REQUEST", [&] { conn.reject(); });
+    expect_error(EINVAL, "not a connection", [&] { conn.disconnect(); });
+    expect_error(EINVAL, "CONNECT_REQUEST", [&] { listener_->accept(server_->qp); });
+    expect_error(EINVAL, "used for one thing", [&] { listener_->listen(addr_, 0); });
+    expect_error(EADDRNOTAVAIL, "not one of the device's",
+                 [&] { ConnectionId(client_->channel).listen("127.0.0.1", 0); });
+
+    // A request's reply is limited by the request's revision.
+    conn.connect(client_->qp, addr_, port_);
+    CmEvent req = server_->expect(CmEventType::ConnectRequest);
+    ConnectionId id = req.connection();
+    pd.resize(viaduct::cm_private_data_max_enhanced + 1);
+    expect_error(EINVAL, "509 bytes of private data", [&] { id.accept(server_->qp, pd); });
+    expect_error(EINVAL, "509 bytes of private data", [&] { id.reject(pd); });
+    expect_error(EINVAL, "used for one thing", [&] { conn.connect(client_->qp, addr_, port_); });
+
+    // A QP that is not Idle.
+    id.accept(server_->qp);
+    client_->expect(CmEventType::Established);
+    ConnectionId again(client_->channel);
+    try {
+        again.connect(client_->qp, addr_, port_);
+        ADD_FAILURE() << "connected a QP in RTS";
+    } catch (const viaduct::Error &e) {
+        // In RTS and taken by another id: either is the kernel's answer.
+        EXPECT_TRUE(e.errnum() == EINVAL || e.errnum() == EBUSY) << e.what();
+        EXPECT_TRUE(std::strstr(e.what(), "Idle") || std::strstr(e.what(), "another connection"))
+            << e.what();
+    }
+
+    ConnectionId moved = std::move(again);
+    expect_error(EBADF, "moved from", [&] { again.handle(); });
+}

@@ -1,0 +1,949 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// viaduct-perf: bandwidth, message rate and latency between two viaduct
+// devices, in the manner of perftest.
+//
+//   server: viaduct-perf -d vd0 -s [--addr A] [-p PORT]
+//   client: viaduct-perf -d vd0 --addr SERVER [-p PORT] -t TEST
+//                        [-n ITERS] [-S SIZE | --sizes A,B,C] [-q QPS] [--polled]
+//
+// The client connects QPS + 1 queue pairs with the connection manager: one
+// control QP (Send/Receive of small messages that pace the test and carry
+// the results of the server's data checks) and QPS data QPs. The CM private
+// data carries the test parameters to the server and, both ways, the
+// address, STag and size of each side's buffer. Tests:
+//
+//   write, read, send  the client streams ITERS work requests of SIZE bytes
+//                      on every data QP, up to the send queue depth in
+//                      flight; bandwidth and message rate over all QPs.
+//                      Send runs in bursts of the receive queue depth: the
+//                      server posts the receives of a burst before the client
+//                      sends it (iWARP has no receiver-not-ready retry).
+//   lat-send           Send/Receive ping-pong on one QP.
+//   lat-write          RDMA Write ping-pong on one QP, each side spinning on
+//                      the last byte of its buffer.
+//
+// Latency is half the round trip. After each size the receiving side checks
+// the first and last bytes of the data against the pattern sent.
+// Exit status: 0 done, 1 failure (setup, transfer or data check), 2 usage.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <sys/mman.h>
+#include <vector>
+
+#include <viaduct/viaduct.hpp>
+
+#include "raw_cm.hpp"
+
+using namespace std::chrono;
+using viaduct::Completion;
+using viaduct::Error;
+
+namespace {
+
+constexpr std::uint32_t kMagic = 0x76647066; // "vdpf"
+constexpr std::uint32_t kVersion = 1;
+constexpr std::size_t kMaxSizes = 32;
+constexpr std::uint32_t kMaxQps = 64;
+constexpr std::uint32_t kSqDepth = 128;
+constexpr std::uint32_t kRqDepthSend = 512;
+constexpr std::uint32_t kSendBurst = kRqDepthSend / 2; // receives posted at a time
+constexpr std::uint32_t kCtrlDepth = 16;
+constexpr std::uint32_t kCtrlSlot = 64;
+constexpr int kWaitMs = 30000; // without progress, then the test fails
+
+enum class Test : std::uint32_t { Write = 1, Read, Send, LatSend, LatWrite };
+
+const char *test_name(Test t) {
+    switch (t) {
+    case Test::Write:
+        return "write";
+    case Test::Read:
+        return "read";
+    case Test::Send:
+        return "send";
+    case Test::LatSend:
+        return "lat-send";
+    case Test::LatWrite:
+        return "lat-write";
+    }
+    return "?";
+}
+
+const char *test_title(Test t) {
+    switch (t) {
+    case Test::Write:
+        return "RDMA_Write BW Test";
+    case Test::Read:
+        return "RDMA_Read BW Test";
+    case Test::Send:
+        return "Send BW Test";
+    case Test::LatSend:
+        return "Send Latency Test";
+    case Test::LatWrite:
+        return "RDMA_Write Latency Test";
+    }
+    return "?";
+}
+
+bool is_latency(Test t) {
+    return t == Test::LatSend || t == Test::LatWrite;
+}
+
+// CM private data of every connection, client to server.
+struct Hello {
+    std::uint32_t magic;
+    std::uint32_t version;
+    std::uint32_t index; // 0: the control QP, 1..nqps: data QPs
+    std::uint32_t nqps;
+    std::uint32_t test;
+    std::uint32_t iters;
+    std::uint32_t nsizes;
+    std::uint32_t reserved;
+    std::uint64_t addr; // the client's buffer: 2 * slot bytes per data QP
+    std::uint64_t slot;
+    std::uint32_t stag;
+    std::uint32_t reserved2;
+    std::uint32_t sizes[kMaxSizes];
+};
+
+// CM private data of the server's accept.
+struct Welcome {
+    std::uint32_t magic;
+    std::uint32_t index;
+    std::uint64_t addr;
+    std::uint64_t slot;
+    std::uint32_t stag;
+    std::uint32_t reserved;
+};
+
+static_assert(sizeof(Hello) <= VIADUCT_CM_PRIVATE_DATA_MAX);
+
+enum class Op : std::uint32_t { Start = 1, Ready, Post, Done, Verified, Bye };
+
+// A control message, Send/Receive on the control QP.
+struct Ctrl {
+    Op op;
+    std::uint32_t size;
+    std::uint32_t count;   // Post: receives per QP
+    std::uint32_t bad;     // Verified: data checks that failed
+    std::uint32_t checked; // Verified: data checks made
+};
+
+static_assert(sizeof(Ctrl) <= kCtrlSlot);
+
+struct Options {
+    std::string dev = "vd0";
+    bool server = false;
+    std::string addr;
+    std::uint16_t port = 18515;
+    std::optional<Test> test;
+    std::uint32_t iters = 1000;
+    std::vector<std::uint32_t> sizes;
+    std::uint32_t qps = 1;
+    bool polled = false;
+};
+
+void print_usage(std::ostream &os) {
+    os << "usage: viaduct-perf -d DEV -s [--addr A] [-p PORT]            (server)\n"
+       << "       viaduct-perf -d DEV --addr SERVER [-p PORT] -t TEST [-n ITERS]\n"
+       << "                    [-S SIZE | --sizes A,B,C] [-q QPS] [--polled]  (client)\n"
+       << "\n"
+       << "TEST: write, read, send (bandwidth and message rate over QPS queue pairs),\n"
+       << "      lat-send, lat-write (ping-pong latency on one queue pair).\n"
+       << "  -d, --dev DEV      viaduct device (default vd0)\n"
+       << "  -s, --server       wait for one client, run its test, exit\n"
+       << "  --addr A           server: address to listen on (default: all);\n"
+       << "                     client: the server's address (IPv4 or IPv6)\n"
+       << "  -p, --port PORT    TCP port of the connection manager (default 18515)\n"
+       << "  -n, --iters N      work requests per QP and size (default 1000)\n"
+       << "  -S, --size N       message size in bytes (default 65536; 2 for latency)\n"
+       << "  --sizes A,B,C      several sizes, in order (at most 32)\n"
+       << "  -q, --qps N        data queue pairs (default 1, at most 64)\n"
+       << "  --polled           polled doorbells (the kernel polls the doorbell page)\n"
+       << "  -h, --help         this text\n"
+       << "The test parameters are the client's; the server takes them from the\n"
+       << "connection request. MB is 2^20 bytes; latency is half the round trip.\n";
+}
+
+[[noreturn]] void usage(const std::string &why) {
+    std::cerr << "viaduct-perf: " << why << "\n";
+    print_usage(std::cerr);
+    std::exit(2);
+}
+
+std::uint64_t parse_number(const std::string &opt, const std::string &s, std::uint64_t min,
+                           std::uint64_t max) {
+    std::size_t end = 0;
+    unsigned long long v = 0;
+    try {
+        v = std::stoull(s, &end, 0);
+    } catch (const std::exception &) {
+        end = 0;
+    }
+    if (s.empty() || end != s.size() || s[0] == '-')
+        usage(opt + ": '" + s + "' is not a number");
+    if (v < min || v > max)
+        usage(opt + ": " + s + " is out of range [" + std::to_string(min) + ", " +
+              std::to_string(max) + "]");
+    return v;
+}
+
+Options parse_args(int argc, char **argv) {
+    Options o;
+    for (int i = 1; i < argc; i++) {
+        std::string arg = argv[i], val;
+        bool has_val = false;
+        if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
+            val = arg.substr(arg.find('=') + 1);
+            arg = arg.substr(0, arg.find('='));
+            has_val = true;
+        }
+        auto value = [&]() -> std::string {
+            if (has_val)
+                return val;
+            if (i + 1 >= argc)
+                usage(arg + " needs a value");
+            return argv[++i];
+        };
+        if (arg == "-h" || arg == "--help") {
+            print_usage(std::cout);
+            std::exit(0);
+        } else if (arg == "-d" || arg == "--dev") {
+            o.dev = value();
+        } else if (arg == "-s" || arg == "--server") {
+            o.server = true;
+        } else if (arg == "--addr") {
+            o.addr = value();
+        } else if (arg == "-p" || arg == "--port") {
+            o.port = static_cast<std::uint16_t>(parse_number(arg, value(), 1, 65535));
+        } else if (arg == "-t" || arg == "--test") {
+            std::string t = value();
+            if (t == "write")
+                o.test = Test::Write;
+            else if (t == "read")
+                o.test = Test::Read;
+            else if (t == "send")
+                o.test = Test::Send;
+            else if (t == "lat-send")
+                o.test = Test::LatSend;
+            else if (t == "lat-write")
+                o.test = Test::LatWrite;
+            else
+                usage("unknown test '" + t + "'");
+        } else if (arg == "-n" || arg == "--iters") {
+            o.iters = static_cast<std::uint32_t>(parse_number(arg, value(), 1, 100000000));
+        } else if (arg == "-S" || arg == "--size") {
+            o.sizes = {static_cast<std::uint32_t>(parse_number(arg, value(), 1, 1U << 30))};
+        } else if (arg == "--sizes") {
+            std::string list = value();
+            o.sizes.clear();
+            std::size_t pos = 0;
+            while (pos <= list.size()) {
+                std::size_t comma = list.find(',', pos);
+                if (comma == std::string::npos)
+                    comma = list.size();
+                o.sizes.push_back(static_cast<std::uint32_t>(
+                    parse_number(arg, list.substr(pos, comma - pos), 1, 1U << 30)));
+                pos = comma + 1;
+            }
+            if (o.sizes.size() > kMaxSizes)
+                usage("--sizes: at most " + std::to_string(kMaxSizes) + " sizes");
+        } else if (arg == "-q" || arg == "--qps") {
+            o.qps = static_cast<std::uint32_t>(parse_number(arg, value(), 1, kMaxQps));
+        } else if (arg == "--polled") {
+            o.polled = true;
+        } else {
+            usage("unknown option '" + arg + "'");
+        }
+    }
+    if (!o.server) {
+        if (o.addr.empty())
+            usage("the client needs --addr SERVER (or -s for the server)");
+        if (!o.test)
+            usage("the client needs -t write|read|send|lat-send|lat-write");
+        if (is_latency(*o.test) && o.qps != 1)
+            usage("latency tests run on one queue pair: drop -q");
+        if (o.sizes.empty())
+            o.sizes = {is_latency(*o.test) ? 2U : 65536U};
+    }
+    return o;
+}
+
+// The pattern of a message of @size bytes: byte @i.
+std::uint8_t pattern(std::uint32_t size, std::uint64_t i) {
+    return static_cast<std::uint8_t>(size * 131 + i * 7 + (i >> 8) + 1);
+}
+
+[[noreturn]] void fail(const std::string &what) {
+    throw Error(EIO, what);
+}
+
+void check_ok(const Completion &c, const char *what) {
+    if (!c.ok())
+        fail(std::string(what) + " completed with status " + viaduct::to_string(c.status) +
+             " (vendor error " + std::to_string(c.vendor_err) + ")");
+}
+
+// Progress watchdog: fails after kWaitMs without progress.
+class Watchdog {
+public:
+    explicit Watchdog(std::string what) : what_(std::move(what)) { kick(); }
+    void kick() { last_ = steady_clock::now(); }
+    void check() {
+        if (++spins_ % 4096)
+            return;
+        if (steady_clock::now() - last_ > milliseconds(kWaitMs))
+            fail("no progress for " + std::to_string(kWaitMs / 1000) + " s while " + what_);
+    }
+
+private:
+    std::string what_;
+    steady_clock::time_point last_;
+    std::uint64_t spins_ = 0;
+};
+
+// Anonymous, populated memory.
+class Buffer {
+public:
+    explicit Buffer(std::size_t len) : len_(len) {
+        void *p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+        if (p == MAP_FAILED)
+            throw Error(errno, "cannot allocate " + std::to_string(len) + " bytes");
+        p_ = static_cast<std::uint8_t *>(p);
+    }
+    ~Buffer() { ::munmap(p_, len_); }
+    Buffer(const Buffer &) = delete;
+    Buffer &operator=(const Buffer &) = delete;
+    std::uint8_t *data() const { return p_; }
+    std::size_t size() const { return len_; }
+
+private:
+    std::uint8_t *p_ = nullptr;
+    std::size_t len_ = 0;
+};
+
+std::uint8_t load(const std::uint8_t *p) {
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+// One side: the device, a PD, the control QP and its buffer, the data QPs
+// and their buffer: per data QP a "dst" area (the peer writes or reads it,
+// receives land in it) and a "src" area (local data for writes and sends).
+struct Side {
+    viaduct::Device dev;
+    viaduct::ProtectionDomain pd;
+    std::uint64_t slot;
+    Buffer buf;
+    viaduct::MemoryRegion mr;
+    Buffer ctrl_buf;
+    viaduct::MemoryRegion ctrl_mr;
+    std::vector<viaduct::QueuePair> qps; // [0]: control
+    std::uint64_t ctrl_sent = 0;
+
+    Side(viaduct::Device device, std::uint32_t nqps, std::uint64_t max_size, Test test, bool polled)
+        : dev(std::move(device)), pd(dev),
+          slot(std::max<std::uint64_t>(4096, (max_size + 4095) & ~std::uint64_t(4095))),
+          buf(2 * slot * nqps), mr(pd, buf.data(), buf.size(),
+                                   viaduct::access::local_write | viaduct::access::remote_write |
+                                       viaduct::access::remote_read),
+          ctrl_buf(2 * kCtrlDepth * kCtrlSlot), ctrl_mr(pd, ctrl_buf.data(), ctrl_buf.size()) {
+        const auto &lim = dev.attributes().limits;
+        if (lim.max_msg_size && max_size > lim.max_msg_size)
+            throw Error(EINVAL, "message size " + std::to_string(max_size) + " exceeds " +
+                                    dev.name() + "'s limit of " + std::to_string(lim.max_msg_size));
+        viaduct::QpConfig c;
+        c.sq_depth = kCtrlDepth;
+        c.rq_depth = kCtrlDepth;
+        c.polled_doorbell = polled;
+        qps.emplace_back(pd, c);
+        for (std::uint32_t i = 0; i < kCtrlDepth; i++)
+            post_ctrl_recv(i);
+        c.sq_depth = kSqDepth;
+        c.rq_depth = test == Test::Send ? kRqDepthSend : kCtrlDepth;
+        c.access = VIADUCT_QP_ACCESS_REMOTE_WRITE | VIADUCT_QP_ACCESS_REMOTE_READ;
+        c.ord = std::min<std::uint32_t>(lim.max_ord ? lim.max_ord : 1, 16);
+        c.ird = std::min<std::uint32_t>(lim.max_ird ? lim.max_ird : 1, 16);
+        for (std::uint32_t i = 0; i < nqps; i++)
+            qps.emplace_back(pd, c);
+    }
+
+    std::uint32_t nqps() const { return static_cast<std::uint32_t>(qps.size() - 1); }
+    viaduct::QueuePair &qp(std::uint32_t i) { return qps[i + 1]; }
+    std::uint8_t *dst(std::uint32_t i) const { return buf.data() + 2 * slot * i; }
+    std::uint8_t *src(std::uint32_t i) const { return dst(i) + slot; }
+    viaduct::Sge dst_sge(std::uint32_t i, std::uint32_t len) const {
+        return mr.sge(2 * slot * i, len);
+    }
+    viaduct::Sge src_sge(std::uint32_t i, std::uint32_t len) const {
+        return mr.sge(2 * slot * i + slot, len);
+    }
+
+    void post_ctrl_recv(std::uint32_t n) {
+        viaduct::Sge s = ctrl_mr.sge(n * kCtrlSlot, kCtrlSlot);
+        qps[0].post_recv({.wr_id = n, .sge = {&s, 1}});
+    }
+
+    void ctrl_send(const Ctrl &m) {
+        std::uint32_t n = static_cast<std::uint32_t>(ctrl_sent++ % kCtrlDepth);
+        std::uint64_t off = (kCtrlDepth + n) * kCtrlSlot;
+        std::memcpy(ctrl_buf.data() + off, &m, sizeof(m));
+        viaduct::Sge s = ctrl_mr.sge(off, sizeof(m));
+        qps[0].post_send({.wr_id = n, .sge = {&s, 1}});
+        Completion c;
+        Watchdog w("sending a control message");
+        while (qps[0].poll_send({&c, 1}) == 0)
+            w.check();
+        check_ok(c, "a control message Send");
+    }
+
+    Ctrl ctrl_recv(const char *waiting_for) {
+        Completion c;
+        Watchdog w(std::string("waiting for ") + waiting_for + " from the peer");
+        while (qps[0].poll_recv({&c, 1}) == 0)
+            w.check();
+        check_ok(c, "a control message Receive");
+        if (c.byte_len != sizeof(Ctrl))
+            fail("control message of " + std::to_string(c.byte_len) + " bytes");
+        Ctrl m;
+        std::memcpy(&m, ctrl_buf.data() + c.wr_id * kCtrlSlot, sizeof(m));
+        post_ctrl_recv(static_cast<std::uint32_t>(c.wr_id));
+        return m;
+    }
+
+    Ctrl ctrl_expect(Op op, const char *what) {
+        Ctrl m = ctrl_recv(what);
+        if (m.op != op)
+            fail(std::string("protocol error: expected ") + what + ", got control message " +
+                 std::to_string(static_cast<std::uint32_t>(m.op)));
+        return m;
+    }
+
+    void reap_sends(std::uint32_t i, std::uint32_t &outstanding, bool block, const char *what) {
+        Completion c[16];
+        Watchdog w(what);
+        do {
+            std::size_t n = qp(i).poll_send(c);
+            for (std::size_t k = 0; k < n; k++)
+                check_ok(c[k], what);
+            outstanding -= static_cast<std::uint32_t>(n);
+            if (n)
+                w.kick();
+            else if (block)
+                w.check();
+        } while (block && outstanding);
+    }
+
+    // Prepares for a size: the areas the peer will write or that will be
+    // received into are cleared, with first and last byte set to the
+    // complement of the pattern; src holds the pattern.
+    void prepare(std::uint32_t size) {
+        for (std::uint32_t i = 0; i < nqps(); i++) {
+            std::memset(dst(i), 0, size);
+            dst(i)[0] = static_cast<std::uint8_t>(~pattern(size, 0));
+            dst(i)[size - 1] = static_cast<std::uint8_t>(~pattern(size, size - 1));
+            for (std::uint32_t b = 0; b < size; b++)
+                src(i)[b] = pattern(size, b);
+        }
+    }
+
+    // Fills the dst areas with the pattern (the source of RDMA Reads).
+    void fill_dst(std::uint32_t size) {
+        for (std::uint32_t i = 0; i < nqps(); i++)
+            for (std::uint32_t b = 0; b < size; b++)
+                dst(i)[b] = pattern(size, b);
+    }
+
+    // First and last byte of every dst area against the pattern.
+    std::uint32_t check_dst(std::uint32_t size, std::uint32_t &checked) const {
+        std::uint32_t bad = 0;
+        for (std::uint32_t i = 0; i < nqps(); i++) {
+            bad += dst(i)[0] != pattern(size, 0);
+            bad += dst(i)[size - 1] != pattern(size, size - 1);
+            checked += 2;
+        }
+        return bad;
+    }
+};
+
+struct Peer {
+    std::uint64_t addr = 0, slot = 0;
+    std::uint32_t stag = 0;
+    std::uint64_t dst(std::uint32_t i) const { return addr + 2 * slot * i; }
+};
+
+// --- Latency --------------------------------------------------------------
+
+struct LatStats {
+    double min, max, typical, avg, stdev, p99, p999;
+};
+
+LatStats lat_stats(std::vector<double> us) {
+    std::sort(us.begin(), us.end());
+    LatStats s{};
+    const double n = static_cast<double>(us.size());
+    auto at = [&](double q) {
+        std::size_t k = static_cast<std::size_t>(std::ceil(q * n));
+        return us[std::min(us.size() - 1, k ? k - 1 : 0)];
+    };
+    s.min = us.front();
+    s.max = us.back();
+    s.typical = us[us.size() / 2];
+    double sum = 0, sq = 0;
+    for (double v : us)
+        sum += v;
+    s.avg = sum / n;
+    for (double v : us)
+        sq += (v - s.avg) * (v - s.avg);
+    s.stdev = std::sqrt(sq / n);
+    s.p99 = at(0.99);
+    s.p999 = at(0.999);
+    return s;
+}
+
+// Send/Receive ping-pong on data QP 0; the client measures. Returns the
+// one-way latencies (client) and the data checks that failed.
+std::uint32_t lat_send(Side &s, std::uint32_t size, std::uint32_t iters, bool client,
+                       std::vector<double> &us) {
+    auto &qp = s.qp(0);
+    viaduct::Sge rs = s.dst_sge(0, size), ss = s.src_sge(0, size);
+    std::uint32_t outstanding = 0;
+    Completion c;
+    for (std::uint32_t i = 0; i < iters; i++) {
+        auto t0 = steady_clock::now();
+        if (client) {
+            qp.post_send({.wr_id = i, .sge = {&ss, 1}});
+            outstanding++;
+        }
+        Watchdog w("waiting for a Receive (lat-send)");
+        while (qp.poll_recv({&c, 1}) == 0)
+            w.check();
+        check_ok(c, "a Receive");
+        if (c.byte_len != size)
+            fail("received " + std::to_string(c.byte_len) + " bytes, sent " + std::to_string(size));
+        if (i + 1 < iters)
+            qp.post_recv({.wr_id = i + 1, .sge = {&rs, 1}});
+        if (client) {
+            us.push_back(duration<double, std::micro>(steady_clock::now() - t0).count() / 2);
+        } else {
+            qp.post_send({.wr_id = i, .sge = {&ss, 1}});
+            outstanding++;
+        }
+        s.reap_sends(0, outstanding, outstanding >= kSqDepth / 2, "a Send (lat-send)");
+    }
+    s.reap_sends(0, outstanding, true, "a Send (lat-send)");
+    std::uint32_t checked = 0;
+    return s.check_dst(size, checked);
+}
+
+// RDMA Write ping-pong: each side writes the peer's dst and spins on the
+// last byte of its own, which carries the iteration's tag.
+std::uint32_t lat_write(Side &s, const Peer &p, std::uint32_t size, std::uint32_t iters,
+                        bool client, std::vector<double> &us) {
+    auto &qp = s.qp(0);
+    viaduct::Sge ss = s.src_sge(0, size);
+    std::uint8_t *mine = s.dst(0), *out = s.src(0);
+    std::uint32_t outstanding = 0, bad = 0;
+    auto write = [&](std::uint8_t tag, std::uint32_t i) {
+        out[0] = tag;
+        out[size - 1] = tag;
+        qp.post_send({.wr_id = i,
+                      .opcode = viaduct::SendOp::RdmaWrite,
+                      .sge = {&ss, 1},
+                      .remote_addr = p.dst(0),
+                      .remote_stag = p.stag});
+        outstanding++;
+    };
+    for (std::uint32_t i = 0; i < iters; i++) {
+        auto tag = static_cast<std::uint8_t>(i % 255 + 1);
+        auto t0 = steady_clock::now();
+        if (client)
+            write(tag, i);
+        Watchdog w("waiting for the peer's RDMA Write (lat-write)");
+        while (load(mine + size - 1) != tag)
+            w.check();
+        bad += load(mine) != tag;
+        if (client)
+            us.push_back(duration<double, std::micro>(steady_clock::now() - t0).count() / 2);
+        else
+            write(tag, i);
+        s.reap_sends(0, outstanding, outstanding >= kSqDepth / 2, "an RDMA Write (lat-write)");
+    }
+    s.reap_sends(0, outstanding, true, "an RDMA Write (lat-write)");
+    return bad;
+}
+
+// --- Bandwidth ------------------------------------------------------------
+
+// The client streams @count WRs of @size on every data QP, at most the send
+// queue depth in flight per QP.
+void stream(Side &s, const Peer &p, Test test, std::uint32_t size, std::uint32_t count) {
+    const std::uint32_t n = s.nqps();
+    std::vector<std::uint32_t> posted(n), done(n);
+    std::vector<viaduct::Sge> sge(n);
+    for (std::uint32_t i = 0; i < n; i++)
+        sge[i] = test == Test::Read ? s.dst_sge(i, size) : s.src_sge(i, size);
+    const viaduct::SendOp op = test == Test::Write  ? viaduct::SendOp::RdmaWrite
+                               : test == Test::Read ? viaduct::SendOp::RdmaRead
+                                                    : viaduct::SendOp::Send;
+    const char *what = test == Test::Write  ? "an RDMA Write"
+                       : test == Test::Read ? "an RDMA Read"
+                                            : "a Send";
+    std::uint32_t finished = 0;
+    std::vector<viaduct::SendWr> batch;
+    Completion c[32];
+    Watchdog w(std::string("waiting for completions of ") + what);
+    while (finished < n) {
+        for (std::uint32_t i = 0; i < n; i++) {
+            if (done[i] == count)
+                continue;
+            std::uint32_t room = std::min(count - posted[i], kSqDepth - (posted[i] - done[i]));
+            room = std::min<std::uint32_t>(room, 32);
+            if (room) {
+                batch.clear();
+                for (std::uint32_t k = 0; k < room; k++)
+                    batch.push_back({.wr_id = posted[i] + k,
+                                     .opcode = op,
+                                     .sge = {&sge[i], 1},
+                                     .remote_addr = test == Test::Send ? 0 : p.dst(i),
+                                     .remote_stag = test == Test::Send ? 0 : p.stag});
+                s.qp(i).post_send(batch);
+                posted[i] += room;
+            }
+            std::size_t got = s.qp(i).poll_send(c);
+            for (std::size_t k = 0; k < got; k++)
+                check_ok(c[k], what);
+            done[i] += static_cast<std::uint32_t>(got);
+            if (got)
+                w.kick();
+            if (done[i] == count)
+                finished++;
+        }
+        w.check();
+    }
+}
+
+// Server side of the Send test: posts @count receives per data QP.
+void post_recvs(Side &s, std::uint32_t size, std::uint32_t count) {
+    for (std::uint32_t i = 0; i < s.nqps(); i++) {
+        viaduct::Sge sge = s.dst_sge(i, size);
+        std::vector<viaduct::RecvWr> wrs(count, viaduct::RecvWr{.wr_id = 0, .sge = {&sge, 1}});
+        s.qp(i).post_recv(wrs);
+    }
+}
+
+// Server side of the Send test: reaps @count receives per data QP.
+void reap_recvs(Side &s, std::uint32_t size, std::uint32_t count) {
+    Completion c[32];
+    for (std::uint32_t i = 0; i < s.nqps(); i++) {
+        Watchdog w("waiting for Receives (send)");
+        for (std::uint32_t got = 0; got < count;) {
+            std::size_t k = s.qp(i).poll_recv(c);
+            for (std::size_t j = 0; j < k; j++) {
+                check_ok(c[j], "a Receive");
+                if (c[j].byte_len != size)
+                    fail("received " + std::to_string(c[j].byte_len) + " bytes, sent " +
+                         std::to_string(size));
+            }
+            got += static_cast<std::uint32_t>(k);
+            if (k)
+                w.kick();
+            else
+                w.check();
+        }
+    }
+}
+
+// --- Server ---------------------------------------------------------------
+
+Hello read_hello(const viaduct_cm_event &ev, std::string &why) {
+    Hello h{};
+    if (ev.private_data_len < sizeof(Hello)) {
+        why = "not a viaduct-perf client (private data of " + std::to_string(ev.private_data_len) +
+              " bytes)";
+        return h;
+    }
+    std::memcpy(&h, ev.private_data, sizeof(h));
+    if (h.magic != kMagic)
+        why = "not a viaduct-perf client";
+    else if (h.version != kVersion)
+        why = "viaduct-perf protocol version " + std::to_string(h.version) + ", the server has " +
+              std::to_string(kVersion);
+    else if (h.nqps < 1 || h.nqps > kMaxQps || h.nsizes < 1 || h.nsizes > kMaxSizes || h.test < 1 ||
+             h.test > 5 || h.index > h.nqps || h.iters < 1)
+        why = "bad test parameters";
+    return h;
+}
+
+int run_server(const Options &o) {
+    // The CM ids and the QPs must be of one context: the Side takes it over.
+    auto dev = viaduct::Device::open(o.dev);
+    perf::RawCm cm(dev.fd());
+    std::uint32_t listener = cm.create_id();
+    cm.listen(listener, o.addr, o.port);
+    std::cout << "viaduct-perf: " << o.dev << " waiting for a client on "
+              << (o.addr.empty() ? "*" : o.addr) << " port " << o.port << std::endl;
+
+    // The connections arrive on the listener, the control QP first.
+    std::unique_ptr<Side> side;
+    Hello first{};
+    Peer peer;
+    std::uint32_t established = 0, accepted = 0;
+    while (!side || established < side->nqps() + 1) {
+        auto ev = cm.next_event(side ? kWaitMs : -1);
+        if (!ev)
+            fail("the client did not complete its connections");
+        if (ev->type == VIADUCT_CM_EVENT_ESTABLISHED) {
+            established++;
+            continue;
+        }
+        if (ev->type != VIADUCT_CM_EVENT_CONNECT_REQUEST)
+            fail(std::string("connection manager event ") + perf::cm_event_name(ev->type) +
+                 " (status " + std::to_string(ev->status) + ")");
+        std::string why;
+        Hello h = read_hello(*ev, why);
+        if (why.empty() && h.index != accepted)
+            why = "connection " + std::to_string(h.index) + " out of order";
+        if (why.empty() && side &&
+            (h.nqps != first.nqps || h.test != first.test || h.stag != first.stag))
+            why = "connection of another client";
+        if (!why.empty()) {
+            std::cerr << "viaduct-perf: rejecting a connection: " << why << "\n";
+            cm.reject(ev->handle, why);
+            continue;
+        }
+        if (!side) {
+            first = h;
+            std::uint32_t max = *std::max_element(h.sizes, h.sizes + h.nsizes);
+            side = std::make_unique<Side>(std::move(dev), h.nqps, max, static_cast<Test>(h.test),
+                                          o.polled);
+            peer = {h.addr, h.slot, h.stag};
+            std::cout << "viaduct-perf: client test " << test_name(static_cast<Test>(h.test))
+                      << ", " << h.nqps << " QP(s), " << h.iters << " iterations, " << h.nsizes
+                      << " size(s)" << std::endl;
+        }
+        Welcome wl{kMagic,     h.index,         reinterpret_cast<std::uintptr_t>(side->buf.data()),
+                   side->slot, side->mr.stag(), 0};
+        cm.accept(ev->handle, side->qps[h.index].handle(),
+                  {reinterpret_cast<const std::uint8_t *>(&wl), sizeof(wl)});
+        accepted++;
+    }
+
+    Side &s = *side;
+    const Test test = static_cast<Test>(first.test);
+    std::uint32_t pending = 0; // Send test: receives posted, not reaped
+    std::uint32_t size = 0, lat_bad = 0;
+    for (;;) {
+        Ctrl m = s.ctrl_recv("the next step");
+        switch (m.op) {
+        case Op::Start: {
+            size = m.size;
+            if (size > s.slot)
+                fail("size " + std::to_string(size) + " beyond the buffer");
+            s.prepare(size);
+            if (test == Test::LatWrite) // the tags are 1..255
+                s.dst(0)[0] = s.dst(0)[size - 1] = 0;
+            if (test == Test::Read)
+                s.fill_dst(size);
+            if (test == Test::LatSend)
+                for (std::uint32_t i = 0; i < s.nqps(); i++) {
+                    viaduct::Sge r = s.dst_sge(i, size);
+                    s.qp(i).post_recv({.wr_id = 0, .sge = {&r, 1}});
+                }
+            s.ctrl_send({Op::Ready, size, 0, 0, 0});
+            std::vector<double> unused;
+            lat_bad = 0;
+            if (test == Test::LatSend)
+                lat_bad = lat_send(s, size, first.iters, false, unused);
+            else if (test == Test::LatWrite)
+                lat_bad = lat_write(s, peer, size, first.iters, false, unused);
+            break;
+        }
+        case Op::Post:
+            reap_recvs(s, size, pending);
+            post_recvs(s, size, m.count);
+            pending = m.count;
+            s.ctrl_send({Op::Ready, size, 0, 0, 0});
+            break;
+        case Op::Done: {
+            std::uint32_t checked = 0, bad = 0;
+            if (test == Test::Send) {
+                reap_recvs(s, size, pending);
+                pending = 0;
+            }
+            if (test == Test::Write || test == Test::Send) {
+                bad = s.check_dst(size, checked);
+            } else if (test == Test::LatSend) {
+                bad = lat_bad;
+                checked = 2;
+            } else if (test == Test::LatWrite) {
+                bad = lat_bad; // first byte of every message
+                checked = first.iters;
+            }
+            s.ctrl_send({Op::Verified, size, 0, bad, checked});
+            break;
+        }
+        case Op::Bye:
+            std::cout << "viaduct-perf: done" << std::endl;
+            return 0;
+        default:
+            fail("protocol error: control message " +
+                 std::to_string(static_cast<std::uint32_t>(m.op)));
+        }
+    }
+}
+
+// --- Client ---------------------------------------------------------------
+
+void print_header(const Options &o, const Side &s) {
+    const std::string line(87, '-');
+    std::cout << line << "\n"
+              << "                    " << test_title(*o.test) << "\n"
+              << " Device         : " << o.dev << "\n"
+              << " Number of qps  : " << o.qps << "\t\tTransport type : iWARP\n"
+              << " TX depth       : " << kSqDepth
+              << "\t\tDoorbell       : " << (o.polled ? "polled" : "system call") << "\n"
+              << " Server         : " << o.addr << " port " << o.port << "\n"
+              << " Buffer STag    : 0x" << std::hex << s.mr.stag() << std::dec << "\n"
+              << line << "\n";
+    char row[160];
+    if (is_latency(*o.test))
+        std::snprintf(row, sizeof(row), " %-8s %-12s %-10s %-10s %-12s %-10s %-12s %-10s %-10s",
+                      "#bytes", "#iterations", "t_min[us]", "t_max[us]", "t_typical[us]",
+                      "t_avg[us]", "t_stdev[us]", "99%[us]", "99.9%[us]");
+    else
+        std::snprintf(row, sizeof(row), " %-10s %-14s %-20s %-16s", "#bytes", "#iterations",
+                      "BW average[MB/sec]", "MsgRate[Mpps]");
+    std::cout << row << std::endl;
+}
+
+int run_client(const Options &o) {
+    const Test test = *o.test;
+    std::uint32_t max = *std::max_element(o.sizes.begin(), o.sizes.end());
+    Side s(viaduct::Device::open(o.dev), o.qps, max, test, o.polled);
+    perf::RawCm cm(s.dev.fd());
+
+    Hello h{};
+    h.magic = kMagic;
+    h.version = kVersion;
+    h.nqps = o.qps;
+    h.test = static_cast<std::uint32_t>(test);
+    h.iters = o.iters;
+    h.nsizes = static_cast<std::uint32_t>(o.sizes.size());
+    h.addr = reinterpret_cast<std::uintptr_t>(s.buf.data());
+    h.slot = s.slot;
+    h.stag = s.mr.stag();
+    std::copy(o.sizes.begin(), o.sizes.end(), h.sizes);
+
+    Peer peer;
+    for (std::uint32_t i = 0; i <= o.qps; i++) {
+        h.index = i;
+        std::uint32_t id = cm.create_id();
+        cm.connect(id, o.addr, o.port, s.qps[i].handle(),
+                   {reinterpret_cast<const std::uint8_t *>(&h), sizeof(h)});
+        auto ev = cm.next_event(kWaitMs);
+        if (!ev)
+            fail("no answer from " + o.addr + " port " + std::to_string(o.port) + " within " +
+                 std::to_string(kWaitMs / 1000) + " s");
+        if (ev->type == VIADUCT_CM_EVENT_REJECTED) {
+            std::string why(
+                reinterpret_cast<const char *>(ev->private_data),
+                std::min<std::size_t>(ev->private_data_len, VIADUCT_CM_PRIVATE_DATA_MAX));
+            fail("the server rejected the connection" + (why.empty() ? "" : ": " + why));
+        }
+        if (ev->type != VIADUCT_CM_EVENT_ESTABLISHED)
+            fail("cannot connect to " + o.addr + " port " + std::to_string(o.port) + ": " +
+                 perf::cm_event_name(ev->type) + " (" + std::strerror(-ev->status) +
+                 "); is 'viaduct-perf -s' running there?");
+        Welcome wl{};
+        if (ev->private_data_len < sizeof(wl))
+            fail("the peer is not a viaduct-perf server");
+        std::memcpy(&wl, ev->private_data, sizeof(wl));
+        if (wl.magic != kMagic || wl.index != i)
+            fail("the peer is not a viaduct-perf server");
+        if (wl.slot < max)
+            fail("the server's buffer is too small");
+        peer = {wl.addr, wl.slot, wl.stag};
+    }
+    print_header(o, s);
+
+    for (std::uint32_t size : o.sizes) {
+        s.prepare(size);
+        if (test == Test::LatWrite) // the tags are 1..255
+            s.dst(0)[0] = s.dst(0)[size - 1] = 0;
+        s.ctrl_send({Op::Start, size, 0, 0, 0});
+        s.ctrl_expect(Op::Ready, "READY");
+        std::vector<double> us;
+        std::uint32_t bad = 0, checked = 0;
+        auto t0 = steady_clock::now();
+        if (test == Test::LatSend) {
+            viaduct::Sge r = s.dst_sge(0, size);
+            s.qp(0).post_recv({.wr_id = 0, .sge = {&r, 1}});
+            bad = lat_send(s, size, o.iters, true, us);
+            checked = 2;
+        } else if (test == Test::LatWrite) {
+            bad = lat_write(s, peer, size, o.iters, true, us);
+            checked = o.iters;
+        } else if (test == Test::Send) {
+            for (std::uint32_t left = o.iters; left;) {
+                std::uint32_t n = std::min(left, kSendBurst);
+                s.ctrl_send({Op::Post, size, n, 0, 0});
+                s.ctrl_expect(Op::Ready, "READY");
+                if (left == o.iters) // the first burst's receives come before the clock
+                    t0 = steady_clock::now();
+                stream(s, peer, test, size, n);
+                left -= n;
+            }
+        } else {
+            stream(s, peer, test, size, o.iters);
+        }
+        double secs = duration<double>(steady_clock::now() - t0).count();
+        if (test == Test::Read)
+            bad = s.check_dst(size, checked);
+        s.ctrl_send({Op::Done, size, 0, 0, 0});
+        Ctrl v = s.ctrl_expect(Op::Verified, "the server's data check");
+        bad += v.bad;
+        checked += v.checked;
+        if (bad)
+            fail(std::to_string(bad) + " of " + std::to_string(checked) +
+                 " data checks failed at size " + std::to_string(size) +
+                 ": the first or last byte is not what was sent");
+        char row[200];
+        if (is_latency(test)) {
+            LatStats st = lat_stats(std::move(us));
+            std::snprintf(row, sizeof(row),
+                          " %-8u %-12u %-10.2f %-10.2f %-12.2f %-10.2f %-12.2f %-10.2f %-10.2f",
+                          size, o.iters, st.min, st.max, st.typical, st.avg, st.stdev, st.p99,
+                          st.p999);
+        } else {
+            double msgs = static_cast<double>(o.iters) * o.qps;
+            double mbs = msgs * size / secs / (1024.0 * 1024.0);
+            std::snprintf(row, sizeof(row), " %-10u %-14u %-20.2f %-16.6f", size, o.iters, mbs,
+                          msgs / secs / 1e6);
+        }
+        std::cout << row << std::endl;
+    }
+    s.ctrl_send({Op::Bye, 0, 0, 0, 0});
+    std::cout << std::string(87, '-') << std::endl;
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    Options o = parse_args(argc, argv);
+    try {
+        return o.server ? run_server(o) : run_client(o);
+    } catch (const std::exception &e) {
+        std::cerr << "viaduct-perf: " << e.what() << "\n";
+        return 1;
+    }
+}

@@ -1,0 +1,118 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# viaduct-perf between two network namespaces joined by veth:
+#
+#   netns vpa$$: vd0 on eth0 192.0.2.1 (client) <-- veth --> 192.0.2.2 eth0, vd0 (server) :vpb$$
+#
+# Every test of the tool runs once, short (TCG is slow): the client and the
+# server must both exit 0, and every row of the client's table must report
+# nonzero bandwidth and message rate (or nonzero latency). The data checks
+# of the tool itself (first and last bytes of each size) must pass, since
+# a failed check exits 1. Prints TAP.
+
+set -u
+top=${VD_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
+ctl=${VIADUCTCTL:-$top/build/cmake/tools/viaductctl/viaductctl}
+perf=${VIADUCT_PERF:-$top/build/cmake/tools/perf/viaduct-perf}
+A=vpa$$
+B=vpb$$
+tmp=$(mktemp -d)
+n=0
+failed=0
+port=18515
+
+ok() {
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n - $2"
+	else
+		echo "not ok $n - $2"
+		failed=$((failed + 1))
+	fi
+}
+
+cleanup() {
+	[ -n "${spid:-}" ] && kill "$spid" 2>/dev/null
+	ip netns del "$A" 2>/dev/null
+	ip netns del "$B" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# run_pair DESC AWK_CHECK -- client args...: a server in B, the client in A.
+run_pair() {
+	local desc=$1 check=$2 rc src
+	shift 3
+	port=$((port + 1))
+	ip netns exec "$B" "$perf" -d vd0 -s --addr 192.0.2.2 -p "$port" >"$tmp/server" 2>&1 &
+	spid=$!
+	for _ in $(seq 100); do
+		grep -q 'waiting for a client' "$tmp/server" && break
+		sleep 0.1
+	done
+	timeout 120 ip netns exec "$A" "$perf" -d vd0 --addr 192.0.2.2 -p "$port" "$@" \
+		>"$tmp/client" 2>&1
+	rc=$?
+	timeout 30 tail --pid="$spid" -f /dev/null
+	wait "$spid"
+	src=$?
+	spid=
+	sed 's/^/#   /' "$tmp/client"
+	if [ $rc -ne 0 ] || [ $src -ne 0 ]; then
+		echo "# client exit $rc, server exit $src; server said:"
+		sed 's/^/#   /' "$tmp/server"
+	fi
+	[ $rc -eq 0 ] && [ $src -eq 0 ]
+	ok $? "$desc: client and server exit 0"
+	awk "$check" "$tmp/client"
+	ok $? "$desc: every size reports a nonzero result"
+}
+
+# Rows of a bandwidth table: bytes iters BW MsgRate, all > 0, $want rows.
+bw() {
+	echo "BEGIN { r = 0 } \$1 ~ /^[0-9]+\$/ && NF == 4 { if (\$3 > 0 && \$4 > 0) r++; else exit 1 } END { exit r != $1 }"
+}
+# Rows of a latency table: bytes iters and 7 times, t_min > 0.
+lat() {
+	echo "BEGIN { r = 0 } \$1 ~ /^[0-9]+\$/ && NF == 9 { if (\$3 > 0 && \$6 > 0) r++; else exit 1 } END { exit r != $1 }"
+}
+
+echo "TAP version 13"
+echo "1..12"
+
+for f in "$ctl" "$perf"; do
+	if [ ! -x "$f" ]; then
+		echo "Bail out! not built: $f"
+		exit 1
+	fi
+done
+
+ip netns add "$A" && ip netns add "$B" &&
+	ip link add vpt$$a type veth peer name vpt$$b &&
+	ip link set vpt$$a netns "$A" name eth0 &&
+	ip link set vpt$$b netns "$B" name eth0 &&
+	ip -n "$A" addr add 192.0.2.1/24 dev eth0 &&
+	ip -n "$B" addr add 192.0.2.2/24 dev eth0 &&
+	ip -n "$A" link set eth0 up && ip -n "$B" link set eth0 up &&
+	ip -n "$A" link set lo up && ip -n "$B" link set lo up &&
+	ip netns exec "$A" "$ctl" link add vd0 netdev eth0 &&
+	ip netns exec "$B" "$ctl" link add vd0 netdev eth0
+ok $? "two namespaces with vd0 on veth"
+
+run_pair "RDMA Write, 2 QPs" "$(bw 3)" -- -t write -n 300 --sizes 1,4096,65536 -q 2
+run_pair "RDMA Read" "$(bw 2)" -- -t read -n 300 --sizes 64,65536
+run_pair "Send, more than a burst of receives" "$(bw 2)" -- -t send -n 600 --sizes 2,8192
+run_pair "Send latency" "$(lat 2)" -- -t lat-send -n 200 --sizes 2,4096
+run_pair "RDMA Write latency, polled doorbell" "$(lat 2)" -- -t lat-write -n 200 --sizes 1,4096 --polled
+
+# A client without a server fails, and says why.
+timeout 60 ip netns exec "$A" "$perf" -d vd0 --addr 192.0.2.2 -p 9 -t write -n 1 \
+	>"$tmp/client" 2>&1
+rc=$?
+sed 's/^/#   /' "$tmp/client"
+[ $rc -eq 1 ] && grep -q 'cannot connect\|no answer\|rejected' "$tmp/client"
+ok $? "a client without a server exits 1 with a reason"
+
+[ "$n" -eq 12 ] || echo "# planned 12 tests, ran $n"
+exit $((failed != 0))

@@ -29,8 +29,23 @@ struct xf_side {
 	int ch;			/* CM channel */
 	__u32 pd, mr, stag, id;
 	unsigned char *buf;
+	size_t len;		/* of @buf: XF_BUF unless set before xf_side_up() */
 	struct vd_qp q;
+	struct viaduct_device_attr attr;	/* QUERY_DEVICE of vd0 */
 };
+
+/* Two sides, nothing open yet, in namespaces xa@id and xb@id. */
+static inline void xf_sides_init(struct xf_side *a, struct xf_side *b, int id)
+{
+	memset(a, 0, sizeof(*a));
+	memset(b, 0, sizeof(*b));
+	a->fd = -1;
+	a->ch = -1;
+	b->fd = -1;
+	b->ch = -1;
+	snprintf(a->ns, sizeof(a->ns), "xa%d", id);
+	snprintf(b->ns, sizeof(b->ns), "xb%d", id);
+}
 
 /* Runs @fn in namespace @ns, then returns to ours. */
 static inline int xf_in_ns(const char *ns, int (*fn)(struct xf_side *), struct xf_side *s)
@@ -56,6 +71,23 @@ out:
 	return ret;
 }
 
+/* A QP of the side, with private completion rings. */
+static inline int xf_qp_up(struct xf_side *s, struct vd_qp *q)
+{
+	memset(q, 0, sizeof(*q));
+	vd_qp_args(&q->c, s->pd, 0, 0);
+	q->c.sq_depth = XF_DEPTH;
+	q->c.rq_depth = XF_DEPTH;
+	q->c.max_send_sge = 4;
+	q->c.max_recv_sge = 4;
+	q->c.max_inline = 64;
+	q->c.ord = XF_ORD;
+	q->c.ird = XF_ORD;
+	q->c.access = VIADUCT_QP_ACCESS_REMOTE_WRITE |
+		      VIADUCT_QP_ACCESS_REMOTE_READ;
+	return vd_qp_create(s->fd, q);
+}
+
 /* In the side's namespace: the device, the context, the resources. */
 static inline int xf_side_up(struct xf_side *s)
 {
@@ -73,30 +105,26 @@ static inline int xf_side_up(struct xf_side *s)
 	ret = vd_ioctl(s->fd, VIADUCT_IOCTL_SELECT_DEVICE, &sel);
 	if (ret)
 		return ret;
+	s->attr.index = VIADUCT_INDEX_SELECTED;
+	ret = vd_ioctl(s->fd, VIADUCT_IOCTL_QUERY_DEVICE, &s->attr);
+	if (ret)
+		return ret;
 	ret = vd_create_pd(s->fd);
 	if (ret < 0)
 		return ret;
 	s->pd = ret;
-	s->buf = mmap(NULL, XF_BUF, PROT_READ | PROT_WRITE,
+	if (!s->len)
+		s->len = XF_BUF;
+	s->buf = mmap(NULL, s->len, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (s->buf == MAP_FAILED)
 		return -errno;
-	ret = vd_reg_mr(s->fd, s->pd, s->buf, XF_BUF, XF_ACCESS, &s->stag);
+	ret = vd_reg_mr(s->fd, s->pd, s->buf, s->len, XF_ACCESS, &s->stag);
 	if (ret < 0)
 		return ret;
 	s->mr = ret;
 
-	vd_qp_args(&s->q.c, s->pd, 0, 0);
-	s->q.c.sq_depth = XF_DEPTH;
-	s->q.c.rq_depth = XF_DEPTH;
-	s->q.c.max_send_sge = 4;
-	s->q.c.max_recv_sge = 4;
-	s->q.c.max_inline = 64;
-	s->q.c.ord = XF_ORD;
-	s->q.c.ird = XF_ORD;
-	s->q.c.access = VIADUCT_QP_ACCESS_REMOTE_WRITE |
-			VIADUCT_QP_ACCESS_REMOTE_READ;
-	ret = vd_qp_create(s->fd, &s->q);
+	ret = xf_qp_up(s, &s->q);
 	if (ret)
 		return ret;
 
@@ -110,6 +138,24 @@ static inline int xf_side_up(struct xf_side *s)
 		return ret;
 	s->id = cid.handle;
 	return 0;
+}
+
+/* A new CM id of @s on its channel, with @user_data; its handle or -errno. */
+static inline int xf_create_id(struct xf_side *s, __u64 user_data)
+{
+	struct viaduct_cm_create_id cid = { .user_data = user_data };
+	int ret;
+
+	cid.channel_fd = s->ch;
+	ret = vd_ioctl(s->fd, VIADUCT_IOCTL_CM_CREATE_ID, &cid);
+	return ret ? ret : (int)cid.handle;
+}
+
+static inline int xf_disconnect(struct xf_side *s, __u32 id, __u32 flags)
+{
+	struct viaduct_cm_disconnect d = { .handle = id, .flags = flags };
+
+	return vd_ioctl(s->fd, VIADUCT_IOCTL_CM_DISCONNECT, &d);
 }
 
 /* Next CM event of a channel (acknowledged), waiting up to @ms. */
@@ -145,15 +191,16 @@ struct xf_sge {
 	__u32 len;
 };
 
-static inline void xf_post_send(struct xf_side *s, __u64 wr_id, __u8 opcode,
-			 __u8 flags, const struct xf_sge *sg, int n,
-			 __u32 rstag, __u64 raddr)
+/* Posts a send WR on @q, one of @s's QPs. */
+static inline void xf_post_send_q(struct xf_side *s, struct vd_qp *q, __u64 wr_id,
+				  __u8 opcode, __u8 flags, const struct xf_sge *sg,
+				  int n, __u32 rstag, __u64 raddr)
 {
-	struct viaduct_sqe *e = vd_sq_slot(&s->q, s->q.sq_prod);
+	struct viaduct_sqe *e = vd_sq_slot(q, q->sq_prod);
 	struct viaduct_sge *sge = (struct viaduct_sge *)(e + 1);
 	int i;
 
-	memset(e, 0, s->q.c.sq_wqe_size);
+	memset(e, 0, q->c.sq_wqe_size);
 	e->wr_id = wr_id;
 	e->opcode = opcode;
 	e->flags = flags;
@@ -165,19 +212,27 @@ static inline void xf_post_send(struct xf_side *s, __u64 wr_id, __u8 opcode,
 		sge[i].length = sg[i].len;
 		sge[i].stag = s->stag;
 	}
-	s->q.sq_prod++;
-	__atomic_store_n(&s->q.db->sq_producer, s->q.sq_prod, __ATOMIC_RELEASE);
-	vd_doorbell(s->fd, s->q.c.handle, VIADUCT_DOORBELL_SQ);
+	q->sq_prod++;
+	__atomic_store_n(&q->db->sq_producer, q->sq_prod, __ATOMIC_RELEASE);
+	vd_doorbell(s->fd, q->c.handle, VIADUCT_DOORBELL_SQ);
 }
 
-static inline void xf_post_recv(struct xf_side *s, __u64 wr_id,
-			 const struct xf_sge *sg, int n)
+static inline void xf_post_send(struct xf_side *s, __u64 wr_id, __u8 opcode,
+				__u8 flags, const struct xf_sge *sg, int n,
+				__u32 rstag, __u64 raddr)
 {
-	struct viaduct_rqe *r = vd_rq_slot(&s->q, s->q.rq_prod);
+	xf_post_send_q(s, &s->q, wr_id, opcode, flags, sg, n, rstag, raddr);
+}
+
+/* Posts a receive WR on @q, one of @s's QPs. */
+static inline void xf_post_recv_q(struct xf_side *s, struct vd_qp *q, __u64 wr_id,
+				  const struct xf_sge *sg, int n)
+{
+	struct viaduct_rqe *r = vd_rq_slot(q, q->rq_prod);
 	struct viaduct_sge *sge = (struct viaduct_sge *)(r + 1);
 	int i;
 
-	memset(r, 0, s->q.c.rq_wqe_size);
+	memset(r, 0, q->c.rq_wqe_size);
 	r->wr_id = wr_id;
 	r->num_sge = n;
 	for (i = 0; i < n; i++) {
@@ -185,9 +240,15 @@ static inline void xf_post_recv(struct xf_side *s, __u64 wr_id,
 		sge[i].length = sg[i].len;
 		sge[i].stag = s->stag;
 	}
-	s->q.rq_prod++;
-	__atomic_store_n(&s->q.db->rq_producer, s->q.rq_prod, __ATOMIC_RELEASE);
-	vd_doorbell(s->fd, s->q.c.handle, VIADUCT_DOORBELL_RQ);
+	q->rq_prod++;
+	__atomic_store_n(&q->db->rq_producer, q->rq_prod, __ATOMIC_RELEASE);
+	vd_doorbell(s->fd, q->c.handle, VIADUCT_DOORBELL_RQ);
+}
+
+static inline void xf_post_recv(struct xf_side *s, __u64 wr_id,
+				const struct xf_sge *sg, int n)
+{
+	xf_post_recv_q(s, &s->q, wr_id, sg, n);
 }
 
 static inline void xf_fill(unsigned char *p, size_t len, unsigned int seed)
@@ -230,7 +291,7 @@ static inline void xf_side_down(struct xf_side *s)
 	if (s->fd >= 0)
 		close(s->fd);
 	if (s->buf && s->buf != MAP_FAILED)
-		munmap(s->buf, XF_BUF);
+		munmap(s->buf, s->len);
 	s->ch = s->fd = -1;
 	s->buf = NULL;
 }

@@ -11,6 +11,11 @@
  * a Terminate: an RDMA Write to a bad STag leaves the target untouched and
  * moves both QPs to Error with flushed completions. Variants run with MPA
  * CRC, without, and with the RFC 6581 peer-to-peer RTR.
+ *
+ * xbig: one connection (with CRC) and buffers of 16 MiB and guards: the
+ * largest message for Send, RDMA Write and RDMA Read; graceful disconnects
+ * from either side after traffic; a reset from either side in the middle
+ * of a stream of RDMA Writes.
  */
 #include "xfer_util.h"
 
@@ -363,6 +368,295 @@ TEST_F_TIMEOUT(xfer, no_receive_posted, XF_TIMEOUT_S)
 				   self->a.q.c.handle, &ev, XF_WAIT_MS));
 	EXPECT_EQ(VIADUCT_QPS_ERROR, vd_qp_state(self->a.fd, self->a.q.c.handle));
 	xf_expect_done_or_blamed(_metadata, &self->a.q.scq, 1, VIADUCT_WC_REM_INV_REQ_ERR);
+}
+
+/* --- One connection with big buffers: large messages, disconnects --- */
+
+#define XF_BIG		(16U << 20)	/* largest message tested */
+#define XF_GUARD	4096U		/* untouched bytes around a target */
+
+/*
+ * The device allows messages of up to 2 GiB; the VM has 2 GiB of RAM and
+ * each side registers (pins) a buffer of the message's size, so the test
+ * stops at 16 MiB, which is still 16 times the largest of the tests above.
+ */
+static __u32 xf_big_len(const struct viaduct_device_attr *attr)
+{
+	return attr->max_msg_size < XF_BIG ? (__u32)attr->max_msg_size : XF_BIG;
+}
+
+/* b listens, a connects with its QP, b accepts with its own: ESTABLISHED. */
+static void xf_establish(struct __test_metadata *_metadata, struct xf_side *a,
+			 struct xf_side *b, __u32 flags, __u32 *conn_id)
+{
+	struct viaduct_cm_listen l = { .handle = b->id };
+	struct viaduct_cm_connect c = { .handle = a->id };
+	struct viaduct_cm_accept acc = { 0 };
+	struct viaduct_cm_event ev;
+
+	xf_addr(&l.addr, 2, 0);
+	ASSERT_EQ(0, vd_ioctl(b->fd, VIADUCT_IOCTL_CM_LISTEN, &l));
+	xf_addr(&c.dst, 2, ntohs(l.addr.port));
+	c.param.qp_handle = a->q.c.handle;
+	c.param.flags = flags;
+	ASSERT_EQ(0, vd_ioctl(a->fd, VIADUCT_IOCTL_CM_CONNECT, &c));
+	ASSERT_EQ(0, xf_cm_event(b, &ev, XF_WAIT_MS));
+	ASSERT_EQ(VIADUCT_CM_EVENT_CONNECT_REQUEST, ev.type);
+	*conn_id = ev.handle;
+	acc.handle = ev.handle;
+	acc.param.qp_handle = b->q.c.handle;
+	acc.param.flags = flags;
+	ASSERT_EQ(0, vd_ioctl(b->fd, VIADUCT_IOCTL_CM_ACCEPT, &acc));
+	ASSERT_EQ(0, xf_cm_event(a, &ev, XF_WAIT_MS));
+	ASSERT_EQ(VIADUCT_CM_EVENT_ESTABLISHED, ev.type) TH_LOG("status %d", ev.status);
+	ASSERT_EQ(0, xf_cm_event(b, &ev, XF_WAIT_MS));
+	ASSERT_EQ(VIADUCT_CM_EVENT_ESTABLISHED, ev.type) TH_LOG("status %d", ev.status);
+	ASSERT_EQ(VIADUCT_QPS_RTS, vd_qp_state(a->fd, a->q.c.handle));
+	ASSERT_EQ(VIADUCT_QPS_RTS, vd_qp_state(b->fd, b->q.c.handle));
+}
+
+/* Index of the first byte of @p[0..@len) that is not @c, or @len. */
+static size_t xf_first_not(const unsigned char *p, size_t len, unsigned char c)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != c)
+			break;
+	return i;
+}
+
+FIXTURE(xbig)
+{
+	struct xf_side a;	/* active */
+	struct xf_side b;	/* passive */
+	__u32 conn_id;		/* b's id of the connection */
+	__u32 msg;		/* largest message tested */
+	int up;
+};
+
+FIXTURE_SETUP(xbig)
+{
+	int id = getpid() % 100000;
+
+	xf_sides_init(&self->a, &self->b, id);
+	ASSERT_EQ(0, xf_net_up(self->a.ns, self->b.ns, id));
+	self->up = 1;
+	/* guard, message, guard, and a page for receives that must not land */
+	self->a.len = XF_BIG + 3 * XF_GUARD;
+	self->b.len = XF_BIG + 3 * XF_GUARD;
+	ASSERT_EQ(0, xf_in_ns(self->a.ns, xf_side_up, &self->a));
+	ASSERT_EQ(0, xf_in_ns(self->b.ns, xf_side_up, &self->b));
+	self->msg = xf_big_len(&self->a.attr);
+	ASSERT_GE(self->msg, 1U << 20);
+	xf_establish(_metadata, &self->a, &self->b, VIADUCT_CM_F_CRC, &self->conn_id);
+}
+
+FIXTURE_TEARDOWN(xbig)
+{
+	xf_side_down(&self->a);
+	xf_side_down(&self->b);
+	if (self->up)
+		xf_net_down(self->a.ns, self->b.ns);
+}
+
+TEST_F_TIMEOUT(xbig, max_message, XF_TIMEOUT_S)
+{
+	__u32 len = self->msg;
+	struct xf_sge src = { XF_GUARD, len }, dst = { XF_GUARD, len };
+	unsigned char *a = self->a.buf, *b = self->b.buf;
+	size_t tail = XF_GUARD + (size_t)len;
+	struct viaduct_cqe cqe;
+
+	TH_LOG("max_msg_size %llu, testing %u bytes",
+	       (unsigned long long)self->a.attr.max_msg_size, len);
+
+	/* Send into a receive of exactly that size */
+	xf_fill(a, self->a.len, 1);
+	memset(b, 0xee, self->b.len);
+	xf_post_recv(&self->b, 1, &dst, 1);
+	xf_post_send(&self->a, 2, VIADUCT_OP_SEND, VIADUCT_SQE_SIGNALED, &src, 1, 0, 0);
+	XF_EXPECT_CQE(&self->a.q.scq, 2, VIADUCT_WC_SUCCESS, &cqe);
+	XF_EXPECT_CQE(&self->b.q.rcq, 1, VIADUCT_WC_SUCCESS, &cqe);
+	EXPECT_EQ(len, cqe.byte_len);
+	ASSERT_EQ(0, memcmp(a + XF_GUARD, b + XF_GUARD, len));
+	EXPECT_EQ(XF_GUARD, xf_first_not(b, XF_GUARD, 0xee));
+	EXPECT_EQ(XF_GUARD, xf_first_not(b + tail, XF_GUARD, 0xee));
+
+	/* RDMA Write, then a Send behind it to know it is placed */
+	xf_fill(a, self->a.len, 2);
+	memset(b, 0xee, self->b.len);
+	dst.off = self->b.len - XF_GUARD;
+	dst.len = 1;
+	xf_post_recv(&self->b, 3, &dst, 1);
+	xf_post_send(&self->a, 4, VIADUCT_OP_RDMA_WRITE, VIADUCT_SQE_SIGNALED, &src, 1,
+		     self->b.stag, (unsigned long)b + XF_GUARD);
+	src.len = 0;
+	xf_post_send(&self->a, 5, VIADUCT_OP_SEND, VIADUCT_SQE_SIGNALED, &src, 1, 0, 0);
+	XF_EXPECT_CQE(&self->a.q.scq, 4, VIADUCT_WC_SUCCESS, &cqe);
+	EXPECT_EQ(VIADUCT_WC_RDMA_WRITE, cqe.opcode);
+	XF_EXPECT_CQE(&self->a.q.scq, 5, VIADUCT_WC_SUCCESS, &cqe);
+	XF_EXPECT_CQE(&self->b.q.rcq, 3, VIADUCT_WC_SUCCESS, &cqe);
+	EXPECT_EQ(0U, cqe.byte_len);
+	ASSERT_EQ(0, memcmp(a + XF_GUARD, b + XF_GUARD, len));
+	EXPECT_EQ(XF_GUARD, xf_first_not(b, XF_GUARD, 0xee));
+	EXPECT_EQ(XF_GUARD, xf_first_not(b + tail, XF_GUARD, 0xee));
+
+	/* RDMA Read of all of it back into a */
+	xf_fill(b, self->b.len, 3);
+	memset(a, 0xee, self->a.len);
+	src.len = len;
+	xf_post_send(&self->a, 6, VIADUCT_OP_RDMA_READ, VIADUCT_SQE_SIGNALED, &src, 1,
+		     self->b.stag, (unsigned long)b + XF_GUARD);
+	XF_EXPECT_CQE(&self->a.q.scq, 6, VIADUCT_WC_SUCCESS, &cqe);
+	EXPECT_EQ(VIADUCT_WC_RDMA_READ, cqe.opcode);
+	EXPECT_EQ(len, cqe.byte_len);
+	ASSERT_EQ(0, memcmp(a + XF_GUARD, b + XF_GUARD, len));
+	EXPECT_EQ(XF_GUARD, xf_first_not(a, XF_GUARD, 0xee));
+	EXPECT_EQ(XF_GUARD, xf_first_not(a + tail, XF_GUARD, 0xee));
+}
+
+/*
+ * Graceful disconnect by @x (its id @xid) after a Send from @y to @x;
+ * each side has a receive still posted. Both see DISCONNECTED with status
+ * 0 and end Idle (cm.rst); an Idle QP holds its receives (qp.rst), and
+ * moving it to Error flushes them.
+ */
+static void xf_graceful(struct __test_metadata *_metadata, struct xf_side *x,
+			__u32 xid, struct xf_side *y)
+{
+	struct xf_sge src = { 0, 3000 }, dst = { 8192, 4096 };
+	struct viaduct_cm_event ev;
+	struct viaduct_cqe cqe;
+	int st;
+
+	xf_fill(y->buf, 3000, 4);
+	xf_post_recv(x, 10, &dst, 1);
+	xf_post_recv(x, 11, &dst, 1);
+	xf_post_recv(y, 20, &dst, 1);
+	xf_post_send(y, 21, VIADUCT_OP_SEND, VIADUCT_SQE_SIGNALED, &src, 1, 0, 0);
+	XF_EXPECT_CQE(&y->q.scq, 21, VIADUCT_WC_SUCCESS, &cqe);
+	XF_EXPECT_CQE(&x->q.rcq, 10, VIADUCT_WC_SUCCESS, &cqe);
+	ASSERT_EQ(0, memcmp(x->buf + 8192, y->buf, 3000));
+
+	ASSERT_EQ(0, xf_disconnect(x, xid, 0));
+	st = vd_qp_state(x->fd, x->q.c.handle);
+	EXPECT_TRUE(st == VIADUCT_QPS_CLOSING || st == VIADUCT_QPS_IDLE) TH_LOG("state %d", st);
+	ASSERT_EQ(0, xf_cm_event(y, &ev, XF_WAIT_MS));
+	EXPECT_EQ(VIADUCT_CM_EVENT_DISCONNECTED, ev.type);
+	EXPECT_EQ(0, ev.status);
+	ASSERT_EQ(0, xf_cm_event(x, &ev, XF_WAIT_MS));
+	EXPECT_EQ(VIADUCT_CM_EVENT_DISCONNECTED, ev.type);
+	EXPECT_EQ(xid, ev.handle);
+	EXPECT_EQ(0, ev.status);
+	EXPECT_EQ(VIADUCT_QPS_IDLE, vd_qp_state(x->fd, x->q.c.handle));
+	EXPECT_EQ(VIADUCT_QPS_IDLE, vd_qp_state(y->fd, y->q.c.handle));
+	EXPECT_EQ(0U, vd_cring_avail(&x->q.rcq));
+	EXPECT_EQ(0U, vd_cring_avail(&y->q.rcq));
+	EXPECT_EQ(0U, vd_cring_avail(&x->q.scq));
+	EXPECT_EQ(0U, vd_cring_avail(&y->q.scq));
+
+	/* the receives left come back flushed, in order */
+	ASSERT_EQ(0, vd_modify_state(x->fd, x->q.c.handle, VIADUCT_QPS_ERROR));
+	ASSERT_EQ(0, vd_modify_state(y->fd, y->q.c.handle, VIADUCT_QPS_ERROR));
+	XF_EXPECT_CQE(&x->q.rcq, 11, VIADUCT_WC_FLUSHED, &cqe);
+	XF_EXPECT_CQE(&y->q.rcq, 20, VIADUCT_WC_FLUSHED, &cqe);
+	usleep(100000);
+	EXPECT_EQ(0U, vd_cring_avail(&x->q.rcq) + vd_cring_avail(&y->q.rcq));
+	EXPECT_EQ(0, vd_modify_state(x->fd, x->q.c.handle, VIADUCT_QPS_IDLE));
+	EXPECT_EQ(0, vd_modify_state(y->fd, y->q.c.handle, VIADUCT_QPS_IDLE));
+}
+
+TEST_F_TIMEOUT(xbig, graceful_disconnect_by_active, XF_TIMEOUT_S)
+{
+	xf_graceful(_metadata, &self->a, self->a.id, &self->b);
+}
+
+TEST_F_TIMEOUT(xbig, graceful_disconnect_by_passive, XF_TIMEOUT_S)
+{
+	xf_graceful(_metadata, &self->b, self->conn_id, &self->a);
+}
+
+#define XF_ABORT_WRS	32U
+
+/*
+ * a streams RDMA Writes into b's buffer, between guards; once the first
+ * has completed, @x resets the connection. Both QPs end in Error, every
+ * WR completes once and in order (successes, then flushes), the posted
+ * receives are flushed, and nothing outside the targets changed.
+ */
+static void xf_abort_writes(struct __test_metadata *_metadata, struct xf_side *wr,
+			    struct xf_side *tgt, __u32 msg, struct xf_side *x, __u32 xid)
+{
+	struct xf_side *y = x == wr ? tgt : wr;
+	__u32 chunk = msg / XF_ABORT_WRS, ok = 0, flushed = 0, i;
+	struct xf_sge dst = { wr->len - XF_GUARD, 16 };
+	unsigned char *a = wr->buf, *b = tgt->buf;
+	size_t tail = XF_GUARD + (size_t)msg, bad;
+	struct viaduct_cm_event ev;
+	struct viaduct_cqe cqe;
+
+	xf_fill(a, wr->len, 6);
+	memset(b, 0xee, tgt->len);
+	xf_post_recv(wr, 100, &dst, 1);
+	xf_post_recv(tgt, 200, &dst, 1);
+	for (i = 0; i < XF_ABORT_WRS; i++) {
+		struct xf_sge src = { XF_GUARD + (size_t)i * chunk, chunk };
+
+		xf_post_send(wr, i, VIADUCT_OP_RDMA_WRITE, VIADUCT_SQE_SIGNALED,
+			     &src, 1, tgt->stag, (unsigned long)b + src.off);
+	}
+	XF_EXPECT_CQE(&wr->q.scq, 0, VIADUCT_WC_SUCCESS, &cqe);
+	ASSERT_EQ(0, xf_disconnect(x, xid, VIADUCT_CM_DISC_ABORT));
+	EXPECT_EQ(VIADUCT_QPS_ERROR, vd_qp_state(x->fd, x->q.c.handle));
+	ASSERT_EQ(0, xf_cm_event(x, &ev, XF_WAIT_MS));
+	EXPECT_EQ(VIADUCT_CM_EVENT_DISCONNECTED, ev.type);
+	ASSERT_EQ(0, xf_cm_event(y, &ev, XF_WAIT_MS));
+	EXPECT_EQ(VIADUCT_CM_EVENT_DISCONNECTED, ev.type);
+	EXPECT_EQ(-ECONNRESET, ev.status);
+	EXPECT_EQ(VIADUCT_QPS_ERROR, vd_qp_state(y->fd, y->q.c.handle));
+
+	/* every Write completes once, in order: successes, then flushes */
+	for (i = 1, ok = 1; i < XF_ABORT_WRS; i++) {
+		ASSERT_EQ(1U, vd_cring_wait(&wr->q.scq, &cqe, 1, XF_WAIT_MS))
+			TH_LOG("no completion for wr %u", i);
+		EXPECT_EQ(i, cqe.wr_id);
+		if (cqe.status == VIADUCT_WC_SUCCESS && !flushed)
+			ok++;
+		else if (cqe.status == VIADUCT_WC_FLUSHED)
+			flushed++;
+		else
+			EXPECT_EQ(VIADUCT_WC_FLUSHED, cqe.status)
+				TH_LOG("wr %u after %u flushed", i, flushed);
+	}
+	TH_LOG("%u Writes of %u bytes done, %u flushed", ok, chunk, flushed);
+	XF_EXPECT_CQE(&wr->q.rcq, 100, VIADUCT_WC_FLUSHED, &cqe);
+	XF_EXPECT_CQE(&tgt->q.rcq, 200, VIADUCT_WC_FLUSHED, &cqe);
+	usleep(100000);
+	EXPECT_EQ(0U, vd_cring_avail(&wr->q.scq) + vd_cring_avail(&wr->q.rcq) +
+		      vd_cring_avail(&tgt->q.scq) + vd_cring_avail(&tgt->q.rcq));
+
+	/* the guards are intact; the target holds old or written bytes only */
+	EXPECT_EQ(XF_GUARD, xf_first_not(b, XF_GUARD, 0xee));
+	EXPECT_EQ(XF_GUARD, xf_first_not(b + tail, XF_GUARD, 0xee));
+	for (bad = XF_GUARD; bad < tail; bad++)
+		if (b[bad] != 0xee && b[bad] != a[bad])
+			break;
+	EXPECT_EQ(tail, bad) TH_LOG("byte %zu is neither", bad);
+
+	/* and new WRs are flushed as they are posted */
+	xf_post_send(y, 300, VIADUCT_OP_SEND, VIADUCT_SQE_SIGNALED, &dst, 1, 0, 0);
+	XF_EXPECT_CQE(&y->q.scq, 300, VIADUCT_WC_FLUSHED, &cqe);
+}
+
+TEST_F_TIMEOUT(xbig, abort_by_writer_mid_stream, XF_TIMEOUT_S)
+{
+	xf_abort_writes(_metadata, &self->a, &self->b, self->msg, &self->a, self->a.id);
+}
+
+TEST_F_TIMEOUT(xbig, abort_by_target_mid_stream, XF_TIMEOUT_S)
+{
+	xf_abort_writes(_metadata, &self->a, &self->b, self->msg, &self->b, self->conn_id);
 }
 
 TEST_HARNESS_MAIN

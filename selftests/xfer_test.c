@@ -15,7 +15,8 @@
  * xbig: one connection (with CRC) and buffers of 16 MiB and guards: the
  * largest message for Send, RDMA Write and RDMA Read; graceful disconnects
  * from either side after traffic; a reset from either side in the middle
- * of a stream of RDMA Writes.
+ * of a stream of RDMA Writes. xmany: 64 connections through one listener,
+ * every QP moving RDMA Writes and Sends both ways at the same time.
  */
 #include "xfer_util.h"
 
@@ -657,6 +658,236 @@ TEST_F_TIMEOUT(xbig, abort_by_writer_mid_stream, XF_TIMEOUT_S)
 TEST_F_TIMEOUT(xbig, abort_by_target_mid_stream, XF_TIMEOUT_S)
 {
 	xf_abort_writes(_metadata, &self->a, &self->b, self->msg, &self->b, self->conn_id);
+}
+
+/* --- Many connections through one listener, all moving data at once --- */
+
+#define XF_NQP		64U	/* connections, or fewer if the device says so */
+#define XF_WLEN		(16U << 10)	/* per RDMA Write */
+#define XF_SLEN		(8U << 10)	/* per Send */
+#define XF_ROUNDS	2U
+/* per QP in each side's buffer: Write targets, receive buffers, sources */
+#define XF_WTGT		0U
+#define XF_RTGT		(XF_WTGT + XF_ROUNDS * XF_WLEN)
+#define XF_WSRC		(XF_RTGT + XF_ROUNDS * XF_SLEN)
+#define XF_SSRC		(XF_WSRC + XF_ROUNDS * XF_WLEN)
+#define XF_BLOCK	(XF_SSRC + XF_ROUNDS * XF_SLEN)
+
+FIXTURE(xmany)
+{
+	struct xf_side a;	/* active: one id per QP */
+	struct xf_side b;	/* passive: a listener, one id per connection */
+	struct vd_qp aq[XF_NQP], bq[XF_NQP];
+	__u32 n;		/* connections */
+	int up;
+};
+
+FIXTURE_SETUP(xmany)
+{
+	struct viaduct_cm_listen l = { .backlog = 2 * XF_NQP };
+	struct viaduct_cm_event ev;
+	__u32 i, req = 0, est = 0;
+	int id = getpid() % 100000, ret;
+
+	memset(self->aq, 0, sizeof(self->aq));
+	memset(self->bq, 0, sizeof(self->bq));
+	xf_sides_init(&self->a, &self->b, id);
+	ASSERT_EQ(0, xf_net_up(self->a.ns, self->b.ns, id));
+	self->up = 1;
+	self->a.len = XF_NQP * XF_BLOCK;
+	self->b.len = XF_NQP * XF_BLOCK;
+	ASSERT_EQ(0, xf_in_ns(self->a.ns, xf_side_up, &self->a));
+	ASSERT_EQ(0, xf_in_ns(self->b.ns, xf_side_up, &self->b));
+
+	/* the side's own QP counts; everything else is within the limits */
+	self->n = XF_NQP;
+	if (self->n > self->a.attr.max_qp - 1)
+		self->n = self->a.attr.max_qp - 1;
+	ASSERT_GE(self->a.attr.max_qp_wr, XF_DEPTH);
+	TH_LOG("%u connections (max_qp %u)", self->n, self->a.attr.max_qp);
+	for (i = 0; i < self->n; i++) {
+		ASSERT_EQ(0, xf_qp_up(&self->a, &self->aq[i]));
+		ASSERT_EQ(0, xf_qp_up(&self->b, &self->bq[i]));
+	}
+
+	l.handle = self->b.id;
+	xf_addr(&l.addr, 2, 0);
+	ASSERT_EQ(0, vd_ioctl(self->b.fd, VIADUCT_IOCTL_CM_LISTEN, &l));
+	for (i = 0; i < self->n; i++) {
+		struct viaduct_cm_connect c = { 0 };
+
+		ret = xf_create_id(&self->a, i);
+		ASSERT_LE(0, ret);
+		c.handle = ret;
+		xf_addr(&c.dst, 2, ntohs(l.addr.port));
+		c.param.qp_handle = self->aq[i].c.handle;
+		c.param.flags = VIADUCT_CM_F_CRC;
+		c.param.private_data = (unsigned long)&i;
+		c.param.private_data_len = sizeof(i);
+		ASSERT_EQ(0, vd_ioctl(self->a.fd, VIADUCT_IOCTL_CM_CONNECT, &c)) TH_LOG("%u", i);
+	}
+
+	/* b accepts each request with the QP its private data names */
+	while (req < self->n || est < self->n) {
+		struct viaduct_cm_accept acc = { 0 };
+		__u32 k;
+
+		ASSERT_EQ(0, xf_cm_event(&self->b, &ev, XF_WAIT_MS))
+			TH_LOG("%u requests, %u established", req, est);
+		if (ev.type == VIADUCT_CM_EVENT_ESTABLISHED) {
+			est++;
+			continue;
+		}
+		ASSERT_EQ(VIADUCT_CM_EVENT_CONNECT_REQUEST, ev.type) TH_LOG("status %d", ev.status);
+		ASSERT_EQ(sizeof(k), ev.private_data_len);
+		memcpy(&k, ev.private_data, sizeof(k));
+		ASSERT_LT(k, self->n);
+		acc.handle = ev.handle;
+		acc.param.qp_handle = self->bq[k].c.handle;
+		acc.param.flags = VIADUCT_CM_F_CRC;
+		ASSERT_EQ(0, vd_ioctl(self->b.fd, VIADUCT_IOCTL_CM_ACCEPT, &acc)) TH_LOG("%u", k);
+		req++;
+	}
+	for (i = 0; i < self->n; i++) {
+		ASSERT_EQ(0, xf_cm_event(&self->a, &ev, XF_WAIT_MS));
+		ASSERT_EQ(VIADUCT_CM_EVENT_ESTABLISHED, ev.type) TH_LOG("status %d", ev.status);
+	}
+	for (i = 0; i < self->n; i++) {
+		ASSERT_EQ(VIADUCT_QPS_RTS, vd_qp_state(self->a.fd, self->aq[i].c.handle));
+		ASSERT_EQ(VIADUCT_QPS_RTS, vd_qp_state(self->b.fd, self->bq[i].c.handle));
+	}
+}
+
+FIXTURE_TEARDOWN(xmany)
+{
+	__u32 i;
+
+	for (i = 0; i < XF_NQP; i++) {
+		vd_qp_unmap(&self->aq[i]);
+		vd_qp_unmap(&self->bq[i]);
+	}
+	xf_side_down(&self->a);
+	xf_side_down(&self->b);
+	if (self->up)
+		xf_net_down(self->a.ns, self->b.ns);
+}
+
+/* wr_id: QP, round, kind */
+#define XF_ID(q, r, k)	((__u64)(q) << 16 | (r) << 8 | (k))
+enum { XF_K_WRITE = 1, XF_K_SEND, XF_K_RECV };
+
+/*
+ * Every QP, both ways: per round an RDMA Write then a Send, posted QP
+ * after QP so that all connections carry data at the same time. Each
+ * completion must come, once, in order, on its own QP.
+ */
+TEST_F_TIMEOUT(xmany, all_at_once, XF_TIMEOUT_S)
+{
+	struct xf_side *side[2] = { &self->a, &self->b };
+	struct vd_qp *qs[2] = { self->aq, self->bq };
+	__u32 n = self->n, i, r, d, want, got = 0;
+	unsigned char got_s[2][XF_NQP] = { 0 }, got_r[2][XF_NQP] = { 0 };
+	struct viaduct_cqe cqe;
+	__u64 end;
+
+	for (d = 0; d < 2; d++) {
+		for (i = 0; i < n; i++) {
+			unsigned char *blk = side[d]->buf + (size_t)i * XF_BLOCK;
+
+			memset(blk, 0xee, XF_WSRC);
+			for (r = 0; r < XF_ROUNDS; r++) {
+				xf_fill(blk + XF_WSRC + r * XF_WLEN, XF_WLEN, d * 1000 + i * 4 + r);
+				xf_fill(blk + XF_SSRC + r * XF_SLEN, XF_SLEN,
+					d * 1000 + i * 4 + r + 500);
+			}
+		}
+	}
+	/* the receives first, on both sides */
+	for (d = 0; d < 2; d++)
+		for (i = 0; i < n; i++)
+			for (r = 0; r < XF_ROUNDS; r++) {
+				struct xf_sge dst = { (size_t)i * XF_BLOCK + XF_RTGT + r * XF_SLEN,
+						      XF_SLEN };
+
+				xf_post_recv_q(side[d], &qs[d][i], XF_ID(i, r, XF_K_RECV),
+					       &dst, 1);
+			}
+	for (r = 0; r < XF_ROUNDS; r++) {
+		for (i = 0; i < n; i++)
+			for (d = 0; d < 2; d++) {
+				size_t blk = (size_t)i * XF_BLOCK;
+				struct xf_sge src = { blk + XF_WSRC + r * XF_WLEN, XF_WLEN };
+				struct xf_side *peer = side[!d];
+
+				xf_post_send_q(side[d], &qs[d][i], XF_ID(i, r, XF_K_WRITE),
+					       VIADUCT_OP_RDMA_WRITE, VIADUCT_SQE_SIGNALED,
+					       &src, 1, peer->stag,
+					       (unsigned long)peer->buf + blk + XF_WTGT +
+					       r * XF_WLEN);
+			}
+		for (i = 0; i < n; i++)
+			for (d = 0; d < 2; d++) {
+				struct xf_sge src = { (size_t)i * XF_BLOCK + XF_SSRC + r * XF_SLEN,
+						      XF_SLEN };
+
+				xf_post_send_q(side[d], &qs[d][i], XF_ID(i, r, XF_K_SEND),
+					       VIADUCT_OP_SEND, VIADUCT_SQE_SIGNALED,
+					       &src, 1, 0, 0);
+			}
+	}
+
+	/* 2 sides x n QPs x rounds x (Write, Send, Receive) */
+	want = 2 * n * XF_ROUNDS * 3;
+	end = vd_now_ms() + XF_WAIT_MS * 2;
+	while (got < want && vd_now_ms() < end) {
+		int any = 0;
+
+		for (d = 0; d < 2; d++)
+			for (i = 0; i < n; i++) {
+				while (vd_cring_poll(&qs[d][i].scq, &cqe)) {
+					unsigned char k = got_s[d][i]++;
+
+					any = 1;
+					got++;
+					ASSERT_EQ(XF_ID(i, k / 2, k % 2 ? XF_K_SEND : XF_K_WRITE),
+						  cqe.wr_id) TH_LOG("side %u QP %u", d, i);
+					ASSERT_EQ(VIADUCT_WC_SUCCESS, cqe.status)
+						TH_LOG("side %u QP %u vendor_err 0x%x", d, i,
+						       cqe.vendor_err);
+				}
+				while (vd_cring_poll(&qs[d][i].rcq, &cqe)) {
+					unsigned char k = got_r[d][i]++;
+
+					any = 1;
+					got++;
+					ASSERT_EQ(XF_ID(i, k, XF_K_RECV), cqe.wr_id);
+					ASSERT_EQ(VIADUCT_WC_SUCCESS, cqe.status);
+					ASSERT_EQ(XF_SLEN, cqe.byte_len);
+				}
+			}
+		if (!any)
+			usleep(1000);
+	}
+	ASSERT_EQ(want, got);
+
+	/* a Send follows its Write: all of it is placed; check every byte */
+	for (d = 0; d < 2; d++) {
+		for (i = 0; i < n; i++) {
+			unsigned char *dst = side[!d]->buf + (size_t)i * XF_BLOCK;
+			unsigned char *src = side[d]->buf + (size_t)i * XF_BLOCK;
+
+			ASSERT_EQ(0, memcmp(dst + XF_WTGT, src + XF_WSRC, XF_ROUNDS * XF_WLEN))
+				TH_LOG("Writes of side %u QP %u", d, i);
+			ASSERT_EQ(0, memcmp(dst + XF_RTGT, src + XF_SSRC, XF_ROUNDS * XF_SLEN))
+				TH_LOG("Sends of side %u QP %u", d, i);
+		}
+	}
+	/* and nothing more completes */
+	usleep(100000);
+	for (d = 0; d < 2; d++)
+		for (i = 0; i < n; i++)
+			EXPECT_EQ(0U, vd_cring_avail(&qs[d][i].scq) +
+				      vd_cring_avail(&qs[d][i].rcq));
 }
 
 TEST_HARNESS_MAIN

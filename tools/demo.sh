@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # "make demo": boots the test VM and shows viaduct at work: two test hosts,
-# a viaduct link on h1's eth0, and what viaductctl reports about it.
+# a viaduct link on the eth0 of each, what viaductctl reports about them,
+# and RDMA traffic between them: viaduct-ping (if built) and a short
+# viaduct-perf run of each test.
 #
 # Needs the same things as "make check" (and installs/builds them): the
 # packages, the normal test kernel (cached after the first build), the
@@ -31,8 +33,12 @@ if ! { cmake -S . -B build/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
 fi
 ctl=$build/cmake/tools/viaductctl/viaductctl
 [[ -x $ctl ]] || die "viaductctl was not built: expected $ctl"
+perf=$build/cmake/tools/perf/viaduct-perf
+[[ -x $perf ]] || die "viaduct-perf was not built: expected $perf"
+ping=$build/cmake/tools/ping/viaduct-ping
 
 log "booting the VM"
 VD_FLAVOUR=normal VD_KDIR=$kdir VD_KMOD=$build/module-normal VD_VIADUCTCTL=$ctl \
+	VD_PERF=$perf VD_PING=$ping \
 	VD_TIMEOUT=${VD_TIMEOUT:-600} \
 	"$vm/run.sh" -r "$build/vm/demo" "$vm/guest-demo.sh"

@@ -25,6 +25,7 @@
 //
 // Latency is half the round trip. After each size the receiving side checks
 // the first and last bytes of the data against the pattern sent.
+// The connection manager is libviaduct's (CmChannel, ConnectionId).
 // Exit status: 0 done, 1 failure (setup, transfer or data check), 2 usage.
 #include <algorithm>
 #include <chrono>
@@ -39,8 +40,6 @@
 #include <vector>
 
 #include <viaduct/viaduct.hpp>
-
-#include "raw_cm.hpp"
 
 using namespace std::chrono;
 using viaduct::Completion;
@@ -664,14 +663,29 @@ void reap_recvs(Side &s, std::uint32_t size, std::uint32_t count) {
 
 // --- Server ---------------------------------------------------------------
 
-Hello read_hello(const viaduct_cm_event &ev, std::string &why) {
+template <class T> std::span<const std::byte> bytes_of(const T &v) {
+    return {reinterpret_cast<const std::byte *>(&v), sizeof(v)};
+}
+
+std::span<const std::byte> bytes_of(const std::string &v) {
+    return {reinterpret_cast<const std::byte *>(v.data()), v.size()};
+}
+
+std::string event_text(const viaduct::CmEvent &ev) {
+    std::string t = viaduct::to_string(ev.type());
+    if (ev.status())
+        t += std::string(" (") + std::strerror(-ev.status()) + ")";
+    return t;
+}
+
+Hello read_hello(const viaduct::CmEvent &ev, std::string &why) {
     Hello h{};
-    if (ev.private_data_len < sizeof(Hello)) {
-        why = "not a viaduct-perf client (private data of " + std::to_string(ev.private_data_len) +
-              " bytes)";
+    auto pd = ev.private_data();
+    if (pd.size() < sizeof(Hello)) {
+        why = "not a viaduct-perf client (private data of " + std::to_string(pd.size()) + " bytes)";
         return h;
     }
-    std::memcpy(&h, ev.private_data, sizeof(h));
+    std::memcpy(&h, pd.data(), sizeof(h));
     if (h.magic != kMagic)
         why = "not a viaduct-perf client";
     else if (h.version != kVersion)
@@ -686,9 +700,10 @@ Hello read_hello(const viaduct_cm_event &ev, std::string &why) {
 int run_server(const Options &o) {
     // The CM ids and the QPs must be of one context: the Side takes it over.
     auto dev = viaduct::Device::open(o.dev);
-    perf::RawCm cm(dev.fd());
-    std::uint32_t listener = cm.create_id();
-    cm.listen(listener, o.addr, o.port);
+    viaduct::CmChannel ch(dev);
+    viaduct::ConnectionId listener(ch);
+    listener.listen(o.addr, o.port);
+    std::vector<viaduct::ConnectionId> conns;
     std::cout << "viaduct-perf: " << o.dev << " waiting for a client on "
               << (o.addr.empty() ? "*" : o.addr) << " port " << o.port << std::endl;
 
@@ -698,16 +713,15 @@ int run_server(const Options &o) {
     Peer peer;
     std::uint32_t established = 0, accepted = 0;
     while (!side || established < side->nqps() + 1) {
-        auto ev = cm.next_event(side ? kWaitMs : -1);
+        auto ev = ch.read(milliseconds(side ? kWaitMs : -1));
         if (!ev)
             fail("the client did not complete its connections");
-        if (ev->type == VIADUCT_CM_EVENT_ESTABLISHED) {
+        if (ev->type() == viaduct::CmEventType::Established) {
             established++;
             continue;
         }
-        if (ev->type != VIADUCT_CM_EVENT_CONNECT_REQUEST)
-            fail(std::string("connection manager event ") + perf::cm_event_name(ev->type) +
-                 " (status " + std::to_string(ev->status) + ")");
+        if (ev->type() != viaduct::CmEventType::ConnectRequest)
+            fail("connection manager event " + event_text(*ev));
         std::string why;
         Hello h = read_hello(*ev, why);
         if (why.empty() && h.index != accepted)
@@ -717,7 +731,7 @@ int run_server(const Options &o) {
             why = "connection of another client";
         if (!why.empty()) {
             std::cerr << "viaduct-perf: rejecting a connection: " << why << "\n";
-            cm.reject(ev->handle, why);
+            ev->connection().reject(bytes_of(why));
             continue;
         }
         if (!side) {
@@ -732,8 +746,8 @@ int run_server(const Options &o) {
         }
         Welcome wl{kMagic,     h.index,         reinterpret_cast<std::uintptr_t>(side->buf.data()),
                    side->slot, side->mr.stag(), 0};
-        cm.accept(ev->handle, side->qps[h.index].handle(),
-                  {reinterpret_cast<const std::uint8_t *>(&wl), sizeof(wl)});
+        conns.push_back(ev->connection());
+        conns.back().accept(side->qps[h.index], bytes_of(wl));
         accepted++;
     }
 
@@ -829,7 +843,8 @@ int run_client(const Options &o) {
     const Test test = *o.test;
     std::uint32_t max = *std::max_element(o.sizes.begin(), o.sizes.end());
     Side s(viaduct::Device::open(o.dev), o.qps, max, test, o.polled);
-    perf::RawCm cm(s.dev.fd());
+    viaduct::CmChannel ch(s.dev);
+    std::vector<viaduct::ConnectionId> ids;
 
     Hello h{};
     h.magic = kMagic;
@@ -846,27 +861,24 @@ int run_client(const Options &o) {
     Peer peer;
     for (std::uint32_t i = 0; i <= o.qps; i++) {
         h.index = i;
-        std::uint32_t id = cm.create_id();
-        cm.connect(id, o.addr, o.port, s.qps[i].handle(),
-                   {reinterpret_cast<const std::uint8_t *>(&h), sizeof(h)});
-        auto ev = cm.next_event(kWaitMs);
+        ids.emplace_back(ch);
+        ids.back().connect(s.qps[i], o.addr, o.port, {.private_data = bytes_of(h)});
+        auto ev = ch.read(milliseconds(kWaitMs));
         if (!ev)
             fail("no answer from " + o.addr + " port " + std::to_string(o.port) + " within " +
                  std::to_string(kWaitMs / 1000) + " s");
-        if (ev->type == VIADUCT_CM_EVENT_REJECTED) {
-            std::string why(
-                reinterpret_cast<const char *>(ev->private_data),
-                std::min<std::size_t>(ev->private_data_len, VIADUCT_CM_PRIVATE_DATA_MAX));
+        if (ev->type() == viaduct::CmEventType::Rejected) {
+            auto pd = ev->private_data();
+            std::string why(reinterpret_cast<const char *>(pd.data()), pd.size());
             fail("the server rejected the connection" + (why.empty() ? "" : ": " + why));
         }
-        if (ev->type != VIADUCT_CM_EVENT_ESTABLISHED)
+        if (ev->type() != viaduct::CmEventType::Established)
             fail("cannot connect to " + o.addr + " port " + std::to_string(o.port) + ": " +
-                 perf::cm_event_name(ev->type) + " (" + std::strerror(-ev->status) +
-                 "); is 'viaduct-perf -s' running there?");
+                 event_text(*ev) + "; is 'viaduct-perf -s' running there?");
         Welcome wl{};
-        if (ev->private_data_len < sizeof(wl))
+        if (ev->private_data().size() < sizeof(wl))
             fail("the peer is not a viaduct-perf server");
-        std::memcpy(&wl, ev->private_data, sizeof(wl));
+        std::memcpy(&wl, ev->private_data().data(), sizeof(wl));
         if (wl.magic != kMagic || wl.index != i)
             fail("the peer is not a viaduct-perf server");
         if (wl.slot < max)

@@ -17,10 +17,6 @@
 // Each side keeps one receive posted and posts it again as soon as a
 // message has arrived. The client disconnects after -C pings; the server
 // serves one client and ends when it disconnects.
-//
-// The data transfer needs the transport of viaduct.ko (Sends, RDMA Read
-// and Write on a connected QP); the connection itself needs only the
-// connection manager.
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -71,9 +67,6 @@ void usage(std::ostream &os) {
           "A ping over viaduct that speaks rdma-core's rping protocol: either side may be\n"
           "rping on another iWARP device. Each ping is a Send of the client's buffer\n"
           "address, an RDMA Read of it by the server, and an RDMA Write of it back.\n"
-          "\n"
-          "NOTE: the pings use the data transfer of viaduct.ko's transport (Sends, RDMA\n"
-          "Read and Write on connected QPs); without it only the connection is made.\n"
           "\n"
           "  -s         server side (serves one client)\n"
           "  -c         client side\n"

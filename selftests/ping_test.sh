@@ -1,0 +1,143 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# viaduct-ping between two network namespaces, against itself and against
+# rdma-core's rping on Linux's siw, in both roles, with data verification.
+#
+#   +---------------------+            +---------------------+
+#   | netns vpa$$         |            | netns vpb$$         |
+#   |  vd0 / siw0 -> eth0 |<--veth---->|  eth0 <- vd0        |
+#   |  192.0.2.1/24       |            |  192.0.2.2/24       |
+#   +---------------------+            +---------------------+
+#
+# Every ping is rping's exchange: a Send of the client's buffer address, an
+# RDMA Read of it by the server, an RDMA Write back, and a Send each way
+# to end the round; -V makes both sides compare the data. The siw cases
+# are skipped when siw or rping is not there. Prints TAP.
+
+set -u
+src=${VD_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
+bin=${VD_CMAKE_BUILD:-$src/build/cmake}
+ctl=$bin/tools/viaductctl/viaductctl
+ping=$bin/tools/ping/viaduct-ping
+A=vpa$$
+B=vpb$$
+n=0
+failed=0
+port=7174
+
+ok() {
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n - $2"
+	else
+		echo "not ok $n - $2"
+		failed=$((failed + 1))
+	fi
+}
+
+skip() {
+	n=$((n + 1))
+	echo "ok $n - $1 # SKIP $2"
+}
+
+cleanup() {
+	ip netns del "$A" 2>/dev/null
+	ip netns del "$B" 2>/dev/null
+}
+trap cleanup EXIT
+
+# run DESCRIPTION SERVER-NS SERVER-CMD... -- CLIENT-NS CLIENT-CMD...
+# Starts the server, then the client; both must exit 0 within a minute.
+run() {
+	local desc=$1 sns=$2 srv rc_c rc_s out_s out_c
+	shift 2
+	local scmd=()
+	while [ "$1" != -- ]; do
+		scmd+=("$1")
+		shift
+	done
+	shift
+	local cns=$1
+	shift
+	port=$((port + 1))
+	out_s=$(mktemp)
+	out_c=$(mktemp)
+	ip netns exec "$sns" timeout 60 "${scmd[@]}" -p "$port" >"$out_s" 2>&1 &
+	srv=$!
+	# the server listens once its port shows up in its namespace
+	for _ in $(seq 100); do
+		ip netns exec "$sns" ss -Htln "sport = :$port" 2>/dev/null | grep -q . && break
+		sleep 0.1
+	done
+	ip netns exec "$cns" timeout 60 "$@" -p "$port" >"$out_c" 2>&1
+	rc_c=$?
+	wait "$srv"
+	rc_s=$?
+	if [ $rc_c -ne 0 ] || [ $rc_s -ne 0 ]; then
+		echo "# $desc: client exit $rc_c, server exit $rc_s"
+		echo "# server (${scmd[*]}):"
+		tail -n 15 "$out_s" | sed 's/^/#   /'
+		echo "# client ($*):"
+		tail -n 15 "$out_c" | sed 's/^/#   /'
+	fi
+	rm -f "$out_s" "$out_c"
+	ok $((rc_c != 0 || rc_s != 0)) "$desc"
+}
+
+echo "TAP version 13"
+echo "1..9"
+
+if [ ! -x "$ctl" ] || [ ! -x "$ping" ]; then
+	echo "Bail out! viaductctl or viaduct-ping not built under $bin"
+	exit 1
+fi
+
+ip netns add "$A" && ip netns add "$B" &&
+	ip link add vpe$$a type veth peer name vpe$$b &&
+	ip link set vpe$$a netns "$A" name eth0 &&
+	ip link set vpe$$b netns "$B" name eth0 &&
+	ip -n "$A" addr add 192.0.2.1/24 dev eth0 &&
+	ip -n "$B" addr add 192.0.2.2/24 dev eth0 &&
+	ip -n "$A" link set eth0 up && ip -n "$B" link set eth0 up &&
+	ip -n "$A" link set lo up && ip -n "$B" link set lo up &&
+	ip netns exec "$A" "$ctl" link add vd0 netdev eth0 >/dev/null &&
+	ip netns exec "$B" "$ctl" link add vd0 netdev eth0 >/dev/null
+ok $? "two namespaces joined by veth, a viaduct device in each"
+
+run "viaduct-ping -c to viaduct-ping -s, 100 bytes, verified" \
+	"$A" "$ping" -s -a 192.0.2.1 -S 100 -C 10 -V -- \
+	"$B" "$ping" -c -a 192.0.2.1 -S 100 -C 10 -V
+run "viaduct to viaduct with MPA v1 and CRC, 4000 bytes" \
+	"$A" "$ping" -s -a 192.0.2.1 -S 4000 -C 5 -V --crc -- \
+	"$B" "$ping" -c -a 192.0.2.1 -S 4000 -C 5 -V --mpa-v1 --crc
+
+have_siw=1
+modprobe siw 2>/dev/null || have_siw=0
+command -v rping >/dev/null || have_siw=0
+if [ $have_siw = 1 ]; then
+	ip netns exec "$A" "$ctl" link del vd0 >/dev/null &&
+		ip netns exec "$A" rdma link add siw0 type siw netdev eth0
+	ok $? "siw device in the first namespace instead of viaduct"
+	run "rping -s on siw, viaduct-ping -c, verified" \
+		"$A" rping -s -a 192.0.2.1 -S 100 -C 10 -V -- \
+		"$B" "$ping" -c -a 192.0.2.1 -S 100 -C 10 -V
+	run "rping -s on siw, viaduct-ping -c asking for the MPA CRC" \
+		"$A" rping -s -a 192.0.2.1 -S 1000 -C 5 -V -- \
+		"$B" "$ping" -c -a 192.0.2.1 -S 1000 -C 5 -V --crc
+	run "viaduct-ping -s, rping -c on siw, verified" \
+		"$B" "$ping" -s -a 192.0.2.2 -S 100 -C 10 -V -- \
+		"$A" rping -c -a 192.0.2.2 -S 100 -C 10 -V
+	run "viaduct-ping -s offering the MPA CRC, rping -c on siw" \
+		"$B" "$ping" -s -a 192.0.2.2 -S 1000 -C 5 -V --crc -- \
+		"$A" rping -c -a 192.0.2.2 -S 1000 -C 5 -V
+	ip netns exec "$A" rdma link del siw0
+	ok $? "siw device removed"
+else
+	for t in "siw device" "rping -s, viaduct-ping -c" "rping -s, viaduct-ping -c, CRC" \
+		"viaduct-ping -s, rping -c" "viaduct-ping -s with CRC, rping -c" "siw device removed"; do
+		skip "$t" "no siw module or no rping"
+	done
+fi
+
+[ $failed -eq 0 ]

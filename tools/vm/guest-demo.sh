@@ -4,7 +4,7 @@
 # The VM job of "make demo" (see tools/demo.sh): loads viaduct, creates two
 # test hosts, adds a viaduct link on the eth0 of each, printing what
 # viaductctl says at each step, and runs RDMA traffic from h1 to h2:
-# viaduct-ping if it was built, then viaduct-perf, every test with a few
+# viaduct-ping, then viaduct-perf, every test with a few
 # sizes and a few thousand iterations (the VM is emulated: the numbers are
 # those of TCG, not of hardware).
 set -euo pipefail
@@ -23,6 +23,7 @@ show() { # runs and echoes a command, its output indented
 
 [[ -x $ctl ]] || { echo "[guest] viaductctl missing: $ctl"; exit 1; }
 [[ -x $perf ]] || { echo "[guest] viaduct-perf missing: $perf"; exit 1; }
+[[ -x $ping ]] || { echo "[guest] viaduct-ping missing: $ping"; exit 1; }
 
 # pair READY SERVER... -- CLIENT...: the server in h2, in the background,
 # until it prints READY (or 3 s without READY), then the client in h1; the
@@ -68,12 +69,8 @@ show vd_on 2 "$ctl" link show
 show vd_on 1 rdma link show
 
 h2=$(vd_host_ip4 2)
-if [[ -x $ping ]]; then
-	echo "[guest] viaduct-ping from h1 to h2"
-	pair "" "$ping" -s -a "$h2" -C 5 -V -- "$ping" -c -a "$h2" -C 5 -V -v
-else
-	echo "[guest] viaduct-ping not built ($ping): skipped"
-fi
+echo "[guest] viaduct-ping from h1 to h2"
+pair "" "$ping" -s -a "$h2" -C 5 -V -- "$ping" -c -a "$h2" -C 5 -V -v
 echo "[guest] viaduct-perf from h1 (client) to h2 (server)"
 srv=("$perf" -d vd0 -s --addr "$h2")
 cli=("$perf" -d vd0 --addr "$h2")

@@ -3,15 +3,19 @@
 #
 # "make bench": boots the test VM and measures viaduct against siw in the
 # same run (tools/vm/guest-bench.sh): memory registration from 4 KiB to
-# 256 MiB, and post + poll of work requests. Prints the tables at the end;
+# 256 MiB, post + poll of work requests, and the data path between two
+# test hosts (viaduct-perf against perftest on siw, iperf3 as the ceiling). Prints the tables at the end;
 # they are also kept in build/vm/bench/bench.txt. Documentation/performance.rst
 # says what is compared and how to read the numbers.
 #
 # Needs the same things as "make check" (and installs/builds them): the
 # packages, the normal test kernel (cached after the first build), the
-# module and the cmake build that provides viaduct-bench and viaductctl.
-# Knobs (environment): VD_BENCH_ITERS, VD_BENCH_BATCHES, VD_BENCH_MR_SCALE
-# (see viaduct-bench --help), VD_MEM (guest MiB, default 2048), VD_TIMEOUT.
+# module and the cmake build that provides viaduct-bench, viaduct-perf and
+# viaductctl. Knobs (environment): VD_BENCH_ITERS, VD_BENCH_BATCHES,
+# VD_BENCH_MR_SCALE (see viaduct-bench --help), VD_BENCH_BW_ITERS,
+# VD_BENCH_LAT_ITERS, VD_BENCH_RATE_ITERS, VD_BENCH_TCP_SECS,
+# VD_BENCH_STEP_TIMEOUT (tools/vm/guest-bench.sh), VD_MEM (guest MiB,
+# default 2048), VD_TIMEOUT.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -31,22 +35,27 @@ log "module"
 log "userspace (cmake)"
 mkdir -p "$build"
 if ! { cmake -S . -B build/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
-	cmake --build build/cmake -j2 --target viaduct-bench viaductctl; } \
+	cmake --build build/cmake -j2 --target viaduct-bench viaduct-perf viaductctl; } \
 	>"$build/bench-cmake.log" 2>&1; then
 	tail -n 30 "$build/bench-cmake.log" >&2
 	die "cmake build failed (log: $build/bench-cmake.log)"
 fi
 bench=$build/cmake/tools/bench/viaduct-bench
 ctl=$build/cmake/tools/viaductctl/viaductctl
+perf=$build/cmake/tools/perf/viaduct-perf
 [[ -x $bench ]] || die "viaduct-bench was not built: expected $bench"
 [[ -x $ctl ]] || die "viaductctl was not built: expected $ctl"
+[[ -x $perf ]] || die "viaduct-perf was not built: expected $perf"
 
 log "booting the VM (under a minute once the kernel is cached)"
 rc=0
 VD_FLAVOUR=normal VD_KDIR=$kdir VD_KMOD=$build/module-normal \
-	VD_BENCH=$bench VD_VIADUCTCTL=$ctl VD_BENCH_ECHO=0 VD_TIMEOUT=${VD_TIMEOUT:-1200} \
+	VD_BENCH=$bench VD_PERF=$perf VD_VIADUCTCTL=$ctl VD_BENCH_ECHO=0 VD_TIMEOUT=${VD_TIMEOUT:-1200} \
 	"$vm/run.sh" -r "$results" "$vm/guest-bench.sh" || rc=$?
+# What was measured is worth seeing even when a step failed.
+if [[ -s $results/bench.txt ]]; then
+	echo
+	cat "$results/bench.txt"
+fi
 ((rc == 0)) || die "the VM run failed (status $rc); see $results/console.log"
 [[ -s $results/bench.txt ]] || die "the VM run left no $results/bench.txt"
-echo
-cat "$results/bench.txt"

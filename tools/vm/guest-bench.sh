@@ -10,14 +10,27 @@
 #   h2: viaduct-bench serve --bind 192.0.2.2            (siw peer)
 #   h1: viaduct-bench post  --viaduct vd0 --siw-server 192.0.2.2
 #
+# then the data path from h1 to h2 (h2 gets a viaduct device vd0 too):
+# viaduct-perf on vd0 <-> vd0 against perftest -R on siwb1 <-> siwb2
+# (write and read bandwidth at 64 KiB and 1 MiB, 8-byte send and write
+# latency, 64-byte write message rate on 1 and 8 QPs, viaduct with and
+# without --polled), and iperf3 between the same hosts as the ceiling.
+# Each of those steps has a time limit (VD_BENCH_STEP_TIMEOUT, 90 s); one
+# that fails gives an ERR cell and an ERROR line, the others still run,
+# and the job fails at its end. Their outputs are kept in
+# $VD_RESULTS/datapath/.
+#
 # The tables go to $VD_RESULTS/bench.txt and, unless VD_BENCH_ECHO=0 (as
 # tools/bench.sh sets, printing the file itself), to the console as
-# [guest] lines. Knobs: VD_BENCH (the binary), VD_VIADUCTCTL,
-# VD_BENCH_ITERS, VD_BENCH_BATCHES, VD_BENCH_MR_SCALE.
+# [guest] lines. Knobs: VD_BENCH (the binary), VD_PERF, VD_VIADUCTCTL,
+# VD_BENCH_ITERS, VD_BENCH_BATCHES, VD_BENCH_MR_SCALE; for the data path
+# VD_BENCH_BW_ITERS (200), VD_BENCH_LAT_ITERS (1000), VD_BENCH_RATE_ITERS
+# (2000 per QP), VD_BENCH_TCP_SECS (3), VD_BENCH_STEP_TIMEOUT (90).
 #
 # A benchmark, not a test: it fails only when a step fails (a device that
 # cannot be created, a registration or completion that goes wrong, a
-# kernel complaint), never on the numbers.
+# data path run that fails or times out, a kernel complaint), never on
+# the numbers.
 set -euo pipefail
 
 # shellcheck source=tools/vm/hosts.sh
@@ -112,6 +125,214 @@ else
 fi
 ((rc == 0)) || die "viaduct-bench post failed (status $rc)"
 
+# --- Data path: h1 -> h2, viaduct-perf on vd0 against perftest on siw ------
+#
+# Every step runs with a time limit; a step that fails or times out gives
+# an error row in the table (and its output in $VD_RESULTS/datapath/), and
+# the job goes on. The job fails at the end if any step failed.
+dp=$VD_RESULTS/datapath
+mkdir -p "$dp"
+dp_failed=0
+dp_step_timeout=${VD_BENCH_STEP_TIMEOUT:-90}
+declare -A res=()
+
+# dp_pair NAME READY-PATTERN SERVER... -- CLIENT...: the server in h2, the
+# client in h1 once the server is listening. Leaves the client's output in
+# $dp/NAME.out, the server's in $dp/NAME.srv; returns non-zero on failure.
+dp_pair() {
+	local name=$1 pat=$2 srv=() cli=() spid i rc=0 src=0
+	shift 2
+	while (($#)) && [[ $1 != -- ]]; do
+		srv+=("$1")
+		shift
+	done
+	shift
+	cli=("$@")
+	: >"$dp/$name.srv"
+	ip netns exec h2 timeout -k 5 $((dp_step_timeout + 30)) stdbuf -oL -eL \
+		"${srv[@]}" >"$dp/$name.srv" 2>&1 &
+	spid=$!
+	for ((i = 0; i < 100; i++)); do
+		grep -qi -- "$pat" "$dp/$name.srv" && break
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.2
+	done
+	# The banner can come just before the listen; give the server a moment.
+	sleep 0.5
+	if ! kill -0 "$spid" 2>/dev/null; then
+		wait "$spid" 2>/dev/null || true
+		echo "the server exited before the client started" >"$dp/$name.out"
+		return 1
+	fi
+	vd_on 1 timeout -k 5 "$dp_step_timeout" "${cli[@]}" >"$dp/$name.out" 2>&1 || rc=$?
+	# The server returns when the client is done; do not wait forever.
+	for ((i = 0; i < 50; i++)); do
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.2
+	done
+	if kill -0 "$spid" 2>/dev/null; then
+		kill "$spid" 2>/dev/null || true
+		((rc != 0)) || rc=124
+	fi
+	wait "$spid" 2>/dev/null || src=$?
+	((rc != 0 || src == 0)) || rc=$src
+	((rc == 0)) || echo "exit status $rc" >>"$dp/$name.out"
+	return "$rc"
+}
+
+# dp_col NAME SIZE COLUMN: that column of the result row for SIZE.
+dp_col() {
+	awk -v s="$2" -v c="$3" '$1 == s && $2 ~ /^[0-9]+$/ && NF >= c { v = $c } END { if (v != "") print v; else exit 1 }' \
+		"$dp/$1.out"
+}
+
+# dp_get KEY NAME SIZE COLUMN: res[KEY] from a finished step, or ERR.
+dp_get() {
+	local v
+	if v=$(dp_col "$2" "$3" "$4"); then
+		res[$1]=$v
+	else
+		res[$1]=ERR
+	fi
+}
+
+dp_fail() {
+	say "ERROR: data path step $1 failed: $(tail -n 2 "$dp/$1.out" | tr '\n' ' ')"
+	dp_failed=1
+}
+
+perf=${VD_PERF:-$VD_BUILD/cmake/tools/perf/viaduct-perf}
+vd_srv=("$perf" -d vd0 -s --addr "$peer")
+vd_cli=("$perf" -d vd0 --addr "$peer")
+bw_iters=${VD_BENCH_BW_ITERS:-200}
+lat_iters=${VD_BENCH_LAT_ITERS:-1000}
+rate_iters=${VD_BENCH_RATE_ITERS:-2000}
+
+# vd_run NAME [--polled] VIADUCT-PERF-CLIENT-ARGS...
+vd_run() {
+	local name=$1 pol=()
+	shift
+	if [[ ${1:-} == --polled ]]; then
+		pol=(--polled)
+		shift
+	fi
+	say "data path: viaduct $name"
+	dp_pair "vd-$name" 'waiting for a client' "${vd_srv[@]}" "${pol[@]}" -- \
+		"${vd_cli[@]}" "${pol[@]}" "$@" || dp_fail "vd-$name"
+}
+
+# siw_run NAME PERFTEST-PROGRAM ARGS...: the same arguments on both sides.
+siw_run() {
+	local name=$1 prog=$2
+	shift 2
+	say "data path: siw $name"
+	dp_pair "siw-$name" 'waiting' "$prog" -d siwb2 -R -F "$@" -- \
+		"$prog" -d siwb1 -R -F "$@" "$peer" || dp_fail "siw-$name"
+}
+
+if [[ ! -x $perf ]]; then
+	say "ERROR: viaduct-perf missing: $perf"
+	dp_failed=1
+elif ! vd_on 2 "$ctl" link add vd0 netdev eth0; then
+	say "ERROR: viaductctl link add vd0 in h2 failed"
+	dp_failed=1
+fi
+
+vd_run bw -t write -n "$bw_iters" --sizes 65536,1048576
+vd_run read -t read -n "$bw_iters" --sizes 65536,1048576
+vd_run lat-send -t lat-send -n "$lat_iters" -S 8
+vd_run lat-write -t lat-write -n "$lat_iters" -S 8
+vd_run rate1 -t write -n "$rate_iters" -S 64 -q 1
+vd_run rate1p --polled -t write -n "$rate_iters" -S 64 -q 1
+vd_run rate8 -t write -n "$rate_iters" -S 64 -q 8
+vd_run rate8p --polled -t write -n "$rate_iters" -S 64 -q 8
+siw_run bw64k ib_write_bw -s 65536 -n "$bw_iters"
+siw_run bw1m ib_write_bw -s 1048576 -n "$bw_iters"
+siw_run read64k ib_read_bw -s 65536 -n "$bw_iters"
+siw_run read1m ib_read_bw -s 1048576 -n "$bw_iters"
+siw_run lat-send ib_send_lat -s 8 -n "$lat_iters"
+siw_run lat-write ib_write_lat -s 8 -n "$lat_iters"
+siw_run rate1 ib_write_bw -s 64 -n "$rate_iters" -q 1
+siw_run rate8 ib_write_bw -s 64 -n "$rate_iters" -q 8
+
+say "data path: TCP (iperf3)"
+tcp_out=$dp/tcp.out
+if dp_pair tcp 'listening' iperf3 -s -1 -B "$peer" -- \
+	iperf3 -c "$peer" -t "${VD_BENCH_TCP_SECS:-3}" -l 1M -f m; then
+	# Mbit/s (10^6 bits) into MB/s of 2^20 bytes, as the RDMA tools print.
+	res[tcp]=$(awk '/receiver/ { for (i = 1; i < NF; i++) if ($(i + 1) == "Mbits/sec") v = $i } END { if (v != "") printf "%.2f", v * 1e6 / 8 / 1048576; else exit 1 }' \
+		"$tcp_out") || res[tcp]=ERR
+else
+	dp_fail tcp
+	res[tcp]=ERR
+fi
+
+# viaduct-perf: #bytes #iters BW MsgRate; perftest bw: #bytes #iters peak
+# average MsgRate; latency (both): ... t_typical is column 5.
+dp_get vd_bw64k vd-bw 65536 3
+dp_get vd_bw1m vd-bw 1048576 3
+dp_get vd_rd64k vd-read 65536 3
+dp_get vd_rd1m vd-read 1048576 3
+dp_get vd_lsend vd-lat-send 8 5
+dp_get vd_lwrite vd-lat-write 8 5
+dp_get vd_r1 vd-rate1 64 4
+dp_get vd_r1p vd-rate1p 64 4
+dp_get vd_r8 vd-rate8 64 4
+dp_get vd_r8p vd-rate8p 64 4
+dp_get siw_bw64k siw-bw64k 65536 4
+dp_get siw_bw1m siw-bw1m 1048576 4
+dp_get siw_rd64k siw-read64k 65536 4
+dp_get siw_rd1m siw-read1m 1048576 4
+dp_get siw_lsend siw-lat-send 8 5
+dp_get siw_lwrite siw-lat-write 8 5
+dp_get siw_r1 siw-rate1 64 5
+dp_get siw_r8 siw-rate8 64 5
+
+# ratio A B: A/B with two decimals, or "-" when either is missing.
+ratio() {
+	awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else print "-" }'
+}
+# row METRIC UNIT VIADUCT SIW TCP TARGET-TEXT GOAL: GOAL is "ge R" (viaduct
+# at least R x siw), "le R" (at most R x siw, latency) or "tcp R" (viaduct
+# at least R x TCP and at least siw).
+row() {
+	local m=$1 u=$2 v=$3 s=$4 t=$5 tgt=$6 goal=$7 r rt met
+	r=$(ratio "$v" "$s")
+	rt=$(ratio "$v" "$t")
+	met=$(awk -v v="$v" -v s="$s" -v t="$t" -v g="${goal% *}" -v k="${goal#* }" 'BEGIN {
+		if (v !~ /^[0-9.]+$/ || s !~ /^[0-9.]+$/) { print "n/a"; exit }
+		if (g == "ge") ok = v >= k * s
+		else if (g == "le") ok = v <= k * s
+		else if (g == "tcp") ok = t ~ /^[0-9.]+$/ && v >= k * t && v >= s
+		else ok = -1
+		print ok < 0 ? "-" : (ok ? "yes" : "NO") }')
+	printf '   %-36s %-5s %10s %10s %7s %9s %7s   %-21s %s\n' "$m" "$u" "$v" "$s" "$r" "$t" "$rt" "$tgt" "$met"
+}
+
+{
+	echo
+	echo "Data path: h1 -> h2 over the bridge (veth), viaduct-perf on vd0 <-> vd0 against perftest"
+	echo "(-R, rdma_cm) on siwb1 <-> siwb2; iperf3 (TCP, 1 MiB writes) between the same hosts."
+	echo "Bandwidth in MB/s of 2^20 bytes, latency t_typical (median of half round trips) in us,"
+	echo "message rate in Mpps over all QPs; RDMA Write unless said. iterations: bandwidth $bw_iters per size,"
+	echo "latency $lat_iters, message rate $rate_iters per QP. ERR: the step failed (see datapath/)."
+	printf -- '-%.0s' {1..120}
+	echo
+	printf '   %-36s %-5s %10s %10s %7s %9s %7s   %-21s %s\n' metric unit viaduct siw vd/siw TCP vd/TCP target met
+	row "write bw 64 KiB" MB/s "${res[vd_bw64k]}" "${res[siw_bw64k]}" - ">= siw" "ge 1"
+	row "write bw 1 MiB" MB/s "${res[vd_bw1m]}" "${res[siw_bw1m]}" "${res[tcp]}" ">= siw, >= 0.8 TCP" "tcp 0.8"
+	row "read bw 64 KiB" MB/s "${res[vd_rd64k]}" "${res[siw_rd64k]}" - ">= siw" "ge 1"
+	row "read bw 1 MiB" MB/s "${res[vd_rd1m]}" "${res[siw_rd1m]}" "${res[tcp]}" ">= siw, >= 0.8 TCP" "tcp 0.8"
+	row "send lat 8 B" us "${res[vd_lsend]}" "${res[siw_lsend]}" - "<= siw" "le 1"
+	row "write lat 8 B" us "${res[vd_lwrite]}" "${res[siw_lwrite]}" - "<= siw" "le 1"
+	row "msg rate 64 B, 1 QP, ioctl doorbell" Mpps "${res[vd_r1]}" "${res[siw_r1]}" - "-" "- -"
+	row "msg rate 64 B, 1 QP, polled" Mpps "${res[vd_r1p]}" "${res[siw_r1]}" - ">= 1.5 x siw" "ge 1.5"
+	row "msg rate 64 B, 8 QPs, ioctl doorbell" Mpps "${res[vd_r8]}" "${res[siw_r8]}" - "-" "- -"
+	row "msg rate 64 B, 8 QPs, polled" Mpps "${res[vd_r8p]}" "${res[siw_r8]}" - ">= 1.5 x siw" "ge 1.5"
+	printf -- '-%.0s' {1..120}
+	echo
+} >>"$out"
+
 [[ ${VD_BENCH_ECHO:-1} == 0 ]] || sed 's/^/[guest] /' "$out"
 vd_hosts_down
 rmmod viaduct || die "rmmod viaduct failed (a leaked reference?)"
@@ -120,4 +341,5 @@ if grep -E 'BUG:|WARNING:|Oops|KASAN|UBSAN|general protection|Call Trace:' \
 	"$VD_RESULTS/dmesg.txt" | grep -v 'traps:'; then
 	die "the kernel complained (see $VD_RESULTS/dmesg.txt)"
 fi
+((dp_failed == 0)) || die "a data path step failed (see the table and $dp)"
 say "bench done"

@@ -78,6 +78,23 @@ insmod "$VD_KMOD/viaduct.ko" || die "insmod viaduct.ko failed"
 modprobe siw || die "modprobe siw failed"
 vd_hosts_up 2 || die "test hosts"
 peer=$(vd_host_ip4 2)
+# h1's and h2's eth0 have the same ifindex (3). siw's wildcard listen
+# (perftest -R listens on every address) binds one socket per siw device,
+# in the listener's namespace, to the ifindex of that device's netdev: in
+# h2, siwb1's socket and siwb2's collide (EADDRINUSE) and rdma_listen fails.
+# Give h2's eth0 another ifindex: move it out, take 3 with a pad veth pair
+# (down, no address), move it back. Before any device sits on eth0.
+renumber_h2_eth0() {
+	ip netns add vdtmp &&
+		ip -n h2 link set eth0 netns vdtmp &&
+		ip -n h2 link add vdpad index 3 type veth peer name vdpad1 &&
+		ip -n vdtmp link set eth0 netns h2 &&
+		ip netns del vdtmp &&
+		ip -n h2 addr add "$peer/24" dev eth0 &&
+		ip -n h2 addr add "$(vd_host_ip6 2)/64" dev eth0 nodad &&
+		ip -n h2 link set eth0 up
+}
+renumber_h2_eth0 || die "cannot give h2's eth0 a new ifindex"
 vd_on 1 "$ctl" link add vd0 netdev eth0 || die "viaductctl link add"
 vd_on 1 rdma link add siwb1 type siw netdev eth0 || die "rdma link add siwb1"
 vd_on 2 rdma link add siwb2 type siw netdev eth0 || die "rdma link add siwb2"

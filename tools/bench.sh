@@ -47,7 +47,7 @@ perf=$build/cmake/tools/perf/viaduct-perf
 [[ -x $ctl ]] || die "viaductctl was not built: expected $ctl"
 [[ -x $perf ]] || die "viaduct-perf was not built: expected $perf"
 
-log "booting the VM (under a minute once the kernel is cached)"
+log "booting the VM (a minute or two once the kernel is cached)"
 rc=0
 VD_FLAVOUR=normal VD_KDIR=$kdir VD_KMOD=$build/module-normal \
 	VD_BENCH=$bench VD_PERF=$perf VD_VIADUCTCTL=$ctl VD_BENCH_ECHO=0 VD_TIMEOUT=${VD_TIMEOUT:-1200} \

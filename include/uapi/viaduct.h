@@ -574,7 +574,13 @@ struct viaduct_sockaddr {
 	__u8 addr[16];		/* network byte order; IPv4 in the first 4 bytes */
 };
 
-#define VIADUCT_CM_PRIVATE_DATA_MAX	512	/* bytes of MPA private data */
+/*
+ * Bytes of MPA private data an MPA frame carries. An application may send
+ * at most 512 with VIADUCT_CM_F_MPA_V1 and 508 in the enhanced form, whose
+ * IRD/ORD words take the first 4 (EINVAL beyond). Received private data
+ * is at most 512 bytes in either form.
+ */
+#define VIADUCT_CM_PRIVATE_DATA_MAX	512
 
 /* struct viaduct_cm_conn_param.flags */
 #define VIADUCT_CM_F_MPA_V1		(1U << 0)	/* plain RFC 5044, no IRD/ORD exchange */

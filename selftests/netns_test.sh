@@ -17,18 +17,9 @@ set -u
 ctl=${VIADUCTCTL:-${VD_SRC:-$(cd "$(dirname "$0")/.." && pwd)}/build/cmake/tools/viaductctl/viaductctl}
 A=vda$$
 B=vdb$$
-n=0
-failed=0
 
-ok() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=$((failed + 1))
-	fi
-}
+# shellcheck source=selftests/tap.sh
+. "$(dirname "$0")/helpers/tap.sh"
 
 # expect STATUS DESCRIPTION -- command...: runs the command, checks its exit status
 expect() {

@@ -18,19 +18,10 @@ perf=${VIADUCT_PERF:-$top/build/cmake/tools/perf/viaduct-perf}
 A=vpa$$
 B=vpb$$
 tmp=$(mktemp -d)
-n=0
-failed=0
 port=18515
 
-ok() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=$((failed + 1))
-	fi
-}
+# shellcheck source=selftests/tap.sh
+. "$(dirname "$0")/helpers/tap.sh"
 
 cleanup() {
 	[ -n "${spid:-}" ] && kill "$spid" 2>/dev/null

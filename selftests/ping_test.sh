@@ -22,24 +22,10 @@ ctl=$bin/tools/viaductctl/viaductctl
 ping=$bin/tools/ping/viaduct-ping
 A=vpa$$
 B=vpb$$
-n=0
-failed=0
 port=7174
 
-ok() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=$((failed + 1))
-	fi
-}
-
-skip() {
-	n=$((n + 1))
-	echo "ok $n - $1 # SKIP $2"
-}
+# shellcheck source=selftests/tap.sh
+. "$(dirname "$0")/helpers/tap.sh"
 
 cleanup() {
 	ip netns del "$A" 2>/dev/null

@@ -23,20 +23,11 @@ NS=vdr$$
 DEV=vdres0
 MANY=3000
 plan=22
-n=0
-failed=0
 hpid=
 hpid2=
 
-ok() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=$((failed + 1))
-	fi
-}
+# shellcheck source=selftests/tap.sh
+. "$(dirname "$0")/helpers/tap.sh"
 
 # check DESCRIPTION PYTHON JSON [ARGS...]: runs a python check on JSON (as
 # d; ARGS are sys.argv[2:]). The JSON goes through stdin: a dump of

@@ -45,24 +45,34 @@ static const struct vd_iw_op vd_iw_ops[VD_OP_NR] = {
 	/* The Terminate control word is terminate.c's to write. */
 	[VD_OP_TERMINATE]	= { "Terminate", false, VD_QN_TERMINATE,
 				    VD_HDR_UNTAGGED, VD_HDR_TERMINATE },
+	[VD_OP_IMM]		= { "Immediate Data", false, VD_QN_SEND,
+				    VD_HDR_IMM, VD_HDR_IMM },
+	[VD_OP_IMM_SE]		= { "Immediate Data with SE", false,
+				    VD_QN_SEND, VD_HDR_IMM, VD_HDR_IMM },
+	[VD_OP_SEND_IMM]	= { "Send with Immediate", false, VD_QN_SEND,
+				    VD_HDR_UNTAGGED, VD_HDR_UNTAGGED },
+	[VD_OP_SEND_SE_IMM]	= { "Send with SE and Immediate", false,
+				    VD_QN_SEND, VD_HDR_UNTAGGED,
+				    VD_HDR_UNTAGGED },
 };
 
+/* Opcodes without a name (RFC 7306's atomics) are unknown. */
 bool vd_iw_opcode_valid(u8 opcode)
 {
-	return opcode < VD_OP_NR;
+	return opcode < VD_OP_NR && vd_iw_ops[opcode].name;
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_iw_opcode_valid);
 
 bool vd_iw_opcode_tagged(u8 opcode)
 {
-	return opcode < VD_OP_NR && vd_iw_ops[opcode].tagged;
+	return vd_iw_opcode_valid(opcode) && vd_iw_ops[opcode].tagged;
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_iw_opcode_tagged);
 
 /* The queue number of an untagged opcode; U32_MAX for the others. */
 u32 vd_iw_opcode_qn(u8 opcode)
 {
-	if (opcode >= VD_OP_NR || vd_iw_ops[opcode].tagged)
+	if (!vd_iw_opcode_valid(opcode) || vd_iw_ops[opcode].tagged)
 		return U32_MAX;
 	return vd_iw_ops[opcode].qn;
 }
@@ -71,13 +81,14 @@ EXPORT_SYMBOL_IF_KUNIT(vd_iw_opcode_qn);
 /* Header bytes vd_iw_build() writes for @opcode; 0 if it is unknown. */
 u32 vd_iw_opcode_hdr_len(u8 opcode)
 {
-	return opcode < VD_OP_NR ? vd_iw_ops[opcode].hdr_len : 0;
+	return vd_iw_opcode_valid(opcode) ? vd_iw_ops[opcode].hdr_len : 0;
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_iw_opcode_hdr_len);
 
 const char *vd_iw_opcode_name(u8 opcode)
 {
-	return opcode < VD_OP_NR ? vd_iw_ops[opcode].name : "unknown";
+	return vd_iw_opcode_valid(opcode) ? vd_iw_ops[opcode].name :
+					    "unknown";
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_iw_opcode_name);
 
@@ -191,9 +202,27 @@ EXPORT_SYMBOL_IF_KUNIT(vd_mpa_v2_parse);
 
 /* ---- DDP/RDMAP headers ---- */
 
+/* The single-segment messages: Read Request, Terminate, Immediate Data. */
+static bool vd_iw_single(u8 op)
+{
+	return op == VD_OP_READ_REQ || op == VD_OP_TERMINATE ||
+	       op == VD_OP_IMM || op == VD_OP_IMM_SE;
+}
+
+/* What the 32-bit field after the control bytes of an untagged header is. */
+static bool vd_iw_ulp_inv(u8 op)
+{
+	return op == VD_OP_SEND_INV || op == VD_OP_SEND_SE_INV;
+}
+
+static bool vd_iw_ulp_imm(u8 op)
+{
+	return op == VD_OP_SEND_IMM || op == VD_OP_SEND_SE_IMM;
+}
+
 /*
- * RDMA Read Requests and Terminates are single-segment messages: they are
- * always built with L set and MO 0, whatever @hdr says.
+ * The single-segment messages are always built with L set and MO 0,
+ * whatever @hdr says.
  */
 int vd_iw_build(void *ulpdu, size_t size, const struct vd_iw_hdr *hdr)
 {
@@ -208,7 +237,7 @@ int vd_iw_build(void *ulpdu, size_t size, const struct vd_iw_hdr *hdr)
 	o = &vd_iw_ops[op];
 	if (size < o->hdr_len)
 		return -ENOSPC;
-	if (op == VD_OP_READ_REQ || op == VD_OP_TERMINATE) {
+	if (vd_iw_single(op)) {
 		last = true;
 		mo = 0;
 	}
@@ -224,9 +253,8 @@ int vd_iw_build(void *ulpdu, size_t size, const struct vd_iw_hdr *hdr)
 	} else {
 		struct vd_ddp_untagged *u = ulpdu;
 
-		u->ulp = cpu_to_be32(op == VD_OP_SEND_INV ||
-				     op == VD_OP_SEND_SE_INV ?
-				     hdr->inv_stag : 0);
+		u->ulp = cpu_to_be32(vd_iw_ulp_inv(op) ? hdr->inv_stag :
+				     vd_iw_ulp_imm(op) ? hdr->imm : 0);
 		u->qn = cpu_to_be32(o->qn);
 		u->msn = cpu_to_be32(hdr->msn);
 		u->mo = cpu_to_be32(mo);
@@ -239,6 +267,12 @@ int vd_iw_build(void *ulpdu, size_t size, const struct vd_iw_hdr *hdr)
 		r->size = cpu_to_be32(hdr->size);
 		r->src_stag = cpu_to_be32(hdr->src_stag);
 		r->src_to = cpu_to_be64(hdr->src_to);
+	}
+	if (op == VD_OP_IMM || op == VD_OP_IMM_SE) {
+		struct vd_rdmap_imm *m = (void *)(p + VD_HDR_UNTAGGED);
+
+		m->data = cpu_to_be32(hdr->imm);
+		m->reserved = 0;
 	}
 	return o->hdr_len;
 }
@@ -256,9 +290,10 @@ EXPORT_SYMBOL_IF_KUNIT(vd_iw_build);
  *   7. tagged: TO + payload does not wrap 2^64    VD_IW_DDP_T_TO_WRAP
  *   8. untagged: QN is the opcode's               VD_IW_DDP_UT_QN
  *   9. untagged: MO + payload fits 32 bits        VD_IW_DDP_UT_TOO_LONG
- *  10. Read Request, Terminate: MO 0              VD_IW_DDP_UT_MO
- *  11. Read Request, Terminate: L set            VD_IW_RDMAP_STREAM
- *  12. Read Request: no payload                   VD_IW_RDMAP_STREAM
+ *  10. single segment: MO 0                       VD_IW_DDP_UT_MO
+ *  11. single segment: L set                     VD_IW_RDMAP_STREAM
+ *  12. Read Request, Immediate Data: no payload   VD_IW_RDMAP_STREAM
+ * (single segment: Read Request, Terminate, Immediate Data)
  * Reserved bits are not checked (RFC 5040, 5041: set to zero, ignored).
  */
 enum vd_iw_err vd_iw_parse(const void *ulpdu, u32 len, struct vd_iw_hdr *hdr)
@@ -278,7 +313,7 @@ enum vd_iw_err vd_iw_parse(const void *ulpdu, u32 len, struct vd_iw_hdr *hdr)
 		     VD_RDMAP_VERSION))
 		return VD_IW_RDMAP_VERSION;
 	op = p[1] & VD_RDMAP_OP_MASK;
-	if (unlikely(op >= VD_OP_NR))
+	if (unlikely(!vd_iw_opcode_valid(op)))
 		return VD_IW_RDMAP_OPCODE;
 	o = &vd_iw_ops[op];
 	if (unlikely(tagged != o->tagged))
@@ -308,18 +343,28 @@ enum vd_iw_err vd_iw_parse(const void *ulpdu, u32 len, struct vd_iw_hdr *hdr)
 		hdr->qn = be32_to_cpu(u->qn);
 		hdr->msn = be32_to_cpu(u->msn);
 		hdr->mo = be32_to_cpu(u->mo);
-		if (op == VD_OP_SEND_INV || op == VD_OP_SEND_SE_INV)
+		if (vd_iw_ulp_inv(op))
 			hdr->inv_stag = be32_to_cpu(u->ulp);
+		else if (vd_iw_ulp_imm(op))
+			hdr->imm = be32_to_cpu(u->ulp);
 	}
 	if (unlikely(hdr->qn != o->qn))
 		return VD_IW_DDP_UT_QN;
 	if (unlikely((u64)hdr->mo + hdr->payload_len > U32_MAX + 1ULL))
 		return VD_IW_DDP_UT_TOO_LONG;
-	if (op == VD_OP_READ_REQ || op == VD_OP_TERMINATE) {
+	if (vd_iw_single(op)) {
 		if (unlikely(hdr->mo))
 			return VD_IW_DDP_UT_MO;
 		if (unlikely(!hdr->last))
 			return VD_IW_RDMAP_STREAM;
+	}
+	if (op == VD_OP_IMM || op == VD_OP_IMM_SE) {
+		const struct vd_rdmap_imm *m = (const void *)(p +
+							      VD_HDR_UNTAGGED);
+
+		if (unlikely(hdr->payload_len))
+			return VD_IW_RDMAP_STREAM;
+		hdr->imm = be32_to_cpu(m->data);
 	}
 	if (op == VD_OP_READ_REQ) {
 		const struct vd_rdmap_rreq *r = (const void *)(p +

@@ -125,6 +125,16 @@ enum vd_rdmap_opcode {
 	VD_OP_SEND_SE		= 0x5,
 	VD_OP_SEND_SE_INV	= 0x6,
 	VD_OP_TERMINATE		= 0x7,
+	/* RFC 7306; its atomics (0xa, 0xb) are not supported */
+	VD_OP_IMM		= 0x8,	/* Immediate Data */
+	VD_OP_IMM_SE		= 0x9,	/* Immediate Data with SE */
+	/*
+	 * viaduct's own, in opcodes RFC 7306 leaves reserved: a Send whose
+	 * 32-bit immediate data rides where Send with Invalidate carries the
+	 * STag (Documentation/iwarp.rst, "Immediate data").
+	 */
+	VD_OP_SEND_IMM		= 0xc,
+	VD_OP_SEND_SE_IMM	= 0xd,
 	VD_OP_NR
 };
 
@@ -148,7 +158,8 @@ static_assert(sizeof(struct vd_ddp_tagged) == 14);
 struct vd_ddp_untagged {
 	u8 ddp_ctrl;
 	u8 rdmap_ctrl;
-	__be32 ulp;		/* Send with Invalidate: the STag, else 0 */
+	__be32 ulp;		/* Send with Invalidate: the STag; with */
+				/* immediate data: the data; else 0 */
 	__be32 qn;
 	__be32 msn;
 	__be32 mo;
@@ -164,6 +175,17 @@ struct vd_rdmap_rreq {
 	__be64 src_to;
 } __packed;
 static_assert(sizeof(struct vd_rdmap_rreq) == 28);
+
+/*
+ * Immediate Data (RFC 7306): the payload of its single untagged
+ * segment is 8 bytes; viaduct's immediate data is 32 bits, in the first 4
+ * (big endian), and the other 4 are sent as zero and ignored.
+ */
+struct vd_rdmap_imm {
+	__be32 data;
+	__be32 reserved;
+} __packed;
+static_assert(sizeof(struct vd_rdmap_imm) == 8);
 
 /*
  * Terminate: the payload of its untagged DDP segment opens with this
@@ -198,6 +220,7 @@ static_assert(sizeof(struct vd_rdmap_term) == 4);
 #define VD_HDR_UNTAGGED		sizeof(struct vd_ddp_untagged)
 #define VD_HDR_READ_REQ		(VD_HDR_UNTAGGED + sizeof(struct vd_rdmap_rreq))
 #define VD_HDR_TERMINATE	(VD_HDR_UNTAGGED + sizeof(struct vd_rdmap_term))
+#define VD_HDR_IMM		(VD_HDR_UNTAGGED + sizeof(struct vd_rdmap_imm))
 #define VD_HDR_MIN		VD_HDR_TAGGED
 
 /* ---- MPA FPDU framing (RFC 5044 section 4) ---- */
@@ -262,6 +285,7 @@ struct vd_iw_hdr {
 	u32 msn;
 	u32 mo;
 	u32 inv_stag;		/* Send with Invalidate (+SE) */
+	u32 imm;		/* Immediate Data, Send with Immediate (+SE) */
 	/* RDMA Read Request */
 	u32 sink_stag;
 	u64 sink_to;

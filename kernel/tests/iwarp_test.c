@@ -70,11 +70,16 @@ static void iwarp_test_opcodes(struct kunit *test)
 		[VD_OP_SEND_SE]		= { false, 0, 18 },
 		[VD_OP_SEND_SE_INV]	= { false, 0, 18 },
 		[VD_OP_TERMINATE]	= { false, 2, 18 },
+		[VD_OP_IMM]		= { false, 0, 26 },
+		[VD_OP_IMM_SE]		= { false, 0, 26 },
+		[VD_OP_SEND_IMM]	= { false, 0, 18 },
+		[VD_OP_SEND_SE_IMM]	= { false, 0, 18 },
 	};
 	unsigned int op;
 
 	for (op = 0; op < 16; op++) {
-		bool valid = op < VD_OP_NR;
+		/* RFC 7306's atomics, 0xa and 0xb, and 0xe, 0xf: unknown */
+		bool valid = op < VD_OP_NR && op != 0xa && op != 0xb;
 
 		KUNIT_EXPECT_EQ(test, vd_iw_opcode_valid(op), valid);
 		if (!valid) {
@@ -95,6 +100,9 @@ static void iwarp_test_opcodes(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, VD_OP_TERMINATE, 7);
 	KUNIT_EXPECT_EQ(test, VD_OP_SEND_SE_INV, 6);
 	KUNIT_EXPECT_EQ(test, VD_HDR_TERMINATE, 22U);
+	/* RFC 7306 */
+	KUNIT_EXPECT_EQ(test, VD_OP_IMM, 8);
+	KUNIT_EXPECT_EQ(test, VD_OP_IMM_SE, 9);
 }
 
 /* ---- MPA Request/Reply ---- */
@@ -392,6 +400,25 @@ static const struct iw_case iw_cases[] = {
 	{ "Terminate",
 	  { .opcode = VD_OP_TERMINATE, .last = true, .msn = 1 }, 18,
 	  { 0x41, 0x47, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0 } },
+	{ "Immediate Data",
+	  { .opcode = VD_OP_IMM, .last = true, .msn = 7, .imm = 0xcafef00d },
+	  26,
+	  { 0x41, 0x48, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0,
+	    0xca, 0xfe, 0xf0, 0x0d, 0, 0, 0, 0 } },
+	{ "Immediate Data with SE",
+	  { .opcode = VD_OP_IMM_SE, .last = true, .msn = 0x10000,
+	    .imm = 1 }, 26,
+	  { 0x41, 0x49, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0,
+	    0, 0, 0, 1, 0, 0, 0, 0 } },
+	{ "Send with Immediate",
+	  { .opcode = VD_OP_SEND_IMM, .last = true, .msn = 8,
+	    .imm = 0x01020304 }, 18,
+	  { 0x41, 0x4c, 1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 0, 8, 0, 0, 0, 0 } },
+	{ "Send with SE and Immediate, middle segment",
+	  { .opcode = VD_OP_SEND_SE_IMM, .msn = 9, .mo = 0x5a0,
+	    .imm = 0xffffffff }, 18,
+	  { 0x01, 0x4d, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 9,
+	    0, 0, 0x05, 0xa0 } },
 };
 
 static void iw_case_desc(const struct iw_case *c, char *desc)
@@ -405,7 +432,9 @@ static void iwarp_test_hdr_roundtrip(struct kunit *test)
 {
 	const struct iw_case *c = test->param_value;
 	const struct vd_iw_hdr *in = &c->hdr;
-	u32 payload = in->opcode == VD_OP_READ_REQ ? 0 :
+	u32 payload = in->opcode == VD_OP_READ_REQ ||
+		      in->opcode == VD_OP_IMM ||
+		      in->opcode == VD_OP_IMM_SE ? 0 :
 		      in->opcode == VD_OP_TERMINATE ? 4 : 37;
 	struct vd_iw_hdr out;
 	u8 *buf;
@@ -430,6 +459,7 @@ static void iwarp_test_hdr_roundtrip(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, out.msn, in->msn);
 	KUNIT_EXPECT_EQ(test, out.mo, in->mo);
 	KUNIT_EXPECT_EQ(test, out.inv_stag, in->inv_stag);
+	KUNIT_EXPECT_EQ(test, out.imm, in->imm);
 	KUNIT_EXPECT_EQ(test, out.sink_stag, in->sink_stag);
 	KUNIT_EXPECT_EQ(test, out.sink_to, in->sink_to);
 	KUNIT_EXPECT_EQ(test, out.size, in->size);
@@ -442,7 +472,9 @@ static void iwarp_test_hdr_roundtrip(struct kunit *test)
 /* Read Requests and Terminates are single segments whatever one asks. */
 static void iwarp_test_hdr_single_segment(struct kunit *test)
 {
-	static const u8 ops[] = { VD_OP_READ_REQ, VD_OP_TERMINATE };
+	static const u8 ops[] = { VD_OP_READ_REQ, VD_OP_TERMINATE, VD_OP_IMM,
+				  VD_OP_IMM_SE };
+	static const u32 lens[] = { 46, 22, 26, 26 };
 	struct vd_iw_hdr in = { .mo = 99, .last = false }, out;
 	u8 buf[VD_HDR_READ_REQ + 4] = {};
 	unsigned int i;
@@ -451,14 +483,16 @@ static void iwarp_test_hdr_single_segment(struct kunit *test)
 		in.opcode = ops[i];
 		KUNIT_ASSERT_GT(test, vd_iw_build(buf, sizeof(buf), &in), 0);
 		KUNIT_EXPECT_EQ(test, buf[0], 0x41);
-		KUNIT_ASSERT_EQ(test, vd_iw_parse(buf, ops[i] == VD_OP_READ_REQ ?
-						  46 : 22, &out), VD_IW_OK);
+		KUNIT_ASSERT_EQ(test, vd_iw_parse(buf, lens[i], &out),
+				VD_IW_OK);
 		KUNIT_EXPECT_TRUE(test, out.last);
 		KUNIT_EXPECT_EQ(test, out.mo, 0U);
 	}
 	in.opcode = VD_OP_NR;
 	KUNIT_EXPECT_EQ(test, vd_iw_build(buf, sizeof(buf), &in), -EINVAL);
 	in.opcode = 0xf;
+	KUNIT_EXPECT_EQ(test, vd_iw_build(buf, sizeof(buf), &in), -EINVAL);
+	in.opcode = 0xa;
 	KUNIT_EXPECT_EQ(test, vd_iw_build(buf, sizeof(buf), &in), -EINVAL);
 }
 
@@ -498,8 +532,10 @@ static const struct iw_bad iw_bads[] = {
 	  VD_IW_RDMAP_VERSION },
 	{ "RDMAP version before opcode", VD_OP_SEND, 4, 1, 0xcf, 0x0f, -1, 0,
 	  0, VD_IW_RDMAP_VERSION },
-	{ "opcode 8", VD_OP_SEND, 4, 1, 0x0f, 0x08, -1, 0, 0,
+	{ "opcode 0xe", VD_OP_SEND, 4, 1, 0x0f, 0x0e, -1, 0, 0,
 	  VD_IW_RDMAP_OPCODE },
+	{ "opcode 0xb (atomic response)", VD_OP_SEND, 4, 1, 0x0f, 0x0b, -1,
+	  0, 0, VD_IW_RDMAP_OPCODE },
 	{ "opcode 0xa (atomic)", VD_OP_SEND, 4, 1, 0x0f, 0x0a, -1, 0, 0,
 	  VD_IW_RDMAP_OPCODE },
 	{ "opcode 0xf, tagged", VD_OP_WRITE, 4, 1, 0x0f, 0x0f, -1, 0, 0,
@@ -551,6 +587,22 @@ static const struct iw_bad iw_bads[] = {
 	  0, VD_IW_OK },
 	{ "Send RsvdULP ignored", VD_OP_SEND, 4, 2, 0xff, 0x5a, -1, 0, 0,
 	  VD_IW_OK },
+	{ "short Immediate Data", VD_OP_IMM, 0, 0, 0, 0, 25, 0, 0,
+	  VD_IW_MPA_FPDU },
+	{ "Immediate Data with payload", VD_OP_IMM, 1, 0, 0, 0, -1, 0, 0,
+	  VD_IW_RDMAP_STREAM },
+	{ "Immediate Data with MO", VD_OP_IMM_SE, 0, 17, 0xff, 0x08, -1, 0,
+	  0, VD_IW_DDP_UT_MO },
+	{ "Immediate Data without L", VD_OP_IMM, 0, 0, 0x40, 0x00, -1, 0, 0,
+	  VD_IW_RDMAP_STREAM },
+	{ "Immediate Data on QN 1", VD_OP_IMM, 0, 9, 0xff, 0x01, -1, 0, 0,
+	  VD_IW_DDP_UT_QN },
+	{ "Immediate Data with T", VD_OP_IMM, 0, 0, 0x80, 0x80, -1, 0, 0,
+	  VD_IW_RDMAP_OPCODE },
+	{ "Immediate Data reserved word ignored", VD_OP_IMM, 0, 25, 0xff,
+	  0x77, -1, 0, 0, VD_IW_OK },
+	{ "Send with Immediate on QN 2", VD_OP_SEND_IMM, 3, 9, 0xff, 0x02, -1,
+	  0, 0, VD_IW_DDP_UT_QN },
 };
 
 static void iw_bad_desc(const struct iw_bad *c, char *desc)

@@ -177,7 +177,9 @@ u8 vd_qp_check_sqe(const void *slot, const struct vd_wqe_limits *lim,
 
 	if (op > VIADUCT_OP_MAX || flags & ~VIADUCT_SQE_FLAGS_ALL)
 		return VIADUCT_WC_LOC_QP_OP_ERR;
-	if (flags & VIADUCT_SQE_SOLICITED && op != VIADUCT_OP_SEND)
+	/* a solicited event needs a receive at the peer to complete */
+	if (flags & VIADUCT_SQE_SOLICITED && op != VIADUCT_OP_SEND &&
+	    !(op == VIADUCT_OP_RDMA_WRITE && flags & VIADUCT_SQE_IMMEDIATE))
 		return VIADUCT_WC_LOC_QP_OP_ERR;
 	if (flags & VIADUCT_SQE_IMMEDIATE ? op == VIADUCT_OP_RDMA_READ :
 	    sqe->imm_data != 0)
@@ -263,7 +265,8 @@ static int wq_push(struct vd_qp *qp, struct vd_wq *wq, const void *copy,
 		const struct viaduct_rqe *rqe = copy;
 
 		cqe->wr_id = rqe->wr_id;
-		cqe->opcode = VIADUCT_WC_RECV;
+		if (cqe->opcode != VIADUCT_WC_RECV_RDMA_WITH_IMM)
+			cqe->opcode = VIADUCT_WC_RECV;
 		cqe->flags |= VIADUCT_WC_F_RECV;
 	} else {
 		const struct viaduct_sqe *sqe = copy;

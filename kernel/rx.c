@@ -101,11 +101,20 @@ static void rx_write(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
 			     ulpdu_len);
 		return;
 	}
-	if (!mr)
-		return;
-	if (rx_place(mr, hdr->to, ulpdu + hdr->hdr_len, len))
-		rx_fail(tp, VD_IW_DDP_CATASTROPHIC, ulpdu, ulpdu_len);
-	vd_mr_put(mr);
+	if (mr) {
+		int ret = rx_place(mr, hdr->to, ulpdu + hdr->hdr_len, len);
+
+		vd_mr_put(mr);
+		if (ret) {
+			rx_fail(tp, VD_IW_DDP_CATASTROPHIC, ulpdu, ulpdu_len);
+			return;
+		}
+	}
+	/* the size of the last Write, for an Immediate Data behind it */
+	if (!tp->rx_write_open)
+		tp->rx_write_len = 0;
+	tp->rx_write_len += len;
+	tp->rx_write_open = !hdr->last;
 }
 
 static void rx_read_resp(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
@@ -233,7 +242,8 @@ static void rx_send(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
 		    const u8 *ulpdu, u32 ulpdu_len)
 {
 	bool se = hdr->opcode == VD_OP_SEND_SE ||
-		  hdr->opcode == VD_OP_SEND_SE_INV;
+		  hdr->opcode == VD_OP_SEND_SE_INV ||
+		  hdr->opcode == VD_OP_SEND_SE_IMM;
 	u32 len = hdr->payload_len;
 	struct viaduct_cqe cqe = {};
 	enum vd_iw_err err;
@@ -287,7 +297,48 @@ static void rx_send(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
 	cqe.byte_len = tp->rx_recv_len;
 	if (se)
 		cqe.flags |= VIADUCT_WC_F_SOLICITED;
+	if (hdr->opcode == VD_OP_SEND_IMM || hdr->opcode == VD_OP_SEND_SE_IMM) {
+		cqe.imm_data = hdr->imm;
+		cqe.flags |= VIADUCT_WC_F_IMMEDIATE;
+	}
 	tp->rx_recv = false;
+	tp->rx_msn[VD_QN_SEND]++;
+	vd_qp_complete(tp->qp, VD_QP_RQ, &cqe, se);
+}
+
+/*
+ * RFC 7306 Immediate Data: takes a receive like a Send and places nothing
+ * in it; the completion carries the data and the size of the RDMA Write
+ * that came last before it (0 if none did since the last such message).
+ */
+static void rx_imm(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
+		   const u8 *ulpdu, u32 ulpdu_len)
+{
+	bool se = hdr->opcode == VD_OP_IMM_SE;
+	struct viaduct_cqe cqe = {
+		.opcode = VIADUCT_WC_RECV_RDMA_WITH_IMM,
+		.flags = VIADUCT_WC_F_IMMEDIATE,
+		.imm_data = hdr->imm,
+	};
+	enum vd_iw_err err;
+
+	/* not in the middle of a Send: messages of a queue never interleave */
+	if (tp->rx_recv) {
+		rx_fail(tp, VD_IW_DDP_UT_MSN_RANGE, ulpdu, ulpdu_len);
+		return;
+	}
+	err = vd_ddp_msn_check(hdr->msn, tp->rx_msn[VD_QN_SEND],
+			       hdr->msn == tp->rx_msn[VD_QN_SEND] ?
+			       rx_take_recv(tp) : 0);
+	if (err) {
+		rx_fail(tp, err, ulpdu, ulpdu_len);
+		return;
+	}
+	if (!tp->rx_write_open)
+		cqe.byte_len = tp->rx_write_len;
+	tp->rx_write_len = 0;
+	if (se)
+		cqe.flags |= VIADUCT_WC_F_SOLICITED;
 	tp->rx_msn[VD_QN_SEND]++;
 	vd_qp_complete(tp->qp, VD_QP_RQ, &cqe, se);
 }
@@ -435,7 +486,13 @@ static void rx_fpdu(struct vd_tp *tp)
 	case VD_OP_SEND_SE:
 	case VD_OP_SEND_INV:
 	case VD_OP_SEND_SE_INV:
+	case VD_OP_SEND_IMM:
+	case VD_OP_SEND_SE_IMM:
 		rx_send(tp, &hdr, ulpdu, ulpdu_len);
+		break;
+	case VD_OP_IMM:
+	case VD_OP_IMM_SE:
+		rx_imm(tp, &hdr, ulpdu, ulpdu_len);
 		break;
 	case VD_OP_READ_REQ:
 		rx_read_req(tp, &hdr, ulpdu, ulpdu_len);

@@ -99,6 +99,10 @@ struct vd_tx_msg {
 	bool finished;		/* its last FPDU is built */
 	bool wr;		/* carries SQ WR @seq (else a response, an RTR) */
 	u32 seq;
+	u32 wr_len;		/* the WR's bytes, for its completion */
+	bool imm_follows;	/* RDMA Write: Immediate Data @imm comes next */
+	bool imm_se;		/* ... with Solicited Event */
+	u32 imm;
 	struct vd_iw_hdr hdr;	/* template: last, to and mo are per FPDU */
 	u64 base_to;		/* tagged: TO of byte 0 */
 	u32 len;
@@ -165,6 +169,8 @@ struct vd_tp {
 	u32 rx_recv_len;		/* its bytes placed */
 	u32 rx_recv_cap;		/* the receive's length */
 	u8 *rqe;			/* copy of the receive WR in use */
+	bool rx_write_open;		/* an RDMA Write's last segment is due */
+	u32 rx_write_len;		/* bytes of the last RDMA Write */
 	u8 *rx_buf;			/* VD_TP_BUF_SIZE */
 	u32 rx_got;			/* bytes of the FPDU in @rx_buf */
 	u32 rx_need;			/* its length, once the header is in */

@@ -329,9 +329,6 @@ static u8 tx_check_wr(struct vd_tp *tp, const struct viaduct_sqe *sqe)
 	enum vd_access_status st;
 	u32 i;
 
-	/* RDMAP (RFC 5040) has no immediate data. */
-	if (sqe->flags & VIADUCT_SQE_IMMEDIATE)
-		return VIADUCT_WC_LOC_QP_OP_ERR;
 	if (sqe->opcode == VIADUCT_OP_RDMA_READ && !tp->ord)
 		return VIADUCT_WC_LOC_QP_OP_ERR;
 	if (sqe->flags & VIADUCT_SQE_INLINE)
@@ -343,6 +340,15 @@ static u8 tx_check_wr(struct vd_tp *tp, const struct viaduct_sqe *sqe)
 			return vd_access_wc_status(st, false);
 	}
 	return VIADUCT_WC_SUCCESS;
+}
+
+static u8 tx_send_opcode(u8 flags)
+{
+	bool se = flags & VIADUCT_SQE_SOLICITED;
+
+	if (flags & VIADUCT_SQE_IMMEDIATE)
+		return se ? VD_OP_SEND_SE_IMM : VD_OP_SEND_IMM;
+	return se ? VD_OP_SEND_SE : VD_OP_SEND;
 }
 
 /*
@@ -398,14 +404,20 @@ static bool tx_next_wr(struct vd_tp *tp)
 
 	switch (sqe->opcode) {
 	case VIADUCT_OP_SEND:
-		tx_msg_init(tp, sqe->flags & VIADUCT_SQE_SOLICITED ?
-			    VD_OP_SEND_SE : VD_OP_SEND, len);
+		tx_msg_init(tp, tx_send_opcode(sqe->flags), len);
 		msg->hdr.msn = tp->msn[VD_QN_SEND]++;
+		msg->hdr.imm = sqe->imm_data;
 		break;
 	case VIADUCT_OP_RDMA_WRITE:
 		tx_msg_init(tp, VD_OP_WRITE, len);
 		msg->hdr.stag = sqe->remote_stag;
 		msg->base_to = sqe->remote_addr;
+		/* RFC 7306: an Immediate Data message follows the Write */
+		if (sqe->flags & VIADUCT_SQE_IMMEDIATE) {
+			msg->imm_follows = true;
+			msg->imm = sqe->imm_data;
+			msg->imm_se = sqe->flags & VIADUCT_SQE_SOLICITED;
+		}
 		break;
 	default: {
 		const struct viaduct_sge *sge = (const void *)(sqe + 1);
@@ -422,6 +434,7 @@ static bool tx_next_wr(struct vd_tp *tp)
 	}
 	msg->wr = true;
 	msg->seq = seq;
+	msg->wr_len = len;
 	if (sqe->flags & VIADUCT_SQE_INLINE) {
 		msg->inline_data = (const u8 *)(sqe + 1);
 	} else {
@@ -532,6 +545,25 @@ static int tx_build(struct vd_tp *tp)
 	return 0;
 }
 
+/*
+ * An RDMA Write with immediate data is in the socket: its Immediate Data
+ * message goes next, on the Send queue's MSNs, and the WR completes when
+ * that one is out too.
+ */
+static void tx_start_imm(struct vd_tp *tp)
+{
+	struct vd_tx_msg *msg = &tp->msg;
+	u32 seq = msg->seq, wr_len = msg->wr_len, imm = msg->imm;
+	bool se = msg->imm_se;
+
+	tx_msg_init(tp, se ? VD_OP_IMM_SE : VD_OP_IMM, 0);
+	msg->hdr.msn = tp->msn[VD_QN_SEND]++;
+	msg->hdr.imm = imm;
+	msg->wr = true;
+	msg->seq = seq;
+	msg->wr_len = wr_len;
+}
+
 /* The message's last FPDU is in the socket. */
 static void tx_msg_done(struct vd_tp *tp)
 {
@@ -548,9 +580,13 @@ static void tx_msg_done(struct vd_tp *tp)
 	msg->active = false;
 	if (mr)
 		vd_mr_put(mr);
+	if (msg->imm_follows) {
+		tx_start_imm(tp);
+		return;
+	}
 	/* A Read completes when its response is placed. */
 	if (msg->wr && msg->hdr.opcode != VD_OP_READ_REQ)
-		tp_wr_finish(tp, msg->seq, VIADUCT_WC_SUCCESS, msg->len);
+		tp_wr_finish(tp, msg->seq, VIADUCT_WC_SUCCESS, msg->wr_len);
 }
 
 /* A message could not be built (its memory went away): fail it. */

@@ -9,7 +9,8 @@
  * byte-for-byte checks, sizes from 0 to 1 MiB, scatter/gather on both
  * sides, more RDMA Reads than the ORD allows (they wait, never fail), and
  * a Terminate: an RDMA Write to a bad STag leaves the target untouched and
- * moves both QPs to Error with flushed completions. Variants run with MPA
+ * moves both QPs to Error with flushed completions. Immediate data on
+ * Sends and RDMA Writes, with and without a solicited event. Variants run with MPA
  * CRC, without, and with the RFC 6581 peer-to-peer RTR.
  *
  * xbig: one connection (with CRC) and buffers of 16 MiB and guards: the
@@ -368,6 +369,88 @@ TEST_F_TIMEOUT(xfer, no_receive_posted, XF_TIMEOUT_S)
 	ASSERT_EQ(0, vd_wait_async(self->a.fd, VIADUCT_EVENT_QP_FATAL,
 				   self->a.q.c.handle, &ev, XF_WAIT_MS));
 	EXPECT_EQ(VIADUCT_QPS_ERROR, vd_qp_state(self->a.fd, self->a.q.c.handle));
+	xf_expect_done_or_blamed(_metadata, &self->a.q.scq, 1, VIADUCT_WC_REM_INV_REQ_ERR);
+}
+
+/*
+ * Immediate data: a Send carries it in its own header (one receive, the
+ * payload placed as usual); an RDMA Write is followed by an RFC 7306
+ * Immediate Data message, which takes a receive, places nothing in it and
+ * reports the Write's size. Both may ask for a solicited event.
+ */
+TEST_F_TIMEOUT(xfer, immediate_data, XF_TIMEOUT_S)
+{
+	static const __u32 sizes[] = { 0, 5, 1448, 65536, 300001 };
+	struct viaduct_cqe cqe;
+	unsigned int i;
+
+	for (i = 0; i < VD_ARRAY_SIZE(sizes); i++) {
+		__u32 len = sizes[i], imm = 0x80000001U + i * 0x01010101U;
+		struct xf_sge src = { 3, len }, dst = { 0, XF_MAX + 100 };
+		struct xf_sge none = { XF_BUF - 64, 64 };
+		size_t at = 4096;
+		__u8 se = i & 1 ? VIADUCT_SQE_SOLICITED : 0;
+
+		/* Send with immediate data */
+		memset(self->b.buf, 0xee, XF_BUF);
+		xf_fill(self->a.buf + 3, len, i + 20);
+		xf_post_recv(&self->b, 100 + i, &dst, 1);
+		xf_post_send_imm(&self->a, i, VIADUCT_OP_SEND, VIADUCT_SQE_SIGNALED | se,
+				 &src, 1, 0, 0, imm);
+		XF_EXPECT_CQE(&self->a.q.scq, i, VIADUCT_WC_SUCCESS, &cqe);
+		EXPECT_EQ(VIADUCT_WC_SEND, cqe.opcode);
+		XF_EXPECT_CQE(&self->b.q.rcq, 100 + i, VIADUCT_WC_SUCCESS, &cqe);
+		EXPECT_EQ(VIADUCT_WC_RECV, cqe.opcode);
+		EXPECT_EQ(len, cqe.byte_len);
+		EXPECT_NE(0, cqe.flags & VIADUCT_WC_F_IMMEDIATE);
+		EXPECT_EQ(imm, cqe.imm_data);
+		EXPECT_EQ(!!se, !!(cqe.flags & VIADUCT_WC_F_SOLICITED));
+		ASSERT_EQ(0, memcmp(self->b.buf, self->a.buf + 3, len))
+			TH_LOG("Send with immediate data, %u bytes", len);
+		EXPECT_EQ(0xee, self->b.buf[len]);
+
+		/* RDMA Write with immediate data: the receive stays untouched */
+		memset(self->b.buf, 0xee, XF_BUF);
+		xf_fill(self->a.buf + 3, len, i + 40);
+		xf_post_recv(&self->b, 200 + i, &none, 1);
+		xf_post_send_imm(&self->a, 10 + i, VIADUCT_OP_RDMA_WRITE,
+				 VIADUCT_SQE_SIGNALED | se, &src, 1, self->b.stag,
+				 (unsigned long)self->b.buf + at, ~imm);
+		XF_EXPECT_CQE(&self->a.q.scq, 10 + i, VIADUCT_WC_SUCCESS, &cqe);
+		EXPECT_EQ(VIADUCT_WC_RDMA_WRITE, cqe.opcode);
+		EXPECT_EQ(len, cqe.byte_len);
+		XF_EXPECT_CQE(&self->b.q.rcq, 200 + i, VIADUCT_WC_SUCCESS, &cqe);
+		EXPECT_EQ(VIADUCT_WC_RECV_RDMA_WITH_IMM, cqe.opcode);
+		EXPECT_EQ(len, cqe.byte_len);
+		EXPECT_NE(0, cqe.flags & VIADUCT_WC_F_IMMEDIATE);
+		EXPECT_EQ(~imm, cqe.imm_data);
+		EXPECT_EQ(!!se, !!(cqe.flags & VIADUCT_WC_F_SOLICITED));
+		/* the data is in place when the receive completes */
+		ASSERT_EQ(0, memcmp(self->b.buf + at, self->a.buf + 3, len))
+			TH_LOG("RDMA Write with immediate data, %u bytes", len);
+		EXPECT_EQ(0xee, self->b.buf[at - 1]);
+		EXPECT_EQ(0xee, self->b.buf[at + len]);
+		EXPECT_EQ(0xee, self->b.buf[none.off]);
+	}
+}
+
+/* An RDMA Write with immediate data but no receive: both QPs in Error. */
+TEST_F_TIMEOUT(xfer, immediate_without_receive, XF_TIMEOUT_S)
+{
+	struct xf_sge src = { 0, 100 };
+	struct viaduct_async_event ev;
+
+	memset(self->b.buf, 0xee, XF_BUF);
+	xf_fill(self->a.buf, 100, 3);
+	xf_post_send_imm(&self->a, 1, VIADUCT_OP_RDMA_WRITE, VIADUCT_SQE_SIGNALED, &src, 1,
+			 self->b.stag, (unsigned long)self->b.buf, 9);
+	ASSERT_EQ(0, vd_wait_async(self->b.fd, VIADUCT_EVENT_QP_FATAL,
+				   self->b.q.c.handle, &ev, XF_WAIT_MS));
+	EXPECT_EQ(0x1202U, ev.detail);	/* DDP untagged: no buffer */
+	/* the Write before it was placed */
+	EXPECT_EQ(0, memcmp(self->b.buf, self->a.buf, 100));
+	ASSERT_EQ(0, vd_wait_async(self->a.fd, VIADUCT_EVENT_QP_FATAL,
+				   self->a.q.c.handle, &ev, XF_WAIT_MS));
 	xf_expect_done_or_blamed(_metadata, &self->a.q.scq, 1, VIADUCT_WC_REM_INV_REQ_ERR);
 }
 

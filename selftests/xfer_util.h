@@ -192,9 +192,9 @@ struct xf_sge {
 };
 
 /* Posts a send WR on @q, one of @s's QPs. */
-static inline void xf_post_send_q(struct xf_side *s, struct vd_qp *q, __u64 wr_id,
-				  __u8 opcode, __u8 flags, const struct xf_sge *sg,
-				  int n, __u32 rstag, __u64 raddr)
+static inline void xf_post_send_imm_q(struct xf_side *s, struct vd_qp *q, __u64 wr_id,
+				      __u8 opcode, __u8 flags, const struct xf_sge *sg,
+				      int n, __u32 rstag, __u64 raddr, __u32 imm)
 {
 	struct viaduct_sqe *e = vd_sq_slot(q, q->sq_prod);
 	struct viaduct_sge *sge = (struct viaduct_sge *)(e + 1);
@@ -204,6 +204,7 @@ static inline void xf_post_send_q(struct xf_side *s, struct vd_qp *q, __u64 wr_i
 	e->wr_id = wr_id;
 	e->opcode = opcode;
 	e->flags = flags;
+	e->imm_data = imm;
 	e->num_sge = n;
 	e->remote_stag = rstag;
 	e->remote_addr = raddr;
@@ -215,6 +216,22 @@ static inline void xf_post_send_q(struct xf_side *s, struct vd_qp *q, __u64 wr_i
 	q->sq_prod++;
 	__atomic_store_n(&q->db->sq_producer, q->sq_prod, __ATOMIC_RELEASE);
 	vd_doorbell(s->fd, q->c.handle, VIADUCT_DOORBELL_SQ);
+}
+
+static inline void xf_post_send_q(struct xf_side *s, struct vd_qp *q, __u64 wr_id,
+				  __u8 opcode, __u8 flags, const struct xf_sge *sg,
+				  int n, __u32 rstag, __u64 raddr)
+{
+	xf_post_send_imm_q(s, q, wr_id, opcode, flags, sg, n, rstag, raddr, 0);
+}
+
+/* A Send or RDMA Write with immediate data @imm. */
+static inline void xf_post_send_imm(struct xf_side *s, __u64 wr_id, __u8 opcode,
+				    __u8 flags, const struct xf_sge *sg, int n,
+				    __u32 rstag, __u64 raddr, __u32 imm)
+{
+	xf_post_send_imm_q(s, &s->q, wr_id, opcode, flags | VIADUCT_SQE_IMMEDIATE, sg, n,
+			   rstag, raddr, imm);
 }
 
 static inline void xf_post_send(struct xf_side *s, __u64 wr_id, __u8 opcode,

@@ -412,7 +412,7 @@ struct viaduct_sge {
 
 /* struct viaduct_sqe.flags */
 #define VIADUCT_SQE_SIGNALED		(1U << 0)	/* write a CQE on success */
-#define VIADUCT_SQE_SOLICITED		(1U << 1)	/* Send with Solicited Event */
+#define VIADUCT_SQE_SOLICITED		(1U << 1)	/* Send (or Write with IMMEDIATE) with SE */
 #define VIADUCT_SQE_READ_FENCE		(1U << 2)	/* wait for earlier RDMA Reads */
 #define VIADUCT_SQE_INLINE		(1U << 3)	/* payload in the slot, @length bytes */
 #define VIADUCT_SQE_IMMEDIATE		(1U << 4)	/* @imm_data is valid */
@@ -450,6 +450,7 @@ struct viaduct_rqe {
 #define VIADUCT_WC_RDMA_WRITE		1
 #define VIADUCT_WC_RDMA_READ		2
 #define VIADUCT_WC_RECV			3
+#define VIADUCT_WC_RECV_RDMA_WITH_IMM	4	/* RQ: the peer's RDMA Write with immediate data */
 
 /* CQE status */
 #define VIADUCT_WC_SUCCESS		0

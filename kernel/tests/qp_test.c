@@ -262,6 +262,10 @@ static const struct sqe_case sqe_cases[] = {
 	{ "send with remote addr", SND, 0, 0, 0, 0, 0, 0x10, { }, OPERR },
 	{ "imm_data without flag", SND, 0, 0, 0, 5, 0, 0, { }, OPERR },
 	{ "solicited write", WR, SOL, 0, 0, 0, 0, 0, { }, OPERR },
+	{ "solicited write, imm", WR, SOL | IMM, 1, 0, 3, 0x100, 0x1000, { 8 },
+	  0, 8 },
+	{ "solicited read, imm", RD, SOL | IMM, 1, 0, 3, 0x100, 0, { 8 },
+	  OPERR },
 	{ "read with imm", RD, IMM, 1, 0, 1, 0x100, 0, { 8 }, OPERR },
 };
 

@@ -113,8 +113,8 @@ void encode_send(std::span<std::byte> slot, const SendWr &wr, const WqeLimits &l
             throw refuse("a Send has no remote address or STag");
         break;
     case SendOp::RdmaWrite:
-        if (wr.solicited)
-            throw refuse("only a Send can be solicited");
+        if (wr.solicited && !wr.imm_data)
+            throw refuse("only a Send or an RDMA Write with immediate data can be solicited");
         break;
     case SendOp::RdmaRead:
         if (wr.solicited)

@@ -295,7 +295,15 @@ TEST(Encode, RefusesWhatTheSlotCannotHold) {
     SendWr write;
     write.opcode = SendOp::RdmaWrite;
     write.solicited = true;
-    expect_einval(write, WqeLimits{64, 2, 32});
+    expect_einval(write, WqeLimits{64, 2, 32}); // solicited needs immediate data
+    write.imm_data = 0xfeedU;
+    EXPECT_NO_THROW(encode_send(slot, write, WqeLimits{64, 2, 32}, 3));
+    {
+        viaduct_sqe w;
+        std::memcpy(&w, slot.data(), sizeof(w));
+        EXPECT_EQ(VIADUCT_SQE_SIGNALED | VIADUCT_SQE_SOLICITED | VIADUCT_SQE_IMMEDIATE, w.flags);
+        EXPECT_EQ(0xfeedU, w.imm_data);
+    }
     SendWr send_remote;
     send_remote.remote_addr = 0x1000;
     expect_einval(send_remote, WqeLimits{64, 2, 32});

@@ -316,6 +316,7 @@ enum class WcOpcode : std::uint8_t {
     RdmaWrite = VIADUCT_WC_RDMA_WRITE,
     RdmaRead = VIADUCT_WC_RDMA_READ,
     Recv = VIADUCT_WC_RECV,
+    RecvRdmaWithImm = VIADUCT_WC_RECV_RDMA_WITH_IMM, // consumed by the peer's Write with imm
 };
 
 enum class WcStatus : std::uint8_t {

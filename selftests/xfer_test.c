@@ -15,8 +15,8 @@
  *
  * xbig: one connection (with CRC) and buffers of 16 MiB and guards: the
  * largest message for Send, RDMA Write and RDMA Read; graceful disconnects
- * from either side after traffic; a reset from either side in the middle
- * of a stream of RDMA Writes. xmany: 64 connections through one listener,
+ * from either side after traffic; a reset or a graceful close from either
+ * side in the middle of a stream of RDMA Writes. xmany: 64 connections through one listener,
  * every QP moving RDMA Writes and Sends both ways at the same time.
  */
 #include "xfer_util.h"
@@ -665,12 +665,17 @@ TEST_F_TIMEOUT(xbig, graceful_disconnect_by_passive, XF_TIMEOUT_S)
 
 /*
  * a streams RDMA Writes into b's buffer, between guards; once the first
- * has completed, @x resets the connection. Both QPs end in Error, every
- * WR completes once and in order (successes, then flushes), the posted
- * receives are flushed, and nothing outside the targets changed.
+ * has completed, @x closes the connection: with a reset (@how
+ * VIADUCT_CM_DISC_ABORT) or gracefully (0) with the Writes still in
+ * flight. Every WR completes once and in order (successes, then flushes),
+ * the posted receives are flushed, and nothing outside the targets
+ * changed. After a reset both QPs are in Error; after a graceful close
+ * the writer's QP is in Error if any of its WRs was flushed (cm.rst), and
+ * the other side's is Idle or in Error.
  */
-static void xf_abort_writes(struct __test_metadata *_metadata, struct xf_side *wr,
-			    struct xf_side *tgt, __u32 msg, struct xf_side *x, __u32 xid)
+static void xf_close_mid_writes(struct __test_metadata *_metadata, struct xf_side *wr,
+				struct xf_side *tgt, __u32 msg, struct xf_side *x, __u32 xid,
+				__u32 how)
 {
 	struct xf_side *y = x == wr ? tgt : wr;
 	__u32 chunk = msg / XF_ABORT_WRS, ok = 0, flushed = 0, i;
@@ -679,6 +684,7 @@ static void xf_abort_writes(struct __test_metadata *_metadata, struct xf_side *w
 	size_t tail = XF_GUARD + (size_t)msg, bad;
 	struct viaduct_cm_event ev;
 	struct viaduct_cqe cqe;
+	int st;
 
 	xf_fill(a, wr->len, 6);
 	memset(b, 0xee, tgt->len);
@@ -691,14 +697,21 @@ static void xf_abort_writes(struct __test_metadata *_metadata, struct xf_side *w
 			     &src, 1, tgt->stag, (unsigned long)b + src.off);
 	}
 	XF_EXPECT_CQE(&wr->q.scq, 0, VIADUCT_WC_SUCCESS, &cqe);
-	ASSERT_EQ(0, xf_disconnect(x, xid, VIADUCT_CM_DISC_ABORT));
-	EXPECT_EQ(VIADUCT_QPS_ERROR, vd_qp_state(x->fd, x->q.c.handle));
+	ASSERT_EQ(0, xf_disconnect(x, xid, how));
+	st = vd_qp_state(x->fd, x->q.c.handle);
+	if (how) {
+		EXPECT_EQ(VIADUCT_QPS_ERROR, st);
+	} else {
+		EXPECT_TRUE(st == VIADUCT_QPS_CLOSING || st == VIADUCT_QPS_IDLE ||
+			    st == VIADUCT_QPS_ERROR) TH_LOG("state %d", st);
+	}
 	ASSERT_EQ(0, xf_cm_event(x, &ev, XF_WAIT_MS));
 	EXPECT_EQ(VIADUCT_CM_EVENT_DISCONNECTED, ev.type);
 	ASSERT_EQ(0, xf_cm_event(y, &ev, XF_WAIT_MS));
 	EXPECT_EQ(VIADUCT_CM_EVENT_DISCONNECTED, ev.type);
-	EXPECT_EQ(-ECONNRESET, ev.status);
-	EXPECT_EQ(VIADUCT_QPS_ERROR, vd_qp_state(y->fd, y->q.c.handle));
+	EXPECT_EQ(how ? -ECONNRESET : 0, ev.status);
+	if (how)
+		EXPECT_EQ(VIADUCT_QPS_ERROR, vd_qp_state(y->fd, y->q.c.handle));
 
 	/* every Write completes once, in order: successes, then flushes */
 	for (i = 1, ok = 1; i < XF_ABORT_WRS; i++) {
@@ -714,6 +727,21 @@ static void xf_abort_writes(struct __test_metadata *_metadata, struct xf_side *w
 				TH_LOG("wr %u after %u flushed", i, flushed);
 	}
 	TH_LOG("%u Writes of %u bytes done, %u flushed", ok, chunk, flushed);
+	if (!how) {
+		st = vd_qp_state(wr->fd, wr->q.c.handle);
+		if (flushed) {
+			EXPECT_EQ(VIADUCT_QPS_ERROR, st);
+		} else {
+			EXPECT_TRUE(st == VIADUCT_QPS_IDLE || st == VIADUCT_QPS_ERROR)
+				TH_LOG("state %d", st);
+		}
+		st = vd_qp_state(tgt->fd, tgt->q.c.handle);
+		EXPECT_TRUE(st == VIADUCT_QPS_IDLE || st == VIADUCT_QPS_ERROR)
+			TH_LOG("state %d", st);
+		/* an Idle QP keeps its receives: Error flushes them */
+		vd_modify_state(wr->fd, wr->q.c.handle, VIADUCT_QPS_ERROR);
+		vd_modify_state(tgt->fd, tgt->q.c.handle, VIADUCT_QPS_ERROR);
+	}
 	XF_EXPECT_CQE(&wr->q.rcq, 100, VIADUCT_WC_FLUSHED, &cqe);
 	XF_EXPECT_CQE(&tgt->q.rcq, 200, VIADUCT_WC_FLUSHED, &cqe);
 	usleep(100000);
@@ -735,12 +763,24 @@ static void xf_abort_writes(struct __test_metadata *_metadata, struct xf_side *w
 
 TEST_F_TIMEOUT(xbig, abort_by_writer_mid_stream, XF_TIMEOUT_S)
 {
-	xf_abort_writes(_metadata, &self->a, &self->b, self->msg, &self->a, self->a.id);
+	xf_close_mid_writes(_metadata, &self->a, &self->b, self->msg, &self->a, self->a.id,
+			    VIADUCT_CM_DISC_ABORT);
 }
 
 TEST_F_TIMEOUT(xbig, abort_by_target_mid_stream, XF_TIMEOUT_S)
 {
-	xf_abort_writes(_metadata, &self->a, &self->b, self->msg, &self->b, self->conn_id);
+	xf_close_mid_writes(_metadata, &self->a, &self->b, self->msg, &self->b, self->conn_id,
+			    VIADUCT_CM_DISC_ABORT);
+}
+
+TEST_F_TIMEOUT(xbig, graceful_by_writer_mid_stream, XF_TIMEOUT_S)
+{
+	xf_close_mid_writes(_metadata, &self->a, &self->b, self->msg, &self->a, self->a.id, 0);
+}
+
+TEST_F_TIMEOUT(xbig, graceful_by_target_mid_stream, XF_TIMEOUT_S)
+{
+	xf_close_mid_writes(_metadata, &self->a, &self->b, self->msg, &self->b, self->conn_id, 0);
 }
 
 /* --- Many connections through one listener, all moving data at once --- */

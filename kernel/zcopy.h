@@ -9,7 +9,7 @@
  *   vd_zc_min()
  *       The threshold (module parameter zcopy_tx_min, bytes): messages of
  *       at least this many bytes from registered memory are sent by
- *       reference; 0 turns zero copy off.
+ *       reference; 0 (the default) turns zero copy off.
  *   vd_zc_create(tp), vd_zc_detach(zc), vd_zc_release(zc)
  *       A stream's context, created by start(). detach() is stop()'s
  *       first step: from then on completions no longer reach the stream

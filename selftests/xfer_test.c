@@ -12,11 +12,13 @@
  * moves both QPs to Error with flushed completions. Variants run with MPA
  * CRC, without, and with the RFC 6581 peer-to-peer RTR.
  *
- * xbig: one connection (with CRC) and buffers of 16 MiB and guards: the
- * largest message for Send, RDMA Write and RDMA Read; graceful disconnects
- * from either side after traffic; a reset from either side in the middle
- * of a stream of RDMA Writes. xmany: 64 connections through one listener,
- * every QP moving RDMA Writes and Sends both ways at the same time.
+ * xbig: one connection (with CRC) and buffers of 16 MiB and guards, every
+ * message copied, and again with those of 16 KiB and more sent by
+ * reference: the largest message for Send, RDMA Write and RDMA Read;
+ * graceful disconnects from either side after traffic; a reset from
+ * either side in the middle of a stream of RDMA Writes. xmany: 64
+ * connections through one listener, every QP moving RDMA Writes and Sends
+ * both ways at the same time.
  *
  * xzc: zero-copy transmit (module parameter zcopy_tx_min, set by the tests
  * and restored): transfers above and below the threshold with zero copy on
@@ -379,6 +381,36 @@ TEST_F_TIMEOUT(xfer, no_receive_posted, XF_TIMEOUT_S)
 
 /* --- One connection with big buffers: large messages, disconnects --- */
 
+/* The module parameter zcopy_tx_min: tests set it and restore it. */
+#define XF_ZC_PARAM	"/sys/module/viaduct/parameters/zcopy_tx_min"
+
+static long xf_zc_get(void)
+{
+	FILE *f = fopen(XF_ZC_PARAM, "r");
+	long v = -1;
+
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+static int xf_zc_set(long v)
+{
+	FILE *f = fopen(XF_ZC_PARAM, "w");
+	int ret;
+
+	if (!f)
+		return -errno;
+	ret = fprintf(f, "%ld\n", v) < 0;
+	if (fclose(f) || ret)
+		return -EIO;
+	return xf_zc_get() == v ? 0 : -EIO;
+}
+
+
 #define XF_BIG		(16U << 20)	/* largest message tested */
 #define XF_GUARD	4096U		/* untouched bytes around a target */
 
@@ -439,12 +471,33 @@ FIXTURE(xbig)
 	struct xf_side b;	/* passive */
 	__u32 conn_id;		/* b's id of the connection */
 	__u32 msg;		/* largest message tested */
+	long zc_saved;		/* zcopy_tx_min before the test */
 	int up;
+};
+
+/* Everything of xbig copied, and sent by reference from 16 KiB on. */
+FIXTURE_VARIANT(xbig)
+{
+	long zc_min;
+};
+
+FIXTURE_VARIANT_ADD(xbig, copy)
+{
+	.zc_min = 0,
+};
+
+FIXTURE_VARIANT_ADD(xbig, zcopy)
+{
+	.zc_min = 16384,
 };
 
 FIXTURE_SETUP(xbig)
 {
 	int id = getpid() % 100000;
+
+	self->zc_saved = xf_zc_get();
+	ASSERT_LE(0, self->zc_saved) TH_LOG("no %s", XF_ZC_PARAM);
+	ASSERT_EQ(0, xf_zc_set(variant->zc_min));
 
 	xf_sides_init(&self->a, &self->b, id);
 	ASSERT_EQ(0, xf_net_up(self->a.ns, self->b.ns, id));
@@ -465,6 +518,8 @@ FIXTURE_TEARDOWN(xbig)
 	xf_side_down(&self->b);
 	if (self->up)
 		xf_net_down(self->a.ns, self->b.ns);
+	if (self->zc_saved >= 0)
+		xf_zc_set(self->zc_saved);
 }
 
 TEST_F_TIMEOUT(xbig, max_message, XF_TIMEOUT_S)
@@ -898,35 +953,8 @@ TEST_F_TIMEOUT(xmany, all_at_once, XF_TIMEOUT_S)
 
 /* --- Zero-copy transmit --------------------------------------------- */
 
-#define XF_ZC_PARAM	"/sys/module/viaduct/parameters/zcopy_tx_min"
 #define XF_ZC_WRS	16U		/* in flight in the teardown tests */
 #define XF_ZC_CHUNK	(96U << 10)	/* bytes per WR there */
-
-static long xf_zc_get(void)
-{
-	FILE *f = fopen(XF_ZC_PARAM, "r");
-	long v = -1;
-
-	if (f) {
-		if (fscanf(f, "%ld", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
-static int xf_zc_set(long v)
-{
-	FILE *f = fopen(XF_ZC_PARAM, "w");
-	int ret;
-
-	if (!f)
-		return -errno;
-	ret = fprintf(f, "%ld\n", v) < 0;
-	if (fclose(f) || ret)
-		return -EIO;
-	return xf_zc_get() == v ? 0 : -EIO;
-}
 
 /* The counters tx_zcopy_{msgs,copied,fallbacks}. */
 struct xf_zc_st {

@@ -953,6 +953,7 @@ TEST_F_TIMEOUT(xmany, all_at_once, XF_TIMEOUT_S)
 
 /* --- Zero-copy transmit --------------------------------------------- */
 
+#define XF_ZC_BUF	(8UL << 20)	/* registered per side */
 #define XF_ZC_WRS	16U		/* in flight in the teardown tests */
 #define XF_ZC_CHUNK	(96U << 10)	/* bytes per WR there */
 
@@ -1034,6 +1035,8 @@ FIXTURE_SETUP(xzc)
 	xf_sides_init(&self->a, &self->b, id);
 	ASSERT_EQ(0, xf_net_up(self->a.ns, self->b.ns, id));
 	self->up = 1;
+	self->a.len = XF_ZC_BUF;
+	self->b.len = XF_ZC_BUF;
 	ASSERT_EQ(0, xf_in_ns(self->a.ns, xf_side_up, &self->a));
 	ASSERT_EQ(0, xf_in_ns(self->b.ns, xf_side_up, &self->b));
 	xf_establish(_metadata, &self->a, &self->b, variant->flags, &self->conn_id);
@@ -1133,14 +1136,15 @@ TEST_F_TIMEOUT(xzc, sizes_on_off, XF_TIMEOUT_S)
 
 /*
  * Every WR's source is overwritten the moment its completion is seen: the
- * peer still gets what was there when it was posted. A WR sent by
- * reference that completed while TCP still had its pages to send would
- * lose that race.
+ * peer still gets what was there when it was posted. 7 MiB are more than
+ * TCP's send buffer holds, so a WR sent by reference that completed when
+ * its last FPDU was in the socket, with its pages still to be sent, would
+ * lose that race (it did, when the code was made to do so).
  */
 TEST_F_TIMEOUT(xzc, reuse_after_completion, XF_TIMEOUT_S)
 {
-	const __u32 n = 12, chunk = XF_BUF / 16;
-	struct xf_sge mark = { XF_BUF - 32, 1 }, mdst = { XF_BUF - 16, 16 };
+	const __u32 n = 14, chunk = XF_ZC_BUF / 16;
+	struct xf_sge mark = { XF_ZC_BUF - 32, 1 }, mdst = { XF_ZC_BUF - 16, 16 };
 	unsigned char *want = malloc((size_t)n * chunk);
 	struct xf_zc_st base, now;
 	struct viaduct_cqe cqe;
@@ -1149,9 +1153,9 @@ TEST_F_TIMEOUT(xzc, reuse_after_completion, XF_TIMEOUT_S)
 	ASSERT_NE(NULL, want);
 	ASSERT_EQ(0, xf_zc_set(4096));
 	ASSERT_EQ(0, xf_zc_stats(&base));
-	xf_fill(self->a.buf, XF_BUF, 21);
+	xf_fill(self->a.buf, XF_ZC_BUF, 21);
 	memcpy(want, self->a.buf, (size_t)n * chunk);
-	memset(self->b.buf, 0xee, XF_BUF);
+	memset(self->b.buf, 0xee, XF_ZC_BUF);
 	xf_post_recv(&self->b, 1, &mdst, 1);
 	for (i = 0; i < n; i++) {
 		struct xf_sge src = { (size_t)i * chunk, chunk };

@@ -99,8 +99,8 @@ static void vd_zc_complete(struct sk_buff *skb, struct ubuf_info *ubuf,
 }
 
 /*
- * 6.10 replaced the ubuf's callback with an ops table; the signature of
- * the completion stayed the same.
+ * Between 6.1 and 6.12 the ubuf's callback became an ops table; the
+ * completion's signature stayed the same. Kbuild tells which.
  */
 #ifdef VD_HAVE_UBUF_INFO_OPS
 static const struct ubuf_info_ops vd_zc_ubuf_ops = {

@@ -361,7 +361,13 @@ static int fill_global_stats(struct sk_buff *skb, u32 portid, u32 seq,
 	    put_stat(skb, VIADUCT_A_STAT_CQES_WRITTEN,
 		     vd_stat_read(cqes_written)) ||
 	    put_stat(skb, VIADUCT_A_STAT_CQ_OVERFLOWS,
-		     vd_stat_read(cq_overflows))) {
+		     vd_stat_read(cq_overflows)) ||
+	    put_stat(skb, VIADUCT_A_STAT_TX_ZCOPY_MSGS,
+		     vd_stat_read(tx_zcopy_msgs)) ||
+	    put_stat(skb, VIADUCT_A_STAT_TX_ZCOPY_COPIED,
+		     vd_stat_read(tx_zcopy_copied)) ||
+	    put_stat(skb, VIADUCT_A_STAT_TX_ZCOPY_FALLBACKS,
+		     vd_stat_read(tx_zcopy_fallbacks))) {
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;
 	}

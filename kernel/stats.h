@@ -21,6 +21,9 @@ struct vd_stats {
 	atomic64_t wqes_consumed;	/* WQEs copied out of SQ and RQ rings */
 	atomic64_t cqes_written;
 	atomic64_t cq_overflows;
+	atomic64_t tx_zcopy_msgs;	/* messages sent by reference */
+	atomic64_t tx_zcopy_copied;	/* ... whose pages the stack copied */
+	atomic64_t tx_zcopy_fallbacks;	/* over the threshold, but copied */
 };
 
 extern struct vd_stats vd_stats;

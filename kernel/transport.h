@@ -46,15 +46,24 @@
 #include "terminate.h"
 #include "viaduct.h"
 
+struct bio_vec;
+struct page;
 struct sock;
 struct vd_mr;
 struct vd_qp;
+struct vd_zc;
+struct vd_zc_msg;
 
 /* A whole FPDU of the largest ULPDU, with pad and CRC. */
 #define VD_TP_BUF_SIZE		(VD_MPA_LEN_SIZE + VD_MPA_ULPDU_MAX + 3 + \
 				 VD_MPA_CRC_SIZE)
 #define VD_TP_TERM_SIZE		(VD_MPA_LEN_SIZE + VD_TERM_ULPDU_MAX + 3 + \
 				 VD_MPA_CRC_SIZE)
+/*
+ * Pieces of one batch of FPDUs sent by reference: a header, a trailer and
+ * the payload's page pieces per FPDU (see tx_zc_segs()).
+ */
+#define VD_TP_ZC_SEGS		256U
 /* Bytes one work item moves per turn before it lets other streams run. */
 #define VD_TP_BUDGET		(256U * 1024)
 
@@ -159,7 +168,14 @@ struct vd_tp {
 	struct vd_tx_msg msg;
 	u8 *sqe;			/* copy of the SQ WR being sent */
 	u8 *tx_buf;			/* VD_TP_BUF_SIZE */
-	u32 tx_off, tx_left;		/* of the FPDU in @tx_buf */
+	u32 tx_off, tx_left;		/* of the FPDUs in @tx_buf or @tx_bvec */
+	/* zero-copy transmit (zcopy.h) */
+	struct vd_zc *zc;		/* NULL: this stream always copies */
+	struct vd_zc_msg *zmsg;		/* the message sent by reference */
+	struct bio_vec *tx_bvec;	/* VD_TP_ZC_SEGS, each a page ref */
+	u32 tx_nbvec;			/* in use: the batch is by reference */
+	struct page *hdr_page;		/* headers and trailers of those */
+	u32 hdr_off;			/* bytes of @hdr_page handed to TCP */
 
 	/* receive work only */
 	bool rx_dead;

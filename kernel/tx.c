@@ -7,10 +7,13 @@
  * transport.h has the API and the locking, Documentation/transport.rst
  * the design.
  */
+#include <linux/bvec.h>
 #include <linux/hashtable.h>
+#include <linux/highmem.h>
 #include <linux/minmax.h>
 #include <linux/mm.h>
 #include <linux/net.h>
+#include <linux/netdev_features.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/string.h>
@@ -23,8 +26,10 @@
 #include "device.h"
 #include "mem.h"
 #include "qp.h"
+#include "stats.h"
 #include "tpt.h"
 #include "transport.h"
+#include "zcopy.h"
 
 struct workqueue_struct *vd_tp_wq;
 
@@ -123,6 +128,11 @@ static void tp_wr_finish(struct vd_tp *tp, u32 seq, u8 status, u32 len)
 	bool failed;
 
 	spin_lock_bh(&tp->lock);
+	/* a received Terminate may have ended it already */
+	if (seq - tp->sq_retired >= tp->sq_started - tp->sq_retired) {
+		spin_unlock_bh(&tp->lock);
+		return;
+	}
 	rec = &tp->sq_rec[seq & tp->sq_mask];
 	rec->status = status;
 	rec->byte_len = status ? 0 : len;
@@ -512,36 +522,238 @@ static int tx_copy(struct vd_tp *tp, u8 *dst, u32 off, u32 len)
 	return len ? -EFAULT : 0;
 }
 
-/* Builds the next FPDU of the message into @tp->tx_buf. */
-static int tx_build(struct vd_tp *tp)
+/* The headers of segment @seg of the message. */
+static void tx_seg_hdr(const struct vd_tx_msg *msg,
+		       const struct vd_fpdu_seg *seg, struct vd_iw_hdr *hdr)
+{
+	*hdr = msg->hdr;
+	hdr->last = seg->last;
+	if (vd_iw_opcode_tagged(hdr->opcode))
+		hdr->to = msg->base_to + seg->offset;
+	else
+		hdr->mo = seg->offset;
+}
+
+/* Builds the FPDU of @seg at @fpdu (copying the payload); its length. */
+static int tx_fpdu_copy(struct vd_tp *tp, u8 *fpdu,
+			const struct vd_fpdu_seg *seg)
 {
 	struct vd_tx_msg *msg = &tp->msg;
-	u8 *ulpdu = tp->tx_buf + VD_MPA_LEN_SIZE;
-	struct vd_iw_hdr hdr = msg->hdr;
-	struct vd_fpdu_seg seg;
+	u8 *ulpdu = fpdu + VD_MPA_LEN_SIZE;
+	struct vd_iw_hdr hdr;
 	int ret;
 
-	vd_fpdu_segment(msg->len, msg->max_payload, msg->hdr_len, msg->index,
-			&seg);
-	hdr.last = seg.last;
-	if (vd_iw_opcode_tagged(hdr.opcode))
-		hdr.to = msg->base_to + seg.offset;
-	else
-		hdr.mo = seg.offset;
+	tx_seg_hdr(msg, seg, &hdr);
 	ret = vd_iw_build(ulpdu, VD_MPA_ULPDU_MAX, &hdr);
 	if (ret < 0)
 		return ret;
-	ret = tx_copy(tp, ulpdu + msg->hdr_len, seg.offset, seg.len);
+	ret = tx_copy(tp, ulpdu + msg->hdr_len, seg->offset, seg->len);
 	if (ret)
 		return ret;
-	ret = vd_mpa_fpdu_seal(tp->tx_buf, VD_TP_BUF_SIZE, seg.ulpdu_len,
-			       tp->crc_tx);
+	return vd_mpa_fpdu_seal(fpdu, seg->fpdu_len, seg->ulpdu_len,
+				tp->crc_tx);
+}
+
+/*
+ * Copies the next FPDUs of the message into @tp->tx_buf, as many as fit:
+ * one sendmsg() then carries them all.
+ */
+static int tx_build_copy(struct vd_tp *tp)
+{
+	struct vd_tx_msg *msg = &tp->msg;
+	struct vd_fpdu_seg seg;
+	int ret;
+
+	do {
+		vd_fpdu_segment(msg->len, msg->max_payload, msg->hdr_len,
+				msg->index, &seg);
+		if (tp->tx_left && tp->tx_left + seg.fpdu_len > VD_TP_BUF_SIZE)
+			break;
+		ret = tx_fpdu_copy(tp, tp->tx_buf + tp->tx_left, &seg);
+		if (ret < 0)
+			return ret;
+		tp->tx_left += ret;
+		msg->index++;
+		msg->finished = seg.last;
+	} while (!msg->finished);
+	return 0;
+}
+
+/* --- FPDUs by reference ---------------------------------------------- */
+
+/* Drops our page references of the batch in @tp->tx_bvec. */
+static void tx_zc_release(struct vd_tp *tp)
+{
+	u32 i;
+
+	for (i = 0; i < tp->tx_nbvec; i++)
+		put_page(tp->tx_bvec[i].bv_page);
+	tp->tx_nbvec = 0;
+}
+
+/* Appends @len bytes of @page at @off to the batch, with a page reference. */
+static int tx_zc_add(struct vd_tp *tp, struct page *page, u32 off, u32 len)
+{
+	struct bio_vec *bv = &tp->tx_bvec[tp->tx_nbvec];
+
+	if (tp->tx_nbvec && bv[-1].bv_page == page &&
+	    bv[-1].bv_offset + bv[-1].bv_len == off) {
+		bv[-1].bv_len += len;
+		return 0;
+	}
+	if (WARN_ON_ONCE(tp->tx_nbvec >= VD_TP_ZC_SEGS))
+		return -ENOSPC;
+	get_page(page);
+	bv->bv_page = page;
+	bv->bv_offset = off;
+	bv->bv_len = len;
+	tp->tx_nbvec++;
+	return 0;
+}
+
+/* Bytes [@off, @off + @len) of @umem into the batch, and into the CRC. */
+static int tx_zc_umem(struct vd_tp *tp, const struct vd_umem *umem, u64 off,
+		      u32 len, u32 *crc)
+{
+	unsigned int poff;
+	struct page *page;
+	u32 n;
+	int ret;
+
+	if (off > umem->length || len > umem->length - off)
+		return -EFAULT;
+	while (len) {
+		page = vd_umem_page(umem, off, &poff);
+		n = min_t(u32, len, PAGE_SIZE - poff);
+		if (tp->crc_tx) {
+			u8 *p = kmap_local_page(page);
+
+			*crc = vd_mpa_crc(*crc, p + poff, n);
+			kunmap_local(p);
+		}
+		ret = tx_zc_add(tp, page, poff, n);
+		if (ret)
+			return ret;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/*
+ * Payload bytes [@off, @off + @len) of the message, by reference: the
+ * same sources and checks as tx_copy(). The page references taken here
+ * keep the pages for the sendmsg(), whatever happens to the region; TCP
+ * takes its own.
+ */
+static int tx_zc_payload(struct vd_tp *tp, u32 off, u32 len, u32 *crc)
+{
+	struct vd_tx_msg *msg = &tp->msg;
+	struct vd_mr *mr;
+	u32 i, n;
+	int ret;
+
+	if (!len)
+		return 0;
+	if (msg->mr) {
+		/* checked when the Read Request came, and still referenced */
+		if (!msg->mr->umem)
+			return -EFAULT;
+		return tx_zc_umem(tp, msg->mr->umem,
+				  vd_mr_offset(msg->mr, msg->mr_addr + off), len,
+				  crc);
+	}
+	for (i = 0; i < msg->num_sge && len; i++) {
+		const struct viaduct_sge *s = &msg->sge[i];
+
+		if (off >= s->length) {
+			off -= s->length;
+			continue;
+		}
+		n = min(len, s->length - off);
+		/* again: the region may have been deregistered meanwhile */
+		if (vd_tpt_check(&tp->dev->tpt, s->stag, tp->qp->pd,
+				 VD_RIGHT_LOCAL_READ, s->addr + off, n,
+				 &mr) != VD_ACCESS_OK)
+			return -EACCES;
+		ret = mr->umem ? tx_zc_umem(tp, mr->umem,
+					    vd_mr_offset(mr, s->addr + off), n,
+					    crc) : -EFAULT;
+		vd_mr_put(mr);
+		if (ret)
+			return ret;
+		len -= n;
+		off = 0;
+	}
+	return len ? -EFAULT : 0;
+}
+
+/* At most how many entries the FPDU of @seg adds to the batch. */
+static u32 tx_zc_segs(const struct vd_tx_msg *msg,
+		      const struct vd_fpdu_seg *seg)
+{
+	/* header, trailer, the pages, and a split at every SGE boundary */
+	return 2 + DIV_ROUND_UP(seg->len, PAGE_SIZE) + 1 +
+	       (msg->mr ? 0 : msg->num_sge);
+}
+
+/*
+ * Appends the FPDU of @seg to the batch: the length field and headers,
+ * then the payload's pages, then pad and CRC. Headers and trailers go
+ * into @tp->hdr_page, which only ever fills up: TCP references those
+ * bytes until the peer ACKs them, and they are never written again; a
+ * trailer and the next FPDU's header are adjacent there and become one
+ * fragment. -ENOMEM (no page for the headers) before anything changed.
+ */
+static int tx_fpdu_zc(struct vd_tp *tp, const struct vd_fpdu_seg *seg)
+{
+	struct vd_tx_msg *msg = &tp->msg;
+	u32 hlen = VD_MPA_LEN_SIZE + msg->hdr_len;
+	u32 tlen = seg->pad + VD_MPA_CRC_SIZE;
+	u32 crc = VD_MPA_CRC_SEED;
+	struct vd_iw_hdr hdr;
+	__be16 ulpdu_len;
+	__le32 crc_le;
+	u8 *p;
+	int ret;
+
+	if (!tp->hdr_page || tp->hdr_off + hlen + tlen > PAGE_SIZE) {
+		struct page *page = alloc_page(GFP_KERNEL);
+
+		if (!page)
+			return -ENOMEM;
+		if (tp->hdr_page)
+			put_page(tp->hdr_page);
+		tp->hdr_page = page;
+		tp->hdr_off = 0;
+	}
+
+	p = page_address(tp->hdr_page) + tp->hdr_off;
+	ulpdu_len = cpu_to_be16(seg->ulpdu_len);
+	memcpy(p, &ulpdu_len, VD_MPA_LEN_SIZE);
+	tx_seg_hdr(msg, seg, &hdr);
+	ret = vd_iw_build(p + VD_MPA_LEN_SIZE, msg->hdr_len, &hdr);
 	if (ret < 0)
 		return ret;
-	tp->tx_off = 0;
-	tp->tx_left = ret;
-	msg->index++;
-	msg->finished = seg.last;
+	if (tp->crc_tx)
+		crc = vd_mpa_crc(crc, p, hlen);
+	ret = tx_zc_add(tp, tp->hdr_page, tp->hdr_off, hlen);
+	if (ret)
+		return ret;
+	tp->hdr_off += hlen;
+
+	ret = tx_zc_payload(tp, seg->offset, seg->len, &crc);
+	if (ret)
+		return ret;
+
+	p = page_address(tp->hdr_page) + tp->hdr_off;
+	memset(p, 0, seg->pad);
+	crc_le = cpu_to_le32(tp->crc_tx ? ~vd_mpa_crc(crc, p, seg->pad) : 0);
+	memcpy(p + seg->pad, &crc_le, VD_MPA_CRC_SIZE);
+	ret = tx_zc_add(tp, tp->hdr_page, tp->hdr_off, tlen);
+	if (ret)
+		return ret;
+	tp->hdr_off += tlen;
 	return 0;
 }
 
@@ -564,6 +776,100 @@ static void tx_start_imm(struct vd_tp *tp)
 	msg->wr_len = wr_len;
 }
 
+/*
+ * The next FPDUs of the message by reference into @tp->tx_bvec, as many
+ * as fit in one batch of at most VD_TP_BUF_SIZE bytes. -ENOMEM if not
+ * even one could be built that way: the caller copies them instead.
+ */
+static int tx_build_zc(struct vd_tp *tp)
+{
+	struct vd_tx_msg *msg = &tp->msg;
+	struct vd_fpdu_seg seg;
+	int ret;
+
+	do {
+		vd_fpdu_segment(msg->len, msg->max_payload, msg->hdr_len,
+				msg->index, &seg);
+		if (tp->tx_nbvec &&
+		    (tp->tx_left + seg.fpdu_len > VD_TP_BUF_SIZE ||
+		     tp->tx_nbvec + tx_zc_segs(msg, &seg) > VD_TP_ZC_SEGS))
+			break;
+		ret = tx_fpdu_zc(tp, &seg);
+		if (ret == -ENOMEM && tp->tx_nbvec)
+			break;
+		if (ret)
+			return ret;
+		tp->tx_left += seg.fpdu_len;
+		msg->index++;
+		msg->finished = seg.last;
+	} while (!msg->finished);
+	return 0;
+}
+
+/*
+ * A new message: is it sent by reference? Only payload from registered
+ * memory of at least zcopy_tx_min bytes, and only over a route that can
+ * take page fragments (TCP would copy anyway). Otherwise it is copied,
+ * which never fails a WR.
+ */
+static void tx_zc_begin(struct vd_tp *tp)
+{
+	struct vd_tx_msg *msg = &tp->msg;
+	u32 min = vd_zc_min();
+
+	/*
+	 * A Write with immediate data completes behind its Immediate Data
+	 * message, which only a copied Write leaves in charge of the WR.
+	 */
+	if (!min || msg->len < min || msg->inline_data || msg->imm_follows ||
+	    (!msg->sge && !msg->mr))
+		return;
+	if (tp->zc && (READ_ONCE(tp->sk->sk_route_caps) & NETIF_F_SG))
+		tp->zmsg = vd_zc_msg_new(tp->zc, msg->wr &&
+					 msg->hdr.opcode != VD_OP_READ_REQ,
+					 msg->seq, msg->len);
+	if (!tp->zmsg)
+		vd_stat_inc(tx_zcopy_fallbacks);
+}
+
+/*
+ * Builds the next batch of FPDUs of the message, by reference when the
+ * message is sent that way and the headers found a page, else copied.
+ */
+static int tx_build(struct vd_tp *tp)
+{
+	int ret;
+
+	tp->tx_off = 0;
+	tp->tx_left = 0;
+	if (!tp->msg.index)
+		tx_zc_begin(tp);
+	if (tp->zmsg) {
+		ret = tx_build_zc(tp);
+		if (ret != -ENOMEM)
+			return ret;
+	}
+	return tx_build_copy(tp);
+}
+
+/*
+ * Retires the WRs of messages sent by reference whose pages TCP has let
+ * go of: they complete now, in order with the others (tp_retire()).
+ */
+static void tx_zc_retire(struct vd_tp *tp)
+{
+	struct vd_zc_msg *zm, *next;
+	LIST_HEAD(done);
+
+	vd_zc_take_done(tp->zc, &done);
+	list_for_each_entry_safe(zm, next, &done, node) {
+		list_del(&zm->node);
+		if (zm->wr)
+			tp_wr_finish(tp, zm->seq, VIADUCT_WC_SUCCESS, zm->len);
+		vd_zc_msg_free(zm);
+	}
+}
+
 /* The message's last FPDU is in the socket. */
 static void tx_msg_done(struct vd_tp *tp)
 {
@@ -580,6 +886,12 @@ static void tx_msg_done(struct vd_tp *tp)
 	msg->active = false;
 	if (mr)
 		vd_mr_put(mr);
+	if (tp->zmsg) {
+		/* its WR completes when TCP has let go of the pages */
+		vd_zc_msg_put(tp->zmsg);
+		tp->zmsg = NULL;
+		return;
+	}
 	if (msg->imm_follows) {
 		tx_start_imm(tp);
 		return;
@@ -597,6 +909,15 @@ static void tx_msg_failed(struct vd_tp *tp, int err)
 	pr_debug("qp%u: message failed: %d\n", tp->qp->qpn, err);
 	msg->active = false;
 	tp->tx_failed = true;
+	/* what was built of the batch is not sent */
+	tx_zc_release(tp);
+	tp->tx_left = 0;
+	if (tp->zmsg) {
+		/* the WR fails now; TCP may still hold earlier FPDUs */
+		tp->zmsg->wr = false;
+		vd_zc_msg_put(tp->zmsg);
+		tp->zmsg = NULL;
+	}
 	if (msg->wr) {
 		if (msg->hdr.opcode == VD_OP_READ_REQ) {
 			/* never sent: take it back from the ORQ */
@@ -610,6 +931,10 @@ static void tx_msg_failed(struct vd_tp *tp, int err)
 	tp_local_failure(tp);
 }
 
+/*
+ * Sends the batch: from @tp->tx_buf, or by reference with MSG_ZEROCOPY
+ * and the message's ubuf, which every skb holding its pages references.
+ */
 static int tx_push(struct vd_tp *tp)
 {
 	while (tp->tx_left) {
@@ -622,12 +947,23 @@ static int tx_push(struct vd_tp *tp)
 
 		if (tp->msg.active && !tp->msg.finished)
 			m.msg_flags |= MSG_MORE;
-		ret = kernel_sendmsg(tp->sock, &m, &kv, 1, kv.iov_len);
+		if (tp->tx_nbvec) {
+			iov_iter_bvec(&m.msg_iter, ITER_SOURCE, tp->tx_bvec,
+				      tp->tx_nbvec, tp->tx_off + tp->tx_left);
+			iov_iter_advance(&m.msg_iter, tp->tx_off);
+			m.msg_flags |= MSG_ZEROCOPY;
+			m.msg_ubuf = &tp->zmsg->ubuf;
+			ret = sock_sendmsg(tp->sock, &m);
+		} else {
+			ret = kernel_sendmsg(tp->sock, &m, &kv, 1, kv.iov_len);
+		}
 		if (ret < 0)
 			return ret;
 		tp->tx_off += ret;
 		tp->tx_left -= ret;
 	}
+	/* TCP has its own references now */
+	tx_zc_release(tp);
 	return 0;
 }
 
@@ -663,6 +999,8 @@ static void tx_work(struct work_struct *work)
 	enum vd_tp_term term;
 	int ret;
 
+	if (tp->zc)
+		tx_zc_retire(tp);
 	while (!tp->tx_dead && !READ_ONCE(tp->stopping)) {
 		if (tp->tx_left) {
 			ret = tx_push(tp);
@@ -739,6 +1077,15 @@ static void tp_free(struct vd_tp *tp)
 	for (i = tp->irq_head; i != tp->irq_tail; i++)
 		if (tp->irq[i % VD_MAX_IRD].mr)
 			vd_mr_put(tp->irq[i % VD_MAX_IRD].mr);
+	if (tp->tx_bvec)
+		tx_zc_release(tp);
+	if (tp->zmsg)
+		vd_zc_msg_put(tp->zmsg);
+	if (tp->zc)
+		vd_zc_release(tp->zc);
+	if (tp->hdr_page)
+		put_page(tp->hdr_page);
+	kfree(tp->tx_bvec);
 	kvfree(tp->sq_rec);
 	kvfree(tp->tx_buf);
 	kvfree(tp->rx_buf);
@@ -778,6 +1125,10 @@ static int tp_start(struct vd_conn *conn)
 	spin_lock_init(&tp->lock);
 	INIT_WORK(&tp->tx_work, tx_work);
 	INIT_WORK(&tp->rx_work, vd_rx_work);
+	/* without them, every message is copied */
+	tp->tx_bvec = kcalloc(VD_TP_ZC_SEGS, sizeof(*tp->tx_bvec), GFP_KERNEL);
+	if (tp->tx_bvec)
+		tp->zc = vd_zc_create(tp);
 	tp->crc_tx = conn->mpa.crc_tx;
 	tp->crc_rx = conn->mpa.crc_rx;
 	tp->ord = min_t(u32, conn->mpa.ord, VD_MAX_ORD);
@@ -845,9 +1196,15 @@ static void tp_stop(struct vd_conn *conn, bool abort)
 	spin_unlock(&vd_tp_table_lock);
 	write_unlock_bh(&sk->sk_callback_lock);
 
+	/* completions of messages sent by reference no longer queue tx */
+	if (tp->zc)
+		vd_zc_detach(tp->zc);
 	/* rx queues tx, tx never queues rx; each may requeue itself */
 	cancel_work_sync(&tp->rx_work);
 	cancel_work_sync(&tp->tx_work);
+	/* WRs whose pages TCP released before: they are done */
+	if (tp->zc)
+		tx_zc_retire(tp);
 	pr_debug("qp%u: transport stopped%s\n", qp->qpn,
 		 abort ? " (abort)" : "");
 	tp_free(tp);
@@ -872,4 +1229,6 @@ void vd_transport_uninit(void)
 {
 	vd_cm_set_stream_ops(NULL);
 	destroy_workqueue(vd_tp_wq);
+	/* skbs of closed sockets may still hold our ubufs */
+	vd_zc_drain();
 }

@@ -163,7 +163,8 @@ assert c["pinned_pages"] == int(sys.argv[3]) and c["doorbells"] == 0, c
 check "stats: module-wide pinned pages grew by $pages" '
 assert d["global"]["pinned_pages"] == int(sys.argv[2]) + int(sys.argv[3]), d["global"]
 for k in ("contexts", "pds", "mrs", "cqs", "qps", "doorbells", "worker_polls",
-          "worker_wakeups", "wqes_consumed", "cqes_written", "cq_overflows"):
+          "worker_wakeups", "wqes_consumed", "cqes_written", "cq_overflows",
+          "tx_zcopy_msgs", "tx_zcopy_copied", "tx_zcopy_fallbacks"):
     assert k in d["global"], k
 ' "$json" "$global0" "$pages"
 

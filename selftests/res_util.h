@@ -371,13 +371,15 @@ static inline void vd_testdev_down(struct vd_testdev *d)
 static const char *const vd_stat_names[] = {
 	"contexts", "pds", "mrs", "cqs", "qps", "pinned_pages",
 	"doorbells", "worker_polls", "worker_wakeups", "wqes_consumed",
-	"cqes_written", "cq_overflows",
+	"cqes_written", "cq_overflows", "tx_zcopy_msgs", "tx_zcopy_copied",
+	"tx_zcopy_fallbacks",
 };
 
 enum {
 	VD_ST_CONTEXTS, VD_ST_PDS, VD_ST_MRS, VD_ST_CQS, VD_ST_QPS,
 	VD_ST_PINNED, VD_ST_DOORBELLS, VD_ST_WORKER_POLLS,
 	VD_ST_WORKER_WAKEUPS, VD_ST_WQES, VD_ST_CQES, VD_ST_CQ_OVERFLOWS,
+	VD_ST_TX_ZCOPY_MSGS, VD_ST_TX_ZCOPY_COPIED, VD_ST_TX_ZCOPY_FALLBACKS,
 	VD_ST_NR,
 };
 

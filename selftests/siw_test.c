@@ -13,6 +13,10 @@
  * So every opcode crosses the wire both ways between the two stacks:
  * Sends both ways, an RDMA Read served by viaduct, an RDMA Write placed by
  * viaduct. Skipped when siw or rping is not available.
+ *
+ * The zcopy variants send messages by reference (module parameter
+ * zcopy_tx_min, restored afterwards) and check the counters: every message
+ * (1), or only the Read Responses of rping's 65000-byte buffer (16384).
  */
 #include <endian.h>
 
@@ -21,6 +25,33 @@
 #define SIW_PORT	7174
 #define SIW_SIZE	65000	/* rping's largest buffer is 64 KiB - 1 */
 #define SIW_COUNT	5
+#define SIW_ZC_PARAM	"/sys/module/viaduct/parameters/zcopy_tx_min"
+
+static long siw_zc_get(void)
+{
+	FILE *f = fopen(SIW_ZC_PARAM, "r");
+	long v = -1;
+
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+static int siw_zc_set(long v)
+{
+	FILE *f = fopen(SIW_ZC_PARAM, "w");
+	int bad;
+
+	if (!f)
+		return -errno;
+	bad = fprintf(f, "%ld\n", v) < 0;
+	if (fclose(f) || bad)
+		return -EIO;
+	return siw_zc_get() == v ? 0 : -EIO;
+}
 
 /* rping's advertisement of a buffer, big endian on the wire. */
 struct siw_rping_info {
@@ -80,8 +111,13 @@ static int siw_go_ahead(struct __test_metadata *_metadata, struct xf_side *a, __
 	return cqe.status ? -EIO : 0;
 }
 
-static void siw_rping(struct __test_metadata *_metadata, __u32 flags)
+/*
+ * @zc_min: zcopy_tx_min for the run (restored by the caller), or -1 to
+ * leave it.
+ */
+static void siw_rping(struct __test_metadata *_metadata, __u32 flags, long zc_min)
 {
+	long long st0[VD_ST_NR], st[VD_ST_NR], want;
 	struct xf_side a = { .fd = -1, .ch = -1 };
 	struct xf_sge go = { XF_BUF - 8192, 64 };
 	char nsa[32], nsb[32], log[64];
@@ -117,6 +153,11 @@ static void siw_rping(struct __test_metadata *_metadata, __u32 flags)
 			break;
 		usleep(100000);
 	}
+	if (zc_min >= 0) {
+		ASSERT_EQ(0, siw_zc_set(zc_min));
+		ASSERT_EQ(0, vd_stats_read(st0));
+		ASSERT_LE(0, st0[VD_ST_TX_ZCOPY_MSGS]) TH_LOG("no tx_zcopy_* counters");
+	}
 	snprintf(a.ns, sizeof(a.ns), "%s", nsa);
 	ASSERT_EQ(0, xf_in_ns(nsa, xf_side_up, &a));
 	ret = siw_connect(&a, flags);
@@ -143,6 +184,19 @@ static void siw_rping(struct __test_metadata *_metadata, __u32 flags)
 			TH_LOG("round %d: what siw wrote back differs", i);
 	}
 
+	if (zc_min > 0) {
+		/* per round the Read Response, and two advertisements */
+		want = st0[VD_ST_TX_ZCOPY_MSGS] + (zc_min == 1 ? 3 : 1) * SIW_COUNT;
+		for (i = 0; i < 250; i++) {
+			ASSERT_EQ(0, vd_stats_read(st));
+			if (st[VD_ST_TX_ZCOPY_MSGS] >= want)
+				break;
+			usleep(20000);
+		}
+		EXPECT_EQ(want, st[VD_ST_TX_ZCOPY_MSGS]);
+		EXPECT_EQ(st0[VD_ST_TX_ZCOPY_FALLBACKS], st[VD_ST_TX_ZCOPY_FALLBACKS]);
+	}
+
 	xf_side_down(&a);
 	waitpid(server, &ret, 0);
 	vd_sh("sed 's/^/# rping: /' %s | cut -c1-100 | tail -n 12", log);
@@ -154,25 +208,38 @@ static void siw_rping(struct __test_metadata *_metadata, __u32 flags)
 
 FIXTURE(siw)
 {
-	int unused;
+	long zc_saved;
 };
 
 FIXTURE_SETUP(siw)
 {
+	self->zc_saved = siw_zc_get();
 }
 
 FIXTURE_TEARDOWN(siw)
 {
+	if (self->zc_saved >= 0)
+		siw_zc_set(self->zc_saved);
 }
 
 TEST_F_TIMEOUT(siw, rping_crc, XF_TIMEOUT_S)
 {
-	siw_rping(_metadata, VIADUCT_CM_F_CRC);
+	siw_rping(_metadata, VIADUCT_CM_F_CRC, -1);
 }
 
 TEST_F_TIMEOUT(siw, rping_nocrc, XF_TIMEOUT_S)
 {
-	siw_rping(_metadata, 0);
+	siw_rping(_metadata, 0, -1);
+}
+
+TEST_F_TIMEOUT(siw, rping_crc_zcopy_all, XF_TIMEOUT_S)
+{
+	siw_rping(_metadata, VIADUCT_CM_F_CRC, 1);
+}
+
+TEST_F_TIMEOUT(siw, rping_nocrc_zcopy_large, XF_TIMEOUT_S)
+{
+	siw_rping(_metadata, 0, 16384);
 }
 
 TEST_HARNESS_MAIN

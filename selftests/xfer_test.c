@@ -10,14 +10,23 @@
  * sides, more RDMA Reads than the ORD allows (they wait, never fail), and
  * a Terminate: an RDMA Write to a bad STag leaves the target untouched and
  * moves both QPs to Error with flushed completions. Immediate data on
- * Sends and RDMA Writes, with and without a solicited event. Variants run with MPA
- * CRC, without, and with the RFC 6581 peer-to-peer RTR.
+ * Sends and RDMA Writes, with and without a solicited event. Variants run
+ * with MPA CRC, without, and with the RFC 6581 peer-to-peer RTR.
  *
- * xbig: one connection (with CRC) and buffers of 16 MiB and guards: the
- * largest message for Send, RDMA Write and RDMA Read; graceful disconnects
- * from either side after traffic; a reset or a graceful close from either
- * side in the middle of a stream of RDMA Writes. xmany: 64 connections through one listener,
- * every QP moving RDMA Writes and Sends both ways at the same time.
+ * xbig: one connection (with CRC) and buffers of 16 MiB and guards, every
+ * message copied, and again with those of 16 KiB and more sent by
+ * reference: the largest message for Send, RDMA Write and RDMA Read;
+ * graceful disconnects from either side after traffic; a reset or a
+ * graceful close from either side in the middle of a stream of RDMA
+ * Writes. xmany: 64
+ * connections through one listener, every QP moving RDMA Writes and Sends
+ * both ways at the same time.
+ *
+ * xzc: zero-copy transmit (module parameter zcopy_tx_min, set by the tests
+ * and restored): transfers above and below the threshold with zero copy on
+ * and off, a source buffer rewritten as soon as its WR completed, and the
+ * MR deregistered, the QP destroyed or the process killed while messages
+ * are still in TCP by reference; the counters tx_zcopy_* follow.
  */
 #include "xfer_util.h"
 
@@ -456,6 +465,36 @@ TEST_F_TIMEOUT(xfer, immediate_without_receive, XF_TIMEOUT_S)
 
 /* --- One connection with big buffers: large messages, disconnects --- */
 
+/* The module parameter zcopy_tx_min: tests set it and restore it. */
+#define XF_ZC_PARAM	"/sys/module/viaduct/parameters/zcopy_tx_min"
+
+static long xf_zc_get(void)
+{
+	FILE *f = fopen(XF_ZC_PARAM, "r");
+	long v = -1;
+
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+static int xf_zc_set(long v)
+{
+	FILE *f = fopen(XF_ZC_PARAM, "w");
+	int ret;
+
+	if (!f)
+		return -errno;
+	ret = fprintf(f, "%ld\n", v) < 0;
+	if (fclose(f) || ret)
+		return -EIO;
+	return xf_zc_get() == v ? 0 : -EIO;
+}
+
+
 #define XF_BIG		(16U << 20)	/* largest message tested */
 #define XF_GUARD	4096U		/* untouched bytes around a target */
 
@@ -516,12 +555,33 @@ FIXTURE(xbig)
 	struct xf_side b;	/* passive */
 	__u32 conn_id;		/* b's id of the connection */
 	__u32 msg;		/* largest message tested */
+	long zc_saved;		/* zcopy_tx_min before the test */
 	int up;
+};
+
+/* Everything of xbig copied, and sent by reference from 16 KiB on. */
+FIXTURE_VARIANT(xbig)
+{
+	long zc_min;
+};
+
+FIXTURE_VARIANT_ADD(xbig, copy)
+{
+	.zc_min = 0,
+};
+
+FIXTURE_VARIANT_ADD(xbig, zcopy)
+{
+	.zc_min = 16384,
 };
 
 FIXTURE_SETUP(xbig)
 {
 	int id = getpid() % 100000;
+
+	self->zc_saved = xf_zc_get();
+	ASSERT_LE(0, self->zc_saved) TH_LOG("no %s", XF_ZC_PARAM);
+	ASSERT_EQ(0, xf_zc_set(variant->zc_min));
 
 	xf_sides_init(&self->a, &self->b, id);
 	ASSERT_EQ(0, xf_net_up(self->a.ns, self->b.ns, id));
@@ -542,6 +602,8 @@ FIXTURE_TEARDOWN(xbig)
 	xf_side_down(&self->b);
 	if (self->up)
 		xf_net_down(self->a.ns, self->b.ns);
+	if (self->zc_saved >= 0)
+		xf_zc_set(self->zc_saved);
 }
 
 TEST_F_TIMEOUT(xbig, max_message, XF_TIMEOUT_S)
@@ -1011,6 +1073,364 @@ TEST_F_TIMEOUT(xmany, all_at_once, XF_TIMEOUT_S)
 		for (i = 0; i < n; i++)
 			EXPECT_EQ(0U, vd_cring_avail(&qs[d][i].scq) +
 				      vd_cring_avail(&qs[d][i].rcq));
+}
+
+/* --- Zero-copy transmit --------------------------------------------- */
+
+#define XF_ZC_BUF	(8UL << 20)	/* registered per side */
+#define XF_ZC_WRS	16U		/* in flight in the teardown tests */
+#define XF_ZC_CHUNK	(96U << 10)	/* bytes per WR there */
+
+/* The counters tx_zcopy_{msgs,copied,fallbacks}. */
+struct xf_zc_st {
+	long long msgs, copied, fallbacks;
+};
+
+static int xf_zc_stats(struct xf_zc_st *z)
+{
+	long long st[VD_ST_NR];
+
+	if (vd_stats_read(st) || st[VD_ST_TX_ZCOPY_MSGS] < 0 ||
+	    st[VD_ST_TX_ZCOPY_COPIED] < 0 || st[VD_ST_TX_ZCOPY_FALLBACKS] < 0)
+		return -1;
+	z->msgs = st[VD_ST_TX_ZCOPY_MSGS];
+	z->copied = st[VD_ST_TX_ZCOPY_COPIED];
+	z->fallbacks = st[VD_ST_TX_ZCOPY_FALLBACKS];
+	return 0;
+}
+
+/*
+ * A message's counters move when TCP lets go of its pages, just after its
+ * WR completed (and a Read Response's completes nothing): wait for
+ * @want messages more than @base, then for the count to stay put.
+ */
+static void xf_zc_expect(struct __test_metadata *_metadata, const struct xf_zc_st *base,
+			 long long want, struct xf_zc_st *now)
+{
+	__u64 end = vd_now_ms() + 5000;
+
+	for (;;) {
+		ASSERT_EQ(0, xf_zc_stats(now)) TH_LOG("viaductctl reports no tx_zcopy_* counters");
+		if (now->msgs - base->msgs >= want || vd_now_ms() > end)
+			break;
+		vd_sleep_ms(20);
+	}
+	vd_sleep_ms(100);
+	ASSERT_EQ(0, xf_zc_stats(now));
+	EXPECT_EQ(want, now->msgs - base->msgs) TH_LOG("messages sent by reference");
+	/* veth copies the frags of every skb entering the peer's namespace */
+	EXPECT_EQ(now->msgs - base->msgs, now->copied - base->copied)
+		TH_LOG("messages whose pages veth copied");
+	EXPECT_EQ(0, now->fallbacks - base->fallbacks) TH_LOG("fallbacks to copying");
+}
+
+FIXTURE(xzc)
+{
+	struct xf_side a;	/* active */
+	struct xf_side b;	/* passive */
+	__u32 conn_id;
+	long saved;		/* zcopy_tx_min before the test */
+	struct vd_snap start;	/* the module before either side */
+	int up;
+};
+
+FIXTURE_VARIANT(xzc)
+{
+	__u32 flags;
+};
+
+FIXTURE_VARIANT_ADD(xzc, crc)
+{
+	.flags = VIADUCT_CM_F_CRC,
+};
+
+FIXTURE_VARIANT_ADD(xzc, nocrc)
+{
+	.flags = 0,
+};
+
+FIXTURE_SETUP(xzc)
+{
+	int id = getpid() % 100000;
+
+	self->saved = xf_zc_get();
+	ASSERT_LE(0, self->saved) TH_LOG("no %s", XF_ZC_PARAM);
+	vd_snap_take(&self->start);
+	xf_sides_init(&self->a, &self->b, id);
+	ASSERT_EQ(0, xf_net_up(self->a.ns, self->b.ns, id));
+	self->up = 1;
+	self->a.len = XF_ZC_BUF;
+	self->b.len = XF_ZC_BUF;
+	ASSERT_EQ(0, xf_in_ns(self->a.ns, xf_side_up, &self->a));
+	ASSERT_EQ(0, xf_in_ns(self->b.ns, xf_side_up, &self->b));
+	xf_establish(_metadata, &self->a, &self->b, variant->flags, &self->conn_id);
+}
+
+FIXTURE_TEARDOWN(xzc)
+{
+	xf_side_down(&self->a);
+	xf_side_down(&self->b);
+	if (self->up)
+		xf_net_down(self->a.ns, self->b.ns);
+	if (self->saved >= 0)
+		xf_zc_set(self->saved);
+}
+
+/*
+ * Send, RDMA Write (three SGEs, page-unaligned) and RDMA Read of @len
+ * bytes, each checked byte for byte with guards around the target.
+ * Returns the messages of at least @min bytes it sent (0: none counts).
+ */
+static long long xf_zc_round(struct __test_metadata *_metadata, struct xf_side *a,
+			     struct xf_side *b, __u32 len, unsigned int seed, long min)
+{
+	__u32 l1 = len / 3, l2 = len / 3, l3 = len - l1 - l2;
+	struct xf_sge src = { 1, len }, dst = { 4093, len };
+	struct xf_sge sg[3] = { { 4093, l1 }, { 1 + 600000, l2 }, { 7 + 1200000, l3 } };
+	struct xf_sge mark = { 0, 1 }, mdst = { XF_BUF - 16, 16 };
+	struct viaduct_cqe cqe;
+	long long zc = 0;
+	size_t off;
+	int i;
+
+	/* Send */
+	xf_fill(a->buf, XF_BUF, seed);
+	memset(b->buf, 0xee, XF_BUF);
+	xf_post_recv(b, 1, &dst, 1);
+	xf_post_send(a, 2, VIADUCT_OP_SEND, VIADUCT_SQE_SIGNALED, &src, 1, 0, 0);
+	XF_EXPECT_CQE(&a->q.scq, 2, VIADUCT_WC_SUCCESS, &cqe);
+	XF_EXPECT_CQE(&b->q.rcq, 1, VIADUCT_WC_SUCCESS, &cqe);
+	EXPECT_EQ(len, cqe.byte_len);
+	EXPECT_EQ(0, memcmp(a->buf + 1, b->buf + 4093, len)) TH_LOG("Send of %u bytes", len);
+	EXPECT_EQ(0xee, b->buf[4092]);
+	EXPECT_EQ(0xee, b->buf[4093 + len]);
+	zc += min && len >= min;
+
+	/* RDMA Write from three SGEs, then a Send: all of it is placed */
+	xf_fill(a->buf, XF_BUF, seed + 1);
+	memset(b->buf, 0xee, XF_BUF);
+	xf_post_recv(b, 3, &mdst, 1);
+	xf_post_send(a, 4, VIADUCT_OP_RDMA_WRITE, VIADUCT_SQE_SIGNALED, sg, 3,
+		     b->stag, (unsigned long)b->buf + 3);
+	xf_post_send(a, 5, VIADUCT_OP_SEND, VIADUCT_SQE_SIGNALED, &mark, 1, 0, 0);
+	XF_EXPECT_CQE(&a->q.scq, 4, VIADUCT_WC_SUCCESS, &cqe);
+	XF_EXPECT_CQE(&a->q.scq, 5, VIADUCT_WC_SUCCESS, &cqe);
+	XF_EXPECT_CQE(&b->q.rcq, 3, VIADUCT_WC_SUCCESS, &cqe);
+	for (off = 3, i = 0; i < 3; off += sg[i].len, i++)
+		EXPECT_EQ(0, memcmp(b->buf + off, a->buf + sg[i].off, sg[i].len))
+			TH_LOG("Write of %u bytes, SGE %d", len, i);
+	EXPECT_EQ(0xee, b->buf[2]);
+	EXPECT_EQ(0xee, b->buf[3 + len]);
+	zc += min && len >= min;
+	zc += min && 1 >= min;
+
+	/* RDMA Read: b's response is the message */
+	xf_fill(b->buf, XF_BUF, seed + 2);
+	memset(a->buf, 0xee, XF_BUF);
+	xf_post_send(a, 6, VIADUCT_OP_RDMA_READ, VIADUCT_SQE_SIGNALED, &dst, 1, b->stag,
+		     (unsigned long)b->buf + 5);
+	XF_EXPECT_CQE(&a->q.scq, 6, VIADUCT_WC_SUCCESS, &cqe);
+	EXPECT_EQ(len, cqe.byte_len);
+	EXPECT_EQ(0, memcmp(a->buf + 4093, b->buf + 5, len)) TH_LOG("Read of %u bytes", len);
+	EXPECT_EQ(0xee, a->buf[4092]);
+	EXPECT_EQ(0xee, a->buf[4093 + len]);
+	zc += min && len >= min;
+	return zc;
+}
+
+TEST_F_TIMEOUT(xzc, sizes_on_off, XF_TIMEOUT_S)
+{
+	static const __u32 sizes[] = { 1, 4095, 65535, 65536, 65537, 300001, XF_MAX / 2 };
+	static const long mins[] = { 0, 1, 65536 };
+	struct xf_zc_st base, now;
+	unsigned int m, i;
+
+	for (m = 0; m < VD_ARRAY_SIZE(mins); m++) {
+		long long want = 0;
+
+		ASSERT_EQ(0, xf_zc_set(mins[m]));
+		ASSERT_EQ(0, xf_zc_stats(&base)) TH_LOG("viaductctl reports no tx_zcopy_* counters");
+		for (i = 0; i < VD_ARRAY_SIZE(sizes); i++)
+			want += xf_zc_round(_metadata, &self->a, &self->b, sizes[i], m * 10 + i,
+					    mins[m]);
+		TH_LOG("zcopy_tx_min %ld: %lld messages by reference", mins[m], want);
+		xf_zc_expect(_metadata, &base, want, &now);
+	}
+}
+
+/*
+ * Every WR's source is overwritten the moment its completion is seen: the
+ * peer still gets what was there when it was posted. 7 MiB are more than
+ * TCP's send buffer holds, so a WR sent by reference that completed when
+ * its last FPDU was in the socket, with its pages still to be sent, would
+ * lose that race (it did, when the code was made to do so).
+ */
+TEST_F_TIMEOUT(xzc, reuse_after_completion, XF_TIMEOUT_S)
+{
+	const __u32 n = 14, chunk = XF_ZC_BUF / 16;
+	struct xf_sge mark = { XF_ZC_BUF - 32, 1 }, mdst = { XF_ZC_BUF - 16, 16 };
+	unsigned char *want = malloc((size_t)n * chunk);
+	struct xf_zc_st base, now;
+	struct viaduct_cqe cqe;
+	__u32 i;
+
+	ASSERT_NE(NULL, want);
+	ASSERT_EQ(0, xf_zc_set(4096));
+	ASSERT_EQ(0, xf_zc_stats(&base));
+	xf_fill(self->a.buf, XF_ZC_BUF, 21);
+	memcpy(want, self->a.buf, (size_t)n * chunk);
+	memset(self->b.buf, 0xee, XF_ZC_BUF);
+	xf_post_recv(&self->b, 1, &mdst, 1);
+	for (i = 0; i < n; i++) {
+		struct xf_sge src = { (size_t)i * chunk, chunk };
+
+		xf_post_send(&self->a, i, VIADUCT_OP_RDMA_WRITE, VIADUCT_SQE_SIGNALED, &src, 1,
+			     self->b.stag, (unsigned long)self->b.buf + src.off);
+	}
+	for (i = 0; i < n; i++) {
+		XF_EXPECT_CQE(&self->a.q.scq, i, VIADUCT_WC_SUCCESS, &cqe);
+		memset(self->a.buf + (size_t)i * chunk, 0x5a, chunk);
+	}
+	xf_post_send(&self->a, 100, VIADUCT_OP_SEND, VIADUCT_SQE_SIGNALED, &mark, 1, 0, 0);
+	XF_EXPECT_CQE(&self->a.q.scq, 100, VIADUCT_WC_SUCCESS, &cqe);
+	XF_EXPECT_CQE(&self->b.q.rcq, 1, VIADUCT_WC_SUCCESS, &cqe);
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(0, memcmp(self->b.buf + (size_t)i * chunk, want + (size_t)i * chunk,
+				    chunk)) TH_LOG("Write %u", i);
+	xf_zc_expect(_metadata, &base, n, &now);
+	free(want);
+}
+
+/*
+ * Both sides go: every object, pinned page and module reference comes
+ * back, although TCP may have held pages of a's messages until now.
+ */
+#define xf_zc_all_gone(self) do {						\
+	xf_side_down(&(self)->a);						\
+	xf_side_down(&(self)->b);						\
+	vd_snap_expect_back(&(self)->start, 10000, "both sides closed");	\
+} while (0)
+
+/*
+ * XF_ZC_WRS RDMA Writes by reference from a to b, between guards, and the
+ * first one completed: the rest are in TCP or still to be built.
+ */
+static void xf_zc_stream(struct __test_metadata *_metadata, struct xf_side *a,
+			 struct xf_side *b)
+{
+	struct viaduct_cqe cqe;
+	__u32 i;
+
+	ASSERT_EQ(0, xf_zc_set(4096));
+	xf_fill(a->buf, XF_BUF, 33);
+	memset(b->buf, 0xee, XF_BUF);
+	for (i = 0; i < XF_ZC_WRS; i++) {
+		struct xf_sge src = { 4096 + (size_t)i * XF_ZC_CHUNK, XF_ZC_CHUNK };
+
+		xf_post_send(a, i, VIADUCT_OP_RDMA_WRITE, VIADUCT_SQE_SIGNALED, &src, 1,
+			     b->stag, (unsigned long)b->buf + src.off);
+	}
+	XF_EXPECT_CQE(&a->q.scq, 0, VIADUCT_WC_SUCCESS, &cqe);
+}
+
+/* b's view after a's end went away: disconnected, nothing but a's bytes. */
+static void xf_zc_target_ok(struct __test_metadata *_metadata, struct xf_side *b,
+			    const unsigned char *want)
+{
+	size_t end = 4096 + (size_t)XF_ZC_WRS * XF_ZC_CHUNK, i;
+	struct viaduct_cm_event ev;
+
+	ASSERT_EQ(0, xf_cm_event(b, &ev, XF_WAIT_MS));
+	EXPECT_EQ(VIADUCT_CM_EVENT_DISCONNECTED, ev.type);
+	EXPECT_EQ(4096U, xf_first_not(b->buf, 4096, 0xee));
+	EXPECT_EQ(4096U, xf_first_not(b->buf + end, 4096, 0xee));
+	for (i = 4096; i < end; i++)
+		if (b->buf[i] != 0xee && b->buf[i] != want[i])
+			break;
+	EXPECT_EQ(end, i) TH_LOG("byte %zu is neither", i);
+}
+
+/*
+ * The source MR goes while Writes are in flight: the pages TCP holds stay
+ * valid, the WRs complete in order (successes, one protection error when
+ * a WR not yet built finds the region gone, then flushes), nothing leaks.
+ */
+TEST_F_TIMEOUT(xzc, dereg_mr_in_flight, XF_TIMEOUT_S)
+{
+	unsigned int ok = 1, prot = 0, flushed = 0, i;
+	struct viaduct_cqe cqe;
+
+	xf_zc_stream(_metadata, &self->a, &self->b);
+	ASSERT_EQ(0, vd_dereg_mr(self->a.fd, self->a.mr));
+	for (i = 1; i < XF_ZC_WRS; i++) {
+		ASSERT_EQ(1U, vd_cring_wait(&self->a.q.scq, &cqe, 1, XF_WAIT_MS))
+			TH_LOG("no completion for wr %u", i);
+		EXPECT_EQ(i, cqe.wr_id);
+		if (cqe.status == VIADUCT_WC_SUCCESS && !prot && !flushed)
+			ok++;
+		else if (cqe.status == VIADUCT_WC_LOC_PROT_ERR && !prot && !flushed)
+			prot++;
+		else if (cqe.status == VIADUCT_WC_FLUSHED)
+			flushed++;
+		else
+			EXPECT_EQ(VIADUCT_WC_FLUSHED, cqe.status) TH_LOG("wr %u", i);
+	}
+	TH_LOG("%u done, %u protection error, %u flushed", ok, prot, flushed);
+	EXPECT_EQ(XF_ZC_WRS, ok + prot + flushed);
+	if (ok < XF_ZC_WRS) {
+		struct viaduct_async_event ev;
+
+		/* the region's loss is a local failure: Terminate, Error */
+		ASSERT_EQ(0, vd_wait_async(self->a.fd, VIADUCT_EVENT_QP_FATAL,
+					   self->a.q.c.handle, &ev, XF_WAIT_MS));
+		EXPECT_EQ(VIADUCT_QPS_ERROR, vd_qp_state(self->a.fd, self->a.q.c.handle));
+	}
+	xf_zc_all_gone(self);
+}
+
+TEST_F_TIMEOUT(xzc, destroy_qp_in_flight, XF_TIMEOUT_S)
+{
+	unsigned char *want = malloc(XF_BUF);
+	struct viaduct_handle h = { .handle = self->a.id };
+
+	ASSERT_NE(NULL, want);
+	xf_zc_stream(_metadata, &self->a, &self->b);
+	memcpy(want, self->a.buf, XF_BUF);
+	/* the id keeps the QP until it lets go of the connection */
+	ASSERT_EQ(0, vd_destroy_qp(self->a.fd, self->a.q.c.handle));
+	ASSERT_EQ(0, vd_ioctl(self->a.fd, VIADUCT_IOCTL_CM_DESTROY_ID, &h));
+	xf_zc_target_ok(_metadata, &self->b, want);
+	free(want);
+	xf_zc_all_gone(self);
+}
+
+/*
+ * The process that holds the last reference to a's context is killed
+ * while its Writes are in TCP by reference: its exit closes the file
+ * (destroying id, QP and MR) and tears down its memory.
+ */
+TEST_F_TIMEOUT(xzc, kill_process_in_flight, XF_TIMEOUT_S)
+{
+	unsigned char *want = malloc(XF_BUF);
+	pid_t child;
+	int st;
+
+	ASSERT_NE(NULL, want);
+	xf_zc_stream(_metadata, &self->a, &self->b);
+	memcpy(want, self->a.buf, XF_BUF);
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child) {
+		pause();
+		_exit(0);
+	}
+	xf_side_down(&self->a);
+	usleep(10000);
+	ASSERT_EQ(0, kill(child, SIGKILL));
+	ASSERT_EQ(child, waitpid(child, &st, 0));
+	xf_zc_target_ok(_metadata, &self->b, want);
+	free(want);
+	xf_zc_all_gone(self);
 }
 
 TEST_HARNESS_MAIN

@@ -161,6 +161,9 @@ enum viaduct_stat_attr {
 	VIADUCT_A_STAT_WQES_CONSUMED,	/* WQEs taken from SQ and RQ rings */
 	VIADUCT_A_STAT_CQES_WRITTEN,
 	VIADUCT_A_STAT_CQ_OVERFLOWS,
+	VIADUCT_A_STAT_TX_ZCOPY_MSGS,	/* messages sent by reference */
+	VIADUCT_A_STAT_TX_ZCOPY_COPIED,	/* of those: the stack copied pages */
+	VIADUCT_A_STAT_TX_ZCOPY_FALLBACKS, /* zero copy unavailable: copied */
 	__VIADUCT_A_STAT_MAX,
 };
 

@@ -138,6 +138,9 @@ const char *const stat_names[VIADUCT_A_STAT_MAX + 1] = {
     "wqes_consumed",
     "cqes_written",
     "cq_overflows",
+    "tx_zcopy_msgs",
+    "tx_zcopy_copied",
+    "tx_zcopy_fallbacks",
 };
 
 Counters parse_counters(nlattr *nest) {

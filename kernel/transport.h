@@ -165,9 +165,9 @@ struct vd_tp {
 	u32 rx_recv_len;		/* its bytes placed */
 	u32 rx_recv_cap;		/* the receive's length */
 	u8 *rqe;			/* copy of the receive WR in use */
-	u8 *rx_buf;			/* VD_TP_BUF_SIZE */
-	u32 rx_got;			/* bytes of the FPDU in @rx_buf */
-	u32 rx_need;			/* its length, once the header is in */
+	u8 *rx_buf;			/* VD_TP_BUF_SIZE, read ahead */
+	u32 rx_start;			/* the next FPDU starts here */
+	u32 rx_end;			/* what was read ends here */
 };
 
 extern const struct vd_stream_ops vd_transport_ops;

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The receive half of the iWARP transport: whole FPDUs read from the
- * socket in a work item, checked (MPA length and CRC, DDP and RDMAP
- * headers, MSN, MO, the TPT) and only then placed: tagged data into
- * registered regions, untagged data into posted receives. Any violation
- * ends the stream with a Terminate. transport.h has the API and the
- * locking, Documentation/transport.rst the design.
+ * The receive half of the iWARP transport: the socket read in large
+ * chunks by a work item, cut into whole FPDUs, each checked (MPA length
+ * and CRC, DDP and RDMAP headers, MSN, MO, the TPT) and only then placed:
+ * tagged data into registered regions, untagged data into posted
+ * receives. Any violation ends the stream with a Terminate. transport.h
+ * has the API and the locking, Documentation/transport.rst the design.
  */
 #include <linux/minmax.h>
 #include <linux/net.h>
@@ -452,16 +452,16 @@ static bool rx_rtr(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
 	return rtr;
 }
 
-/* One whole FPDU of @tp->rx_need bytes is in @tp->rx_buf. */
-static void rx_fpdu(struct vd_tp *tp)
+/* One whole FPDU of @len bytes (as its length field says) at @fpdu. */
+static void rx_fpdu(struct vd_tp *tp, const u8 *fpdu, u32 len)
 {
-	const u8 *ulpdu = tp->rx_buf + VD_MPA_LEN_SIZE;
-	u32 ulpdu_len = rx_be16(tp->rx_buf);
+	const u8 *ulpdu = fpdu + VD_MPA_LEN_SIZE;
+	u32 ulpdu_len = rx_be16(fpdu);
 	struct vd_iw_hdr hdr;
 	enum vd_iw_err err;
 
 	/* CRC first: nothing of a corrupt FPDU is looked at or placed */
-	err = vd_mpa_fpdu_verify(tp->rx_buf, tp->rx_need, tp->crc_rx);
+	err = vd_mpa_fpdu_verify(fpdu, len, tp->crc_rx);
 	if (err) {
 		rx_fail(tp, err, NULL, ulpdu_len);
 		return;
@@ -506,31 +506,63 @@ static void rx_fpdu(struct vd_tp *tp)
 	}
 }
 
-static int rx_read(struct vd_tp *tp, u32 len)
+/*
+ * The length of the FPDU at the head of @tp->rx_buf if all of it is
+ * there, else 0. The 16-bit length field cannot announce more than
+ * VD_TP_BUF_SIZE bytes, so the buffer holds any FPDU whole.
+ */
+static u32 rx_next(const struct vd_tp *tp)
 {
-	struct kvec kv = {
-		.iov_base = tp->rx_buf + tp->rx_got,
-		.iov_len = len,
-	};
-	struct msghdr m = {};
+	u32 have = tp->rx_end - tp->rx_start, len;
 
-	return kernel_recvmsg(tp->sock, &m, &kv, 1, len,
-			      MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (have < VD_MPA_LEN_SIZE)
+		return 0;
+	len = vd_mpa_fpdu_len(rx_be16(tp->rx_buf + tp->rx_start));
+	return len <= have ? len : 0;
 }
 
 /*
- * The receive work item: reads the 2-byte MPA length, then the rest of
- * the FPDU it announces (at most VD_TP_BUF_SIZE bytes, whatever the peer
- * says), then handles it; until the socket is empty (data_ready queues
- * us again) or the turn's budget is spent (we queue ourselves behind the
- * other streams). Outside RTS and Closing, and once the QP is destroyed,
- * nothing is read.
+ * Reads as much as the socket has and @tp->rx_buf can take, behind the
+ * bytes of the FPDU not yet whole, which go to the front first. Returns
+ * what kernel_recvmsg() does: the bytes read, 0 at the end of the stream,
+ * -EAGAIN when the socket is empty, or another error.
+ */
+static int rx_read(struct vd_tp *tp)
+{
+	u32 have = tp->rx_end - tp->rx_start;
+	struct msghdr m = {};
+	struct kvec kv;
+	int ret;
+
+	if (tp->rx_start) {
+		memmove(tp->rx_buf, tp->rx_buf + tp->rx_start, have);
+		tp->rx_start = 0;
+		tp->rx_end = have;
+	}
+	/* a partial FPDU is shorter than the buffer: there is room */
+	kv.iov_base = tp->rx_buf + tp->rx_end;
+	kv.iov_len = VD_TP_BUF_SIZE - tp->rx_end;
+	ret = kernel_recvmsg(tp->sock, &m, &kv, 1, kv.iov_len,
+			     MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (ret > 0)
+		tp->rx_end += ret;
+	return ret;
+}
+
+/*
+ * The receive work item: handles every whole FPDU in @tp->rx_buf, one at a
+ * time, and reads the socket again when none is left; until the socket is
+ * empty (data_ready queues us again) or the turn's budget is spent (we
+ * queue ourselves behind the other streams). Outside RTS and Closing,
+ * once the QP is destroyed, and after the stream died (a Terminate sent or
+ * received), nothing more is handled or read: what is buffered stays
+ * there and goes with the stream.
  */
 void vd_rx_work(struct work_struct *work)
 {
 	struct vd_tp *tp = container_of(work, struct vd_tp, rx_work);
 	int budget = VD_TP_BUDGET;
-	u32 want, state;
+	u32 len, state;
 	int ret;
 
 	while (!tp->rx_dead && !READ_ONCE(tp->stopping)) {
@@ -542,29 +574,24 @@ void vd_rx_work(struct work_struct *work)
 			vd_tp_queue_rx(tp);
 			return;
 		}
-		want = tp->rx_need ? tp->rx_need : VD_MPA_LEN_SIZE;
-		ret = rx_read(tp, want - tp->rx_got);
+		len = rx_next(tp);
+		if (len) {
+			rx_fpdu(tp, tp->rx_buf + tp->rx_start, len);
+			tp->rx_start += len;
+			budget -= len;
+			continue;
+		}
+		ret = rx_read(tp);
 		if (ret == -EAGAIN)
 			return;
 		if (ret <= 0) {
-			pr_debug("qp%u: stream %s: %d\n", tp->qp->qpn,
-				 ret ? "failed" : "closed by the peer", ret);
+			pr_debug("qp%u: stream %s: %d (%u bytes of an FPDU unread)\n",
+				 tp->qp->qpn, ret ? "failed" : "closed by the peer",
+				 ret, tp->rx_end - tp->rx_start);
 			tp->rx_dead = true;
 			vd_cm_stream_closed(tp->conn, ret);
 			return;
 		}
-		tp->rx_got += ret;
-		budget -= ret;
-		if (tp->rx_got < want)
-			continue;
-		if (!tp->rx_need) {
-			tp->rx_need =
-				vd_mpa_fpdu_len(rx_be16(tp->rx_buf));
-			continue;
-		}
-		rx_fpdu(tp);
-		tp->rx_got = 0;
-		tp->rx_need = 0;
 	}
 }
 

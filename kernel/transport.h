@@ -187,9 +187,9 @@ struct vd_tp {
 	u8 *rqe;			/* copy of the receive WR in use */
 	bool rx_write_open;		/* an RDMA Write's last segment is due */
 	u32 rx_write_len;		/* bytes of the last RDMA Write */
-	u8 *rx_buf;			/* VD_TP_BUF_SIZE */
-	u32 rx_got;			/* bytes of the FPDU in @rx_buf */
-	u32 rx_need;			/* its length, once the header is in */
+	u8 *rx_buf;			/* VD_TP_BUF_SIZE, read ahead */
+	u32 rx_start;			/* the next FPDU starts here */
+	u32 rx_end;			/* what was read ends here */
 };
 
 extern const struct vd_stream_ops vd_transport_ops;

@@ -1,0 +1,759 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The receive path against a hand-made MPA peer. viaduct connects from
+ * netns xa<pid> to a plain TCP socket in xb<pid>, which answers with an MPA
+ * Reply and writes FPDUs it built itself, so the test decides how the
+ * byte stream is cut:
+ *
+ *   netns xa<pid>: vd0 on eth0 192.0.2.1  <-- veth -->  192.0.2.2 raw TCP :xb<pid>
+ *
+ * The receive side reads the stream in large chunks and cuts whole FPDUs
+ * out of them, keeping the bytes of an FPDU that is not whole for the next
+ * read. The tests:
+ *
+ * coalesced      the Reply and some 700 FPDUs (RDMA Writes of 0 to 70
+ *                bytes, Sends of one and of several segments between
+ *                them) in one write(): every byte placed where its FPDU
+ *                says, the receives complete in order, no Terminate.
+ * straddled      FPDUs of every size up to the largest (a 65535-byte
+ *                ULPDU) written in pieces cut inside the length field, the
+ *                headers, the payload and the CRC; after each piece the
+ *                test waits until viaduct's socket is empty (its Recv-Q in
+ *                /proc/net/tcp), so each cut really is one between reads.
+ * bad_crc, bad_stag, terminate
+ *                an FPDU with a corrupt CRC, one naming an invalid STag, or
+ *                a Terminate from the peer, between valid FPDUs of the same
+ *                write(): what precedes it is placed, nothing that follows
+ *                it is, the QP enters Error, and viaduct's Terminate (for
+ *                the first two) reaches the peer with the right code.
+ * closed_in_length, closed_in_crc
+ *                the peer closes the stream after a valid FPDU and the
+ *                start of another (one byte of its length field, or all
+ *                of it but the last CRC byte): the first is placed, the
+ *                second is not, and the connection ends DISCONNECTED.
+ *
+ * Variants run with and without the MPA CRC (bad_crc needs it).
+ */
+#include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+
+#include "xfer_util.h"
+
+#define RX_REGION	(1U << 20)	/* Write targets: [0, 1 MiB) of a's buffer */
+#define RX_RECV_AREA	(RX_REGION)	/* receives: 64 KiB each from here */
+#define RX_RECV_SIZE	65536U
+#define RX_NRECV	12
+
+/* --- The peer's side of the wire ------------------------------------ */
+
+static __u32 crc32c_table[256];
+
+static void crc32c_init(void)
+{
+	__u32 i, j, c;
+
+	for (i = 0; i < 256; i++) {
+		c = i;
+		for (j = 0; j < 8; j++)
+			c = c & 1 ? (c >> 1) ^ 0x82f63b78U : c >> 1;
+		crc32c_table[i] = c;
+	}
+}
+
+static __u32 crc32c(const unsigned char *p, size_t len)
+{
+	__u32 c = ~0U;
+
+	while (len--)
+		c = crc32c_table[(c ^ *p++) & 0xff] ^ (c >> 8);
+	return ~c;
+}
+
+/* The byte stream the peer writes: the MPA Reply, then FPDUs. */
+struct rx_stream {
+	unsigned char *p;
+	size_t len, cap;
+	int crc;
+};
+
+static void *st_grow(struct rx_stream *s, size_t n)
+{
+	void *at;
+
+	if (s->len + n > s->cap) {
+		s->cap = (s->len + n) * 2;
+		s->p = realloc(s->p, s->cap);
+		if (!s->p)
+			abort();
+	}
+	at = s->p + s->len;
+	memset(at, 0, n);
+	s->len += n;
+	return at;
+}
+
+static void put16(unsigned char *p, __u32 v)
+{
+	p[0] = v >> 8;
+	p[1] = v;
+}
+
+static void put32(unsigned char *p, __u32 v)
+{
+	put16(p, v >> 16);
+	put16(p + 2, v);
+}
+
+static void put64(unsigned char *p, __u64 v)
+{
+	put32(p, v >> 32);
+	put32(p + 4, v);
+}
+
+/* An enhanced MPA Reply (RFC 6581, no P2P), with C as the stream has it. */
+static void st_reply(struct rx_stream *s)
+{
+	unsigned char *r = st_grow(s, 24);
+
+	memcpy(r, "MPA ID Rep Frame", 16);
+	r[16] = 0x10 | (s->crc ? 0x40 : 0);	/* H, C */
+	r[17] = 2;
+	put16(r + 18, 4);
+	put16(r + 20, 4);			/* IRD */
+	put16(r + 22, 4);			/* ORD */
+}
+
+/*
+ * Frames @ulen bytes of ULPDU: headers @hdr (@hlen bytes) and @plen bytes
+ * of @payload. Returns the FPDU's offset in the stream.
+ */
+static size_t st_fpdu(struct rx_stream *s, const unsigned char *hdr, size_t hlen,
+		      const unsigned char *payload, size_t plen)
+{
+	size_t ulen = hlen + plen, pad = -(2 + ulen) & 3, off = s->len;
+	unsigned char *f = st_grow(s, 2 + ulen + pad + 4);
+
+	put16(f, ulen);
+	memcpy(f + 2, hdr, hlen);
+	if (plen)
+		memcpy(f + 2 + hlen, payload, plen);
+	if (s->crc) {
+		__u32 c = crc32c(f, 2 + ulen + pad);
+
+		/* least significant byte first, as siw and viaduct send it */
+		f[2 + ulen + pad] = c;
+		f[2 + ulen + pad + 1] = c >> 8;
+		f[2 + ulen + pad + 2] = c >> 16;
+		f[2 + ulen + pad + 3] = c >> 24;
+	}
+	return off;
+}
+
+static size_t fpdu_len(const struct rx_stream *s, size_t off)
+{
+	size_t ulen = (size_t)s->p[off] << 8 | s->p[off + 1];
+
+	return 2 + ulen + (-(2 + ulen) & 3) + 4;
+}
+
+/* An RDMA Write of @len bytes of @src to @stag at @to, one segment. */
+static size_t st_write(struct rx_stream *s, __u32 stag, __u64 to, const unsigned char *src,
+		       size_t len)
+{
+	unsigned char h[14];
+
+	h[0] = 0x80 | 0x40 | 1;		/* T, L, DDP version 1 */
+	h[1] = 0x40 | 0;		/* RDMAP version 1, RDMA Write */
+	put32(h + 2, stag);
+	put64(h + 6, to);
+	return st_fpdu(s, h, sizeof(h), src, len);
+}
+
+/* One segment of a Send: queue 0, @msn, @mo, last or not. */
+static size_t st_send(struct rx_stream *s, __u32 msn, __u32 mo, int last,
+		      const unsigned char *src, size_t len)
+{
+	unsigned char h[18] = { 0 };
+
+	h[0] = (last ? 0x40 : 0) | 1;
+	h[1] = 0x40 | 3;		/* Send */
+	put32(h + 6, 0);		/* QN 0 */
+	put32(h + 10, msn);
+	put32(h + 14, mo);
+	return st_fpdu(s, h, sizeof(h), src, len);
+}
+
+/* A Terminate from the peer: DDP untagged, "no buffer" (0x1202). */
+static size_t st_terminate(struct rx_stream *s)
+{
+	unsigned char h[22] = { 0 };
+
+	h[0] = 0x40 | 1;
+	h[1] = 0x40 | 7;		/* Terminate */
+	put32(h + 6, 2);		/* QN 2 */
+	put32(h + 10, 1);		/* MSN 1 */
+	put32(h + 18, 0x12020000U);	/* layer 1, type 2, code 2; no headers */
+	return st_fpdu(s, h, sizeof(h), NULL, 0);
+}
+
+/* --- The fixture ----------------------------------------------------- */
+
+FIXTURE(rx)
+{
+	struct xf_side a;	/* viaduct: connects */
+	struct xf_side b;	/* only its namespace: the raw peer lives there */
+	int up;
+	int lfd;		/* the peer's listener, 192.0.2.2 */
+	int port;
+	int fd;			/* the peer's end of the connection */
+	int a_port;		/* viaduct's end */
+	struct rx_stream st;
+	unsigned char *src;	/* payload the peer sends: a copy of a's buffer */
+};
+
+FIXTURE_VARIANT(rx)
+{
+	int crc;
+};
+
+FIXTURE_VARIANT_ADD(rx, crc)
+{
+	.crc = 1,
+};
+
+FIXTURE_VARIANT_ADD(rx, nocrc)
+{
+	.crc = 0,
+};
+
+/* Enters namespace @ns; returns the file of the one we were in, or -errno. */
+static int rx_enter(const char *ns)
+{
+	char path[96];
+	int self, fd, ret = 0;
+
+	snprintf(path, sizeof(path), "/var/run/netns/%s", ns);
+	self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (self < 0 || fd < 0 || setns(fd, CLONE_NEWNET))
+		ret = -errno;
+	if (fd >= 0)
+		close(fd);
+	if (ret && self >= 0)
+		close(self);
+	return ret ? ret : self;
+}
+
+static void rx_leave(int self)
+{
+	if (setns(self, CLONE_NEWNET))
+		abort();
+	close(self);
+}
+
+static int rx_listener(const char *ns, int *port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sin);
+	int self = rx_enter(ns), fd, one = 1;
+
+	if (self < 0)
+		return self;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	rx_leave(self);
+	if (fd < 0)
+		return -errno;
+	inet_pton(AF_INET, "192.0.2.2", &sin.sin_addr);
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) || listen(fd, 4) ||
+	    getsockname(fd, (struct sockaddr *)&sin, &len)) {
+		close(fd);
+		return -errno;
+	}
+	*port = ntohs(sin.sin_port);
+	return fd;
+}
+
+FIXTURE_SETUP(rx)
+{
+	int id = getpid() % 100000;
+
+	crc32c_init();
+	ASSERT_EQ(0xe3069283U, crc32c((const unsigned char *)"123456789", 9));
+	xf_sides_init(&self->a, &self->b, id);
+	self->lfd = self->fd = -1;
+	memset(&self->st, 0, sizeof(self->st));
+	self->st.crc = variant->crc;
+	self->a.len = 2 * RX_REGION;
+	ASSERT_EQ(0, xf_net_up(self->a.ns, self->b.ns, id));
+	self->up = 1;
+	ASSERT_EQ(0, xf_in_ns(self->a.ns, xf_side_up, &self->a));
+	self->lfd = rx_listener(self->b.ns, &self->port);
+	ASSERT_LE(0, self->lfd);
+	self->src = malloc(self->a.len);
+	ASSERT_NE(NULL, self->src);
+	xf_fill(self->src, self->a.len, 3);
+}
+
+FIXTURE_TEARDOWN(rx)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+	if (self->lfd >= 0)
+		close(self->lfd);
+	free(self->st.p);
+	free(self->src);
+	xf_side_down(&self->a);
+	if (self->up)
+		xf_net_down(self->a.ns, self->b.ns);
+}
+
+/* Reads exactly @len bytes within @ms: 0, -ETIMEDOUT, -ECONNRESET. */
+static int rx_read_full(int fd, void *buf, size_t len, int ms)
+{
+	uint64_t end = vd_now_ms() + ms;
+	size_t got = 0;
+
+	while (got < len) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int64_t left = (int64_t)(end - vd_now_ms());
+		ssize_t n;
+
+		if (left <= 0 || poll(&p, 1, left) != 1)
+			return -ETIMEDOUT;
+		n = read(fd, (char *)buf + got, len - got);
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			return -ECONNRESET;
+		if (n < 0)
+			return -errno;
+		got += n;
+	}
+	return 0;
+}
+
+/*
+ * viaduct connects (CRC as the variant says) to the peer, which reads the
+ * MPA Request and keeps the connection; the Reply is the first thing of
+ * self->st, sent by the test with the first FPDUs behind it.
+ */
+static void rx_connect(struct __test_metadata *_metadata, FIXTURE_DATA(rx) *self, int crc)
+{
+	struct viaduct_cm_connect c = { 0 };
+	struct sockaddr_in sin;
+	socklen_t sl = sizeof(sin);
+	unsigned char req[20 + 512];
+	struct pollfd p = { .fd = self->lfd, .events = POLLIN };
+	size_t pd;
+	int one = 1;
+
+	c.handle = self->a.id;
+	xf_addr(&c.dst, 2, self->port);
+	c.param.qp_handle = self->a.q.c.handle;
+	c.param.flags = crc ? VIADUCT_CM_F_CRC : 0;
+	ASSERT_EQ(0, vd_ioctl(self->a.fd, VIADUCT_IOCTL_CM_CONNECT, &c));
+	ASSERT_EQ(1, poll(&p, 1, XF_WAIT_MS));
+	self->fd = accept4(self->lfd, (struct sockaddr *)&sin, &sl, SOCK_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+	self->a_port = ntohs(sin.sin_port);
+	/* every write() goes out at once: the cuts are the test's */
+	setsockopt(self->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+
+	ASSERT_EQ(0, rx_read_full(self->fd, req, 20, XF_WAIT_MS));
+	ASSERT_EQ(0, memcmp(req, "MPA ID Req Frame", 16));
+	EXPECT_EQ(crc ? 0x40 : 0, req[16] & 0x40);
+	pd = (size_t)req[18] << 8 | req[19];
+	ASSERT_GE(512U, pd);
+	ASSERT_EQ(0, rx_read_full(self->fd, req + 20, pd, XF_WAIT_MS));
+	st_reply(&self->st);
+}
+
+static void rx_established(struct __test_metadata *_metadata, FIXTURE_DATA(rx) *self)
+{
+	struct viaduct_cm_event ev;
+
+	ASSERT_EQ(0, xf_cm_event(&self->a, &ev, XF_WAIT_MS));
+	ASSERT_EQ(VIADUCT_CM_EVENT_ESTABLISHED, ev.type) TH_LOG("status %d", ev.status);
+	EXPECT_EQ(self->st.crc ? VIADUCT_CM_F_CRC : 0, ev.flags & VIADUCT_CM_F_CRC);
+}
+
+static int rx_write_all(int fd, const unsigned char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -errno;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/*
+ * viaduct's end of the connection in its /proc/net/tcp: the Recv-Q, what
+ * arrived and the transport did not read yet. -1 if it is not there.
+ */
+static long rx_recvq(FIXTURE_DATA(rx) *self)
+{
+	unsigned int lport, rport, st;
+	unsigned long txq, rxq;
+	long q = -1;
+	char line[256];
+	FILE *f;
+	int ns = rx_enter(self->a.ns);
+
+	if (ns < 0)
+		return -1;
+	f = fopen("/proc/self/net/tcp", "r");
+	rx_leave(ns);
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, " %*d: %*x:%x %*x:%x %x %lx:%lx", &lport, &rport, &st, &txq,
+			   &rxq) == 5 && st == 1 /* ESTABLISHED */ &&
+		    lport == (unsigned int)self->a_port &&
+		    rport == (unsigned int)self->port)
+			q = rxq;
+	fclose(f);
+	return q;
+}
+
+/*
+ * Waits until everything the peer wrote was acknowledged and read out of
+ * viaduct's socket by the transport: 0, or -ETIMEDOUT.
+ */
+static int rx_wait_read(FIXTURE_DATA(rx) *self)
+{
+	uint64_t end = vd_now_ms() + XF_WAIT_MS;
+	int outq;
+
+	do {
+		if (ioctl(self->fd, SIOCOUTQ, &outq))
+			return -errno;
+		if (!outq && rx_recvq(self) == 0)
+			return 0;
+		vd_sleep_ms(2);
+	} while (vd_now_ms() < end);
+	return -ETIMEDOUT;
+}
+
+/* Posts RX_NRECV receives of RX_RECV_SIZE, wr_id 100 + i. */
+static void rx_post_recvs(FIXTURE_DATA(rx) *self)
+{
+	int i;
+
+	for (i = 0; i < RX_NRECV; i++) {
+		struct xf_sge d = { RX_RECV_AREA + (size_t)i * RX_RECV_SIZE, RX_RECV_SIZE };
+
+		xf_post_recv(&self->a, 100 + i, &d, 1);
+	}
+}
+
+static __u64 rx_to(FIXTURE_DATA(rx) *self, size_t off)
+{
+	return (unsigned long)(self->a.buf + off);
+}
+
+static int rx_zero(const unsigned char *p, size_t len)
+{
+	while (len--)
+		if (*p++)
+			return 0;
+	return 1;
+}
+
+/* Nothing came from viaduct: no Terminate, no close. */
+static void rx_expect_silence(struct __test_metadata *_metadata, int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	EXPECT_EQ(0, poll(&p, 1, 0)) TH_LOG("revents 0x%x", p.revents);
+}
+
+/* --- Tests ----------------------------------------------------------- */
+
+TEST_F_TIMEOUT(rx, coalesced, XF_TIMEOUT_S)
+{
+	struct rx_stream *s = &self->st;
+	struct viaduct_cqe cqe;
+	size_t woff = 0, w = 0, i, k;
+	__u32 msn = 1, nsend = 0, rlen[RX_NRECV];
+	struct { size_t off, len; } wr[800];
+
+	rx_post_recvs(self);
+	rx_connect(_metadata, self, variant->crc);
+	/* Writes of 0..70 bytes, every pad; a Send every 60, some in pieces */
+	for (i = 0; i < 700; i++) {
+		size_t len = (i * 37) % 71;
+
+		wr[w].off = woff;
+		wr[w].len = len;
+		st_write(s, self->a.stag, rx_to(self, woff), self->src + woff, len);
+		woff += 128;
+		w++;
+		if (i % 60 == 59 && nsend < RX_NRECV - 1) {
+			size_t mlen = 100 + nsend * 997, seg = nsend % 2 ? 400 : mlen;
+			size_t base = RX_RECV_AREA + (size_t)nsend * RX_RECV_SIZE;
+
+			for (k = 0; k < mlen; k += seg) {
+				size_t n = mlen - k < seg ? mlen - k : seg;
+
+				st_send(s, msn, k, k + n == mlen, self->src + base + k, n);
+				/* a Write between the segments of a Send */
+				if (k + n < mlen) {
+					wr[w].off = woff;
+					wr[w].len = 8;
+					st_write(s, self->a.stag, rx_to(self, woff),
+						 self->src + woff, 8);
+					woff += 128;
+					w++;
+				}
+			}
+			rlen[nsend++] = mlen;
+			msn++;
+		}
+	}
+	ASSERT_GE(RX_REGION, woff);
+	ASSERT_GE(VD_ARRAY_SIZE(wr), w);
+	/* the last Send: when it completes, everything before it is placed */
+	rlen[nsend] = 4;
+	st_send(s, msn, 0, 1, self->src + RX_RECV_AREA + (size_t)nsend * RX_RECV_SIZE, 4);
+	nsend++;
+
+	/* the Reply and every FPDU in one write() */
+	ASSERT_EQ(0, rx_write_all(self->fd, s->p, s->len));
+	rx_established(_metadata, self);
+	for (i = 0; i < nsend; i++) {
+		ASSERT_EQ(1U, vd_cring_wait(&self->a.q.rcq, &cqe, 1, XF_WAIT_MS))
+			TH_LOG("receive %zu of %u", i, nsend);
+		EXPECT_EQ(100 + i, cqe.wr_id);
+		EXPECT_EQ(VIADUCT_WC_SUCCESS, cqe.status);
+		EXPECT_EQ(rlen[i], cqe.byte_len);
+		EXPECT_EQ(0, memcmp(self->a.buf + RX_RECV_AREA + i * RX_RECV_SIZE,
+				    self->src + RX_RECV_AREA + i * RX_RECV_SIZE, rlen[i]))
+			TH_LOG("receive %zu", i);
+	}
+	for (i = 0; i < w; i++) {
+		EXPECT_EQ(0, memcmp(self->a.buf + wr[i].off, self->src + wr[i].off, wr[i].len))
+			TH_LOG("write %zu", i);
+		/* and not a byte beyond */
+		EXPECT_TRUE(rx_zero(self->a.buf + wr[i].off + wr[i].len, 128 - wr[i].len))
+			TH_LOG("write %zu", i);
+	}
+	EXPECT_EQ(VIADUCT_QPS_RTS, vd_qp_state(self->a.fd, self->a.q.c.handle));
+	rx_expect_silence(_metadata, self->fd);
+}
+
+TEST_F_TIMEOUT(rx, straddled, XF_TIMEOUT_S)
+{
+	/* payload sizes: tiny, one MSS, the largest ULPDU, odd ones */
+	static const size_t sizes[] = { 1, 1434, 65521, 3, 40000, 65521, 2, 0, 65521, 7 };
+	/* where each piece ends: FPDU index, bytes into it (-N: N before its end) */
+	static const struct { int fpdu; long at; } cuts[] = {
+		{ 0, 1 },	/* one byte of the length field */
+		{ 0, 2 },	/* the length field, nothing more */
+		{ 0, 9 },	/* into the headers */
+		{ 1, -3 },	/* the first byte of the next CRC */
+		{ 2, 30000 },	/* a 64 KiB FPDU, behind a small one */
+		{ 2, -1 },	/* all of it but the last CRC byte */
+		{ 4, 0 },	/* at an FPDU boundary */
+		{ 5, 65000 },	/* a 64 KiB FPDU read in two */
+		{ 6, 17 },
+		{ 8, 1 },	/* behind two short ones */
+		{ 8, 60000 },
+	};
+	struct rx_stream *s = &self->st;
+	struct viaduct_cqe cqe;
+	size_t off[VD_ARRAY_SIZE(sizes) + 1], to[VD_ARRAY_SIZE(sizes)], woff = 0, prev, end;
+	size_t i;
+
+	rx_post_recvs(self);
+	rx_connect(_metadata, self, variant->crc);
+	for (i = 0; i < VD_ARRAY_SIZE(sizes); i++) {
+		to[i] = woff;
+		off[i] = st_write(s, self->a.stag, rx_to(self, woff), self->src + woff, sizes[i]);
+		woff += (sizes[i] + 4096) & ~4095UL;
+	}
+	ASSERT_GE(RX_REGION, woff);
+	off[i] = st_send(s, 1, 0, 1, self->src + RX_RECV_AREA, 5);
+
+	prev = 0;
+	for (i = 0; i < VD_ARRAY_SIZE(cuts); i++) {
+		size_t f = off[cuts[i].fpdu];
+
+		end = cuts[i].at >= 0 ? f + cuts[i].at : f + fpdu_len(s, f) + cuts[i].at;
+		ASSERT_LT(prev, end);
+		ASSERT_EQ(0, rx_write_all(self->fd, s->p + prev, end - prev));
+		if (!i)
+			rx_established(_metadata, self);
+		ASSERT_EQ(0, rx_wait_read(self)) TH_LOG("piece %zu, up to byte %zu", i, end);
+		prev = end;
+	}
+	ASSERT_EQ(0, rx_write_all(self->fd, s->p + prev, s->len - prev));
+
+	ASSERT_EQ(1U, vd_cring_wait(&self->a.q.rcq, &cqe, 1, XF_WAIT_MS));
+	EXPECT_EQ(100U, cqe.wr_id);
+	EXPECT_EQ(VIADUCT_WC_SUCCESS, cqe.status);
+	EXPECT_EQ(5U, cqe.byte_len);
+	EXPECT_EQ(0, memcmp(self->a.buf + RX_RECV_AREA, self->src + RX_RECV_AREA, 5));
+	for (i = 0; i < VD_ARRAY_SIZE(sizes); i++) {
+		EXPECT_EQ(0, memcmp(self->a.buf + to[i], self->src + to[i], sizes[i]))
+			TH_LOG("write %zu", i);
+		EXPECT_TRUE(rx_zero(self->a.buf + to[i] + sizes[i], 4)) TH_LOG("write %zu", i);
+	}
+	EXPECT_EQ(VIADUCT_QPS_RTS, vd_qp_state(self->a.fd, self->a.q.c.handle));
+	rx_expect_silence(_metadata, self->fd);
+}
+
+/*
+ * Two good Writes, the bad FPDU @kind builds, a Write and a Send behind it,
+ * all in one write(): the first two placed, nothing of the rest.
+ */
+enum { RX_BAD_CRC, RX_BAD_STAG, RX_PEER_TERMINATE };
+
+static void rx_stops_at(struct __test_metadata *_metadata, FIXTURE_DATA(rx) *self, int kind,
+			__u32 code, __u32 event)
+{
+	struct rx_stream *s = &self->st;
+	struct viaduct_async_event ev;
+	struct viaduct_query_qp q;
+	struct viaduct_cqe cqe;
+	unsigned char t[256];
+	size_t bad, tlen;
+	int ret;
+
+	rx_post_recvs(self);
+	rx_connect(_metadata, self, s->crc);
+	st_write(s, self->a.stag, rx_to(self, 0), self->src, 1000);
+	st_write(s, self->a.stag, rx_to(self, 4096), self->src + 4096, 3);
+	switch (kind) {
+	case RX_BAD_CRC:
+		bad = st_write(s, self->a.stag, rx_to(self, 8192), self->src + 8192, 500);
+		s->p[bad + fpdu_len(s, bad) - 2] ^= 0x10;
+		break;
+	case RX_BAD_STAG:
+		st_write(s, self->a.stag ^ 0x100, rx_to(self, 8192), self->src + 8192, 500);
+		break;
+	default:
+		st_terminate(s);
+		break;
+	}
+	st_write(s, self->a.stag, rx_to(self, 12288), self->src + 12288, 700);
+	st_send(s, 1, 0, 1, self->src + RX_RECV_AREA, 64);
+	ASSERT_EQ(0, rx_write_all(self->fd, s->p, s->len));
+	rx_established(_metadata, self);
+
+	ASSERT_EQ(0, vd_wait_async(self->a.fd, event, self->a.q.c.handle, &ev, XF_WAIT_MS));
+	EXPECT_EQ(code, ev.detail);
+	ASSERT_EQ(0, vd_query_qp(self->a.fd, self->a.q.c.handle, &q));
+	EXPECT_EQ(VIADUCT_QPS_ERROR, q.state);
+	EXPECT_EQ(code, q.terminate);
+	/* the receive the Send would have taken is flushed, not filled */
+	ASSERT_EQ(1U, vd_cring_wait(&self->a.q.rcq, &cqe, 1, XF_WAIT_MS));
+	EXPECT_EQ(100U, cqe.wr_id);
+	EXPECT_EQ(VIADUCT_WC_FLUSHED, cqe.status);
+
+	EXPECT_EQ(0, memcmp(self->a.buf, self->src, 1000));
+	EXPECT_EQ(0, memcmp(self->a.buf + 4096, self->src + 4096, 3));
+	EXPECT_TRUE(rx_zero(self->a.buf + 8192, 500));
+	EXPECT_TRUE(rx_zero(self->a.buf + 12288, 700));
+	EXPECT_TRUE(rx_zero(self->a.buf + RX_RECV_AREA, RX_RECV_SIZE));
+
+	if (kind == RX_PEER_TERMINATE) {
+		/* never answered: the stream just ends */
+		ret = rx_read_full(self->fd, t, 1, XF_WAIT_MS);
+		EXPECT_EQ(-ECONNRESET, ret);
+		return;
+	}
+	/* viaduct's Terminate: untagged, queue 2, MSN 1, the code */
+	ASSERT_EQ(0, rx_read_full(self->fd, t, 2, XF_WAIT_MS));
+	tlen = 2 + ((size_t)t[0] << 8 | t[1]);
+	tlen += (-tlen & 3) + 4;
+	ASSERT_GE(sizeof(t), tlen);
+	ASSERT_LE(2 + 22U + 4, tlen);
+	ASSERT_EQ(0, rx_read_full(self->fd, t + 2, tlen - 2, XF_WAIT_MS));
+	EXPECT_EQ(0x41, t[2]);
+	EXPECT_EQ(0x47, t[3]);
+	EXPECT_EQ(2, t[11]);
+	EXPECT_EQ(1, t[15]);
+	EXPECT_EQ(code, (__u32)t[20] << 8 | t[21]);
+	if (s->crc) {
+		__u32 c = crc32c(t, tlen - 4);
+
+		EXPECT_EQ(c, (__u32)t[tlen - 4] | (__u32)t[tlen - 3] << 8 |
+			     (__u32)t[tlen - 2] << 16 | (__u32)t[tlen - 1] << 24);
+	}
+}
+
+TEST_F_TIMEOUT(rx, bad_crc, XF_TIMEOUT_S)
+{
+	if (!variant->crc)
+		SKIP(return, "no CRC to get wrong");
+	/* LLP, MPA: CRC error */
+	rx_stops_at(_metadata, self, RX_BAD_CRC, 0x2002, VIADUCT_EVENT_QP_FATAL);
+}
+
+TEST_F_TIMEOUT(rx, bad_stag, XF_TIMEOUT_S)
+{
+	/* DDP tagged: invalid STag */
+	rx_stops_at(_metadata, self, RX_BAD_STAG, 0x1100, VIADUCT_EVENT_QP_ACCESS_ERR);
+}
+
+TEST_F_TIMEOUT(rx, terminate, XF_TIMEOUT_S)
+{
+	rx_stops_at(_metadata, self, RX_PEER_TERMINATE, 0x1202, VIADUCT_EVENT_QP_FATAL);
+}
+
+/*
+ * A Write, a Send, then @keep bytes of another Write (-N: all of it but
+ * N), and the peer closes: the first two are done, the third never
+ * touches memory, and the connection ends as any graceful close does.
+ */
+static void rx_closed_in(struct __test_metadata *_metadata, FIXTURE_DATA(rx) *self, long keep)
+{
+	struct rx_stream *s = &self->st;
+	struct viaduct_cm_event ev;
+	struct viaduct_cqe cqe;
+	size_t last, cut;
+	char c;
+
+	rx_post_recvs(self);
+	rx_connect(_metadata, self, s->crc);
+	st_write(s, self->a.stag, rx_to(self, 0), self->src, 2000);
+	st_send(s, 1, 0, 1, self->src + RX_RECV_AREA, 10);
+	last = st_write(s, self->a.stag, rx_to(self, 8192), self->src + 8192, 1200);
+	cut = keep >= 0 ? last + keep : last + fpdu_len(s, last) + keep;
+	ASSERT_EQ(0, rx_write_all(self->fd, s->p, cut));
+	rx_established(_metadata, self);
+	ASSERT_EQ(1U, vd_cring_wait(&self->a.q.rcq, &cqe, 1, XF_WAIT_MS));
+	EXPECT_EQ(100U, cqe.wr_id);
+	EXPECT_EQ(VIADUCT_WC_SUCCESS, cqe.status);
+	ASSERT_EQ(0, rx_wait_read(self));
+	ASSERT_EQ(0, shutdown(self->fd, SHUT_WR));
+
+	ASSERT_EQ(0, xf_cm_event(&self->a, &ev, XF_WAIT_MS));
+	EXPECT_EQ(VIADUCT_CM_EVENT_DISCONNECTED, ev.type);
+	EXPECT_EQ(0, ev.status);
+	/* viaduct closes its end too, with nothing sent before */
+	EXPECT_EQ(-ECONNRESET, rx_read_full(self->fd, &c, 1, XF_WAIT_MS));
+	EXPECT_EQ(0, memcmp(self->a.buf, self->src, 2000));
+	EXPECT_EQ(0, memcmp(self->a.buf + RX_RECV_AREA, self->src + RX_RECV_AREA, 10));
+	EXPECT_TRUE(rx_zero(self->a.buf + 8192, 1200));
+	EXPECT_NE(VIADUCT_QPS_RTS, vd_qp_state(self->a.fd, self->a.q.c.handle));
+}
+
+TEST_F_TIMEOUT(rx, closed_in_length, XF_TIMEOUT_S)
+{
+	rx_closed_in(_metadata, self, 1);
+}
+
+TEST_F_TIMEOUT(rx, closed_in_crc, XF_TIMEOUT_S)
+{
+	rx_closed_in(_metadata, self, -1);
+}
+
+TEST_HARNESS_MAIN

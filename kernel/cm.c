@@ -1241,7 +1241,10 @@ static void cm_got_request(struct vd_cm_id *id)
  * Whether the peer closed (FIN: *@err 0) or the connection failed (RST,
  * ICMP, a timeout: *@err the socket's error). A socket that went from
  * FIN_WAIT2 to TIME_WAIT is in TCP_CLOSE without an error: a completed
- * graceful close, told by the FIN it received.
+ * graceful close, told by the FIN it received. The socket's error is
+ * read once by whoever reads or writes the socket first (the transport's
+ * work items, sock_error()): a reset whose error is gone already shows as
+ * a shut down socket that got no FIN, which only a FIN marks done.
  */
 static bool cm_sock_gone(struct vd_cm_id *id, int *err)
 {
@@ -1250,8 +1253,11 @@ static bool cm_sock_gone(struct vd_cm_id *id, int *err)
 	*err = -READ_ONCE(sk->sk_err);
 	if (*err)
 		return true;
-	if (READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN)
+	if (READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN) {
+		if (!sock_flag(sk, SOCK_DONE))
+			*err = -ECONNRESET;
 		return true;
+	}
 	if (READ_ONCE(sk->sk_state) == TCP_CLOSE) {
 		*err = -ECONNRESET;
 		return true;

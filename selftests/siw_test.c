@@ -25,33 +25,6 @@
 #define SIW_PORT	7174
 #define SIW_SIZE	65000	/* rping's largest buffer is 64 KiB - 1 */
 #define SIW_COUNT	5
-#define SIW_ZC_PARAM	"/sys/module/viaduct/parameters/zcopy_tx_min"
-
-static long siw_zc_get(void)
-{
-	FILE *f = fopen(SIW_ZC_PARAM, "r");
-	long v = -1;
-
-	if (f) {
-		if (fscanf(f, "%ld", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
-static int siw_zc_set(long v)
-{
-	FILE *f = fopen(SIW_ZC_PARAM, "w");
-	int bad;
-
-	if (!f)
-		return -errno;
-	bad = fprintf(f, "%ld\n", v) < 0;
-	if (fclose(f) || bad)
-		return -EIO;
-	return siw_zc_get() == v ? 0 : -EIO;
-}
 
 /* rping's advertisement of a buffer, big endian on the wire. */
 struct siw_rping_info {
@@ -154,7 +127,7 @@ static void siw_rping(struct __test_metadata *_metadata, __u32 flags, long zc_mi
 		usleep(100000);
 	}
 	if (zc_min >= 0) {
-		ASSERT_EQ(0, siw_zc_set(zc_min));
+		ASSERT_EQ(0, xf_zc_set(zc_min));
 		ASSERT_EQ(0, vd_stats_read(st0));
 		ASSERT_LE(0, st0[VD_ST_TX_ZCOPY_MSGS]) TH_LOG("no tx_zcopy_* counters");
 	}
@@ -213,13 +186,13 @@ FIXTURE(siw)
 
 FIXTURE_SETUP(siw)
 {
-	self->zc_saved = siw_zc_get();
+	self->zc_saved = xf_zc_get();
 }
 
 FIXTURE_TEARDOWN(siw)
 {
 	if (self->zc_saved >= 0)
-		siw_zc_set(self->zc_saved);
+		xf_zc_set(self->zc_saved);
 }
 
 TEST_F_TIMEOUT(siw, rping_crc, XF_TIMEOUT_S)

@@ -465,36 +465,6 @@ TEST_F_TIMEOUT(xfer, immediate_without_receive, XF_TIMEOUT_S)
 
 /* --- One connection with big buffers: large messages, disconnects --- */
 
-/* The module parameter zcopy_tx_min: tests set it and restore it. */
-#define XF_ZC_PARAM	"/sys/module/viaduct/parameters/zcopy_tx_min"
-
-static long xf_zc_get(void)
-{
-	FILE *f = fopen(XF_ZC_PARAM, "r");
-	long v = -1;
-
-	if (f) {
-		if (fscanf(f, "%ld", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
-static int xf_zc_set(long v)
-{
-	FILE *f = fopen(XF_ZC_PARAM, "w");
-	int ret;
-
-	if (!f)
-		return -errno;
-	ret = fprintf(f, "%ld\n", v) < 0;
-	if (fclose(f) || ret)
-		return -EIO;
-	return xf_zc_get() == v ? 0 : -EIO;
-}
-
-
 #define XF_BIG		(16U << 20)	/* largest message tested */
 #define XF_GUARD	4096U		/* untouched bytes around a target */
 

@@ -265,7 +265,7 @@ for f in $flavours; do
 	# The debug kernel (KASAN, lockdep) runs the same programs several times
 	# slower under TCG: generous per-program and whole-run limits.
 	if [[ $f == debug ]]; then
-		tt=${VD_TEST_TIMEOUT:-600} vt=${VD_TIMEOUT:-1800}
+		tt=${VD_TEST_TIMEOUT:-900} vt=${VD_TIMEOUT:-2700}
 	else
 		tt=${VD_TEST_TIMEOUT:-300} vt=${VD_TIMEOUT:-1200}
 	fi

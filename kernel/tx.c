@@ -473,28 +473,29 @@ static bool tx_next_msg(struct vd_tp *tp)
 
 /* --- FPDUs ----------------------------------------------------------- */
 
-/* Payload bytes [@off, @off + @len) of the message into @dst. */
-static int tx_copy(struct vd_tp *tp, u8 *dst, u32 off, u32 len)
+/*
+ * Hands the registered memory behind payload bytes [@off, @off + @len) of
+ * the message to @fn, region by region: the Read Response's source region
+ * (checked when the request came, and still referenced), or the WR's SGEs,
+ * each checked against the TPT again (the region may have been
+ * deregistered meanwhile). Not for inline data.
+ */
+typedef int (*tx_umem_fn)(struct vd_tp *tp, const struct vd_umem *umem,
+			  u64 umem_off, u32 len, void *arg);
+
+static int tx_walk_payload(struct vd_tp *tp, u32 off, u32 len, tx_umem_fn fn,
+			   void *arg)
 {
 	struct vd_tx_msg *msg = &tp->msg;
 	struct vd_mr *mr;
 	u32 i, n;
 	int ret;
 
-	if (!len)
-		return 0;
-	if (msg->inline_data) {
-		memcpy(dst, msg->inline_data + off, len);
-		return 0;
-	}
 	if (msg->mr) {
-		/* checked when the Read Request came, and still referenced */
 		if (!msg->mr->umem)
 			return -EFAULT;
-		return vd_umem_copy_from(msg->mr->umem,
-					 vd_mr_offset(msg->mr,
-						      msg->mr_addr + off),
-					 dst, len);
+		return fn(tp, msg->mr->umem,
+			  vd_mr_offset(msg->mr, msg->mr_addr + off), len, arg);
 	}
 	for (i = 0; i < msg->num_sge && len; i++) {
 		const struct viaduct_sge *s = &msg->sge[i];
@@ -504,22 +505,43 @@ static int tx_copy(struct vd_tp *tp, u8 *dst, u32 off, u32 len)
 			continue;
 		}
 		n = min(len, s->length - off);
-		/* again: the region may have been deregistered meanwhile */
 		if (vd_tpt_check(&tp->dev->tpt, s->stag, tp->qp->pd,
 				 VD_RIGHT_LOCAL_READ, s->addr + off, n,
 				 &mr) != VD_ACCESS_OK)
 			return -EACCES;
-		ret = mr->umem ? vd_umem_copy_from(mr->umem,
-						   vd_mr_offset(mr, s->addr + off),
-						   dst, n) : -EFAULT;
+		ret = mr->umem ? fn(tp, mr->umem,
+				    vd_mr_offset(mr, s->addr + off), n, arg) :
+				 -EFAULT;
 		vd_mr_put(mr);
 		if (ret)
 			return ret;
-		dst += n;
 		len -= n;
 		off = 0;
 	}
 	return len ? -EFAULT : 0;
+}
+
+/* tx_walk_payload() for tx_copy(): @arg is where the bytes go next. */
+static int tx_copy_umem(struct vd_tp *tp, const struct vd_umem *umem,
+			u64 umem_off, u32 len, void *arg)
+{
+	u8 **dst = arg;
+	int ret = vd_umem_copy_from(umem, umem_off, *dst, len);
+
+	*dst += len;
+	return ret;
+}
+
+/* Payload bytes [@off, @off + @len) of the message into @dst. */
+static int tx_copy(struct vd_tp *tp, u8 *dst, u32 off, u32 len)
+{
+	if (!len)
+		return 0;
+	if (tp->msg.inline_data) {
+		memcpy(dst, tp->msg.inline_data + off, len);
+		return 0;
+	}
+	return tx_walk_payload(tp, off, len, tx_copy_umem, &dst);
 }
 
 /* The headers of segment @seg of the message. */
@@ -613,8 +635,9 @@ static int tx_zc_add(struct vd_tp *tp, struct page *page, u32 off, u32 len)
 
 /* Bytes [@off, @off + @len) of @umem into the batch, and into the CRC. */
 static int tx_zc_umem(struct vd_tp *tp, const struct vd_umem *umem, u64 off,
-		      u32 len, u32 *crc)
+		      u32 len, void *arg)
 {
+	u32 *crc = arg;
 	unsigned int poff;
 	struct page *page;
 	u32 n;
@@ -648,44 +671,7 @@ static int tx_zc_umem(struct vd_tp *tp, const struct vd_umem *umem, u64 off,
  */
 static int tx_zc_payload(struct vd_tp *tp, u32 off, u32 len, u32 *crc)
 {
-	struct vd_tx_msg *msg = &tp->msg;
-	struct vd_mr *mr;
-	u32 i, n;
-	int ret;
-
-	if (!len)
-		return 0;
-	if (msg->mr) {
-		/* checked when the Read Request came, and still referenced */
-		if (!msg->mr->umem)
-			return -EFAULT;
-		return tx_zc_umem(tp, msg->mr->umem,
-				  vd_mr_offset(msg->mr, msg->mr_addr + off), len,
-				  crc);
-	}
-	for (i = 0; i < msg->num_sge && len; i++) {
-		const struct viaduct_sge *s = &msg->sge[i];
-
-		if (off >= s->length) {
-			off -= s->length;
-			continue;
-		}
-		n = min(len, s->length - off);
-		/* again: the region may have been deregistered meanwhile */
-		if (vd_tpt_check(&tp->dev->tpt, s->stag, tp->qp->pd,
-				 VD_RIGHT_LOCAL_READ, s->addr + off, n,
-				 &mr) != VD_ACCESS_OK)
-			return -EACCES;
-		ret = mr->umem ? tx_zc_umem(tp, mr->umem,
-					    vd_mr_offset(mr, s->addr + off), n,
-					    crc) : -EFAULT;
-		vd_mr_put(mr);
-		if (ret)
-			return ret;
-		len -= n;
-		off = 0;
-	}
-	return len ? -EFAULT : 0;
+	return len ? tx_walk_payload(tp, off, len, tx_zc_umem, crc) : 0;
 }
 
 /* At most how many entries the FPDU of @seg adds to the batch. */

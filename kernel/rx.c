@@ -206,6 +206,24 @@ static u32 rx_take_recv(struct vd_tp *tp)
 	return 0;
 }
 
+/*
+ * A message on the Send queue begins: its MSN must be the queue's next,
+ * and a receive must be posted for it (copied into @tp->rqe). Else the
+ * stream fails and this returns false.
+ */
+static bool rx_start_recv(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
+			  const u8 *ulpdu, u32 ulpdu_len)
+{
+	enum vd_iw_err err;
+
+	err = vd_ddp_msn_check(hdr->msn, tp->rx_msn[VD_QN_SEND],
+			       hdr->msn == tp->rx_msn[VD_QN_SEND] ?
+			       rx_take_recv(tp) : 0);
+	if (err)
+		rx_fail(tp, err, ulpdu, ulpdu_len);
+	return !err;
+}
+
 /* Places payload at message offset @mo through the receive's SGEs. */
 static u8 rx_place_sges(struct vd_tp *tp, u32 mo, const u8 *src, u32 len)
 {
@@ -251,13 +269,8 @@ static void rx_send(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
 
 	if (!tp->rx_recv) {
 		/* the first segment of a message takes a receive */
-		err = vd_ddp_msn_check(hdr->msn, tp->rx_msn[VD_QN_SEND],
-				       hdr->msn == tp->rx_msn[VD_QN_SEND] ?
-				       rx_take_recv(tp) : 0);
-		if (err) {
-			rx_fail(tp, err, ulpdu, ulpdu_len);
+		if (!rx_start_recv(tp, hdr, ulpdu, ulpdu_len))
 			return;
-		}
 		tp->rx_recv = true;
 		tp->rx_recv_len = 0;
 	} else if (hdr->msn != tp->rx_msn[VD_QN_SEND]) {
@@ -320,20 +333,14 @@ static void rx_imm(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
 		.flags = VIADUCT_WC_F_IMMEDIATE,
 		.imm_data = hdr->imm,
 	};
-	enum vd_iw_err err;
 
 	/* not in the middle of a Send: messages of a queue never interleave */
 	if (tp->rx_recv) {
 		rx_fail(tp, VD_IW_DDP_UT_MSN_RANGE, ulpdu, ulpdu_len);
 		return;
 	}
-	err = vd_ddp_msn_check(hdr->msn, tp->rx_msn[VD_QN_SEND],
-			       hdr->msn == tp->rx_msn[VD_QN_SEND] ?
-			       rx_take_recv(tp) : 0);
-	if (err) {
-		rx_fail(tp, err, ulpdu, ulpdu_len);
+	if (!rx_start_recv(tp, hdr, ulpdu, ulpdu_len))
 		return;
-	}
 	if (!tp->rx_write_open)
 		cqe.byte_len = tp->rx_write_len;
 	tp->rx_write_len = 0;

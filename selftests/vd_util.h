@@ -34,6 +34,30 @@ static inline int vd_ioctl(int fd, unsigned long cmd, void *arg)
 	return ioctl(fd, cmd, arg) ? -errno : 0;
 }
 
+/*
+ * The debug kernel (KASAN, lockdep, kmemleak) runs the same code several
+ * times slower under TCG. Every code path still runs there; only loops
+ * that repeat a path for data volume may run fewer rounds, and they say so
+ * in their output (Documentation/testing.rst, "Flavours").
+ */
+static inline int vd_debug_flavour(void)
+{
+	const char *f = getenv("VD_FLAVOUR");
+
+	return f && !strcmp(f, "debug");
+}
+
+/* @normal, or @debug in the debug flavour, with a TAP comment saying so. */
+static inline unsigned long vd_scaled(unsigned long normal, unsigned long debug,
+				      const char *what)
+{
+	if (!vd_debug_flavour() || debug >= normal)
+		return normal;
+	printf("# debug flavour: %s %lu instead of %lu\n", what, debug, normal);
+	fflush(stdout);
+	return debug;
+}
+
 static inline const char *vd_ctl_path(void)
 {
 	static char path[512];

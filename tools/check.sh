@@ -61,6 +61,7 @@ rm -f "$out"/kernel-*.log
 verdicts=$out/verdicts.txt
 : >"$verdicts"
 timings=()
+vmcost=()
 t_start=$SECONDS
 
 log() { echo "[check] $*"; }
@@ -186,8 +187,15 @@ if step host/cmake-build "$out/cmake.log" bash -c \
 	cmake_ok=1
 fi
 
-if [[ $vm_only == 0 ]]; then
-	phase "host tests (ctest)"
+# Host-only checks need no kernel of ours: they run in the background
+# beside the VM runs, with their own verdicts and phase times (merged at
+# the end), so that a 2-core machine is never idle waiting for a guest.
+# shellcheck disable=SC2317 # run in the background below
+host_checks() {
+	verdicts=$out/host-verdicts.txt
+	: >"$verdicts"
+	timings=()
+	phase "host tests (ctest) [beside the VM]"
 	if [[ $cmake_ok == 1 ]]; then
 		ctest --test-dir build/cmake --output-on-failure >"$out/ctest.log" 2>&1 || true
 		python3 "$vm/report.py" ctest "$out/ctest.log" host/ctest | record_lines || true
@@ -195,7 +203,7 @@ if [[ $vm_only == 0 ]]; then
 		record SKIP host/ctest
 	fi
 
-	phase "module vs Debian 6.1 headers"
+	phase "module vs Debian 6.1 headers [beside the VM]"
 	k61=$(find /usr/src -maxdepth 1 -name 'linux-headers-*-amd64' | sort -V | tail -n1)
 	if [[ -n $k61 ]]; then
 		step "host/module/builds-against-$(basename "$k61" | sed 's/^linux-headers-//')" \
@@ -204,7 +212,7 @@ if [[ $vm_only == 0 ]]; then
 		record FAIL host/module/builds-against-6.1 # deps.sh installs them
 	fi
 
-	phase "style"
+	phase "style [beside the VM]"
 	if [[ -n $ksrc ]]; then
 		shopt -s nullglob
 		kfiles=(kernel/*.[ch] kernel/tests/*.[ch] include/uapi/*.h)
@@ -221,7 +229,9 @@ if [[ $vm_only == 0 ]]; then
 				clang-format --dry-run -Werror "${cxx[@]}" || true
 		fi
 	fi
-fi
+	phase_end
+	printf '%s\n' "${timings[@]}" >"$out/host-timings.txt"
+}
 
 phase "selftests build"
 selftests_ok=0
@@ -243,6 +253,14 @@ if [[ -x $gtest ]]; then
 else
 	[[ -n ${VIADUCT_GTEST:-} ]] && record FAIL host/gtest-binary
 	unset VD_GTEST
+fi
+
+hpid=
+rm -f "$out/host-verdicts.txt" "$out/host-timings.txt"
+if [[ $vm_only == 0 ]]; then
+	log "host checks (ctest, 6.1 build, style) run beside the VM; log: $out/host-checks.log"
+	host_checks >"$out/host-checks.log" 2>&1 &
+	hpid=$!
 fi
 
 for f in $flavours; do
@@ -273,19 +291,57 @@ for f in $flavours; do
 		"$vm/run.sh" -r "$build/vm/$f" "$vm/guest-check.sh" || rc=$?
 	log "VM run exit status $rc; parsing $build/vm/$f"
 	python3 "$vm/report.py" vm "$build/vm/$f" "$f" | record_lines || true
+	# What each program of the run cost, dearest first.
+	if [[ -f $build/vm/$f/job.log ]]; then
+		vmcost+=("$f VM run, by program:")
+		mapfile -t -O "${#vmcost[@]}" vmcost < <(
+			sed -nE 's/^\[guest\] (selftest|gtest) ([^:]+): .*[( ]([0-9]+)s\)?$/\3 \2/p' \
+				"$build/vm/$f/job.log" | sort -rn | head -n 12 |
+				awk '{ printf "%7ds  %s\n", $1, $2 }')
+	fi
 done
 phase_end
+
+if [[ -n $hpid ]]; then
+	phase "host checks (the rest after the VM)"
+	wait "$hpid" || true
+	phase_end
+	if [[ -f $out/host-verdicts.txt ]]; then
+		grep -E '^(PASS|FAIL|SKIP) |^    \| ' "$out/host-verdicts.txt" | tee -a "$verdicts" || true
+	else
+		record FAIL host/checks "$out/host-checks.log"
+	fi
+	[[ -f $out/host-timings.txt ]] && mapfile -t -O "${#timings[@]}" timings <"$out/host-timings.txt"
+fi
 
 if [[ -n $kpid ]] && kill -0 "$kpid" 2>/dev/null; then
 	log "waiting for the background kernel build to finish"
 	wait "$kpid" || true
 fi
 
-log "timings:"
+timings+=("$(printf '%5ds  total' $((SECONDS - t_start)))")
+# The phase table against tools/check-budget: over-budget phases warn.
+log "phase table (budget: tools/check-budget):"
+log "$(printf '%7s %7s  %s' seconds budget phase)"
+over=()
 for t in "${timings[@]}"; do
-	log "  $t"
+	secs=${t%%s  *}
+	name=${t#*s  }
+	secs=${secs// /}
+	b=$(awk -F'\t' -v n="$name" '!/^#/ && $2 == n { print $1 }' tools/check-budget)
+	mark=
+	if [[ -n $b ]] && ((secs > b)); then
+		mark="  <-- over budget"
+		over+=("$name (${secs}s, budget ${b}s)")
+	fi
+	log "$(printf '%7s %7s  %s%s' "$secs" "${b:--}" "$name" "$mark")"
 done
-log "$(printf '%5ds  total' $((SECONDS - t_start)))"
+for o in "${over[@]}"; do
+	log "WARNING: phase over its budget: $o"
+done
+for t in "${vmcost[@]}"; do
+	log "$t"
+done
 
 pass=$(grep -c '^PASS ' "$verdicts" || true)
 fail=$(grep -c '^FAIL ' "$verdicts" || true)
@@ -293,6 +349,15 @@ skip=$(grep -c '^SKIP ' "$verdicts" || true)
 if [[ $fail -gt 0 ]]; then
 	log "failures:"
 	grep '^FAIL ' "$verdicts" | sed 's/^/[check]   /'
+fi
+if [[ $skip -gt 0 ]]; then
+	# Every skip with its reason (the first detail line report.py gave).
+	log "skipped, and why:"
+	awk '/^SKIP / { if (n) print n " -- " (r ? r : "no reason given"); n = $2; r = ""; next }
+	     n && /^    \| / && !r { r = substr($0, 7); next }
+	     /^(PASS|FAIL) / { if (n) print n " -- " (r ? r : "no reason given"); n = "" }
+	     END { if (n) print n " -- " (r ? r : "no reason given") }' "$verdicts" |
+		sed 's/^/[check]   /'
 fi
 summary="$pass passed, $fail failed"
 [[ $skip -gt 0 ]] && summary+=", $skip skipped"

@@ -104,7 +104,20 @@ verify_config() {
 			fi
 		done <"$frag"
 	done
-	[[ $bad == 0 ]] || die "requested options were dropped from $cfg (see above)"
+	# Options that must stay off whatever a fragment pulls in: each makes
+	# the kernel rewrite its own text with int3 breakpoints while other
+	# CPUs run it (jump labels, dynamic preemption's static calls, ftrace,
+	# kprobes). Under multi-threaded TCG another vCPU can execute a stale
+	# translation of that code: seen as "Oops: int3" in
+	# sched_clock_idle_wakeup_event during early boot with the old
+	# defconfig-based kernel. allnoconfig leaves them off; keep it so.
+	for opt in JUMP_LABEL PREEMPT_DYNAMIC FUNCTION_TRACER KPROBES; do
+		if grep -q "^CONFIG_$opt=y" "$cfg"; then
+			log "config: CONFIG_$opt must stay off (runtime text patching races under TCG)"
+			bad=1
+		fi
+	done
+	[[ $bad == 0 ]] || die "$cfg is not what the fragments ask for (see above)"
 }
 
 # Debian's tree is patched but its x86_64_defconfig does not point at

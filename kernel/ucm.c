@@ -3,6 +3,9 @@
  * The connection manager's commands on /dev/viaduct (include/uapi/viaduct.h,
  * "Connection manager"): argument checks, copies in and out, and handle
  * lookups. cm.c does the work; uobj.c keeps the ids in the handle table.
+ * Descriptors (channels, converted sockets) are looked up here, and a
+ * listener's new connections reach the table through ucm_publish(), the
+ * owner callback the CM was given: the CM never sees either.
  *
  * Every command checks its argument completely before it acts: reserved
  * fields and unknown flags are EINVAL, private data beyond
@@ -13,10 +16,13 @@
  * table's lock, on referenced objects.
  */
 #include <linux/err.h>
+#include <linux/file.h>
+#include <linux/net.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
 #include "cm.h"
+#include "cm_channel.h"
 #include "device.h"
 #include "qp.h"
 #include "uctx.h"
@@ -72,6 +78,28 @@ static int ucm_lookup(struct vd_uctx *ctx, u32 handle, const u32 *qp_handle,
 	return 0;
 }
 
+/* The channel behind descriptor @fd, referenced. */
+static struct vd_cm_channel *ucm_channel_fdget(int fd)
+{
+	struct vd_cm_channel *ch;
+	struct file *file;
+
+	file = fget(fd);
+	if (!file)
+		return ERR_PTR(-EBADF);
+	ch = vd_cm_channel_from_file(file);
+	fput(file);
+	return ch;
+}
+
+/* struct vd_cm_owner.publish: a listener's child gets a handle. */
+static int ucm_publish(void *arg, struct vd_cm_id *child)
+{
+	u32 handle;
+
+	return vd_uobj_cm_id_add(arg, child, &handle);
+}
+
 static long ucm_create_channel(struct vd_uctx *ctx, void __user *uarg)
 {
 	struct viaduct_cm_channel c = {};
@@ -96,8 +124,9 @@ static long ucm_create_id(struct vd_uctx *ctx, void __user *uarg)
 	if (!owner.dev)
 		return -ENODEV;
 	owner.net = ctx->net;
-	owner.objs = &ctx->objs;
-	ch = vd_cm_channel_fdget(c.channel_fd);
+	owner.publish = ucm_publish;
+	owner.arg = &ctx->objs;
+	ch = ucm_channel_fdget(c.channel_fd);
 	if (IS_ERR(ch))
 		return PTR_ERR(ch);
 	id = vd_cm_id_create(&owner, ch, c.user_data);
@@ -267,8 +296,10 @@ static long ucm_convert(struct vd_uctx *ctx, void __user *uarg)
 {
 	struct viaduct_cm_convert_socket c;
 	struct vd_cm_param *p;
+	struct socket *sock;
 	struct vd_cm_id *id;
 	struct vd_qp *qp;
+	int err;
 	long ret;
 
 	if (copy_from_user(&c, uarg, sizeof(c)))
@@ -282,7 +313,9 @@ static long ucm_convert(struct vd_uctx *ctx, void __user *uarg)
 	if (!ret)
 		ret = ucm_lookup(ctx, c.handle, &c.param.qp_handle, &id, &qp);
 	if (!ret) {
-		ret = vd_cm_convert(id, c.sockfd, qp, p);
+		sock = sockfd_lookup(c.sockfd, &err);
+		/* the CM takes over the socket's file reference */
+		ret = sock ? vd_cm_convert(id, sock, qp, p) : err;
 		vd_qp_put(qp);
 		vd_cm_id_put(id);
 	}

@@ -779,13 +779,6 @@ int vd_uobj_cm_id_add(struct vd_uobj_table *t, struct vd_cm_id *id,
 	return ret;
 }
 
-int vd_uobj_cm_id_publish(struct vd_uobj_table *t, struct vd_cm_id *id)
-{
-	u32 handle;
-
-	return vd_uobj_cm_id_add(t, id, &handle);
-}
-
 struct vd_cm_id *vd_uobj_cm_id_get(struct vd_uobj_table *t, u32 handle)
 {
 	struct vd_cm_id *id = NULL;

@@ -51,10 +51,10 @@
  * ------
  * Connection identifiers (cm.h) are entries of the table too, but not
  * reported. vd_uobj_cm_id_add() publishes an id under a new handle (the
- * table takes over the caller's reference; ucm.c for CM_CREATE_ID, cm.c
- * through vd_uobj_cm_id_publish() for a listener's new connection, from
- * its work item with the id's lock held: the id's lock comes before
- * @lock, never the other way round). vd_uobj_cm_id_get() returns a
+ * table takes over the caller's reference; ucm.c for CM_CREATE_ID, and
+ * from the owner callback it gives the CM for a listener's new
+ * connection, which runs in the CM's work item with the id's lock held:
+ * the id's lock comes before @lock, never the other way round). vd_uobj_cm_id_get() returns a
  * referenced id; vd_uobj_cm_id_remove() erases an id (-EBUSY while it
  * has unacknowledged events, unless @force) and hands the table's
  * reference to the caller, which destroys the id after @lock is dropped.

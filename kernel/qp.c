@@ -23,7 +23,6 @@
 #include "qp.h"
 #include "ring.h"
 #include "stats.h"
-#include "transport.h"
 #include "viaduct.h"
 
 #define VD_QP_ATTR_VALUES	(VIADUCT_QP_ATTR_ACCESS | VIADUCT_QP_ATTR_ORD | \
@@ -720,17 +719,67 @@ out:
 EXPORT_SYMBOL_IF_KUNIT(vd_qp_complete);
 
 /*
- * THE TRANSPORT HOOK (filled in by the transport, tx.c): called with no QP
- * lock held, from process or softirq context, whenever the SQ got WRs to
- * execute in RTS or the state changed. It must only schedule work, never
- * execute WRs inline: vd_qp_complete() calls it too. The transport walks
- * the SQ FIFO from its own cursor under @sq.lock; an entry whose meta
- * status is nonzero is malformed, and nothing from it on may be executed
- * (the QP is about to enter Error).
+ * The transport hook: called with no QP lock held, from process or softirq
+ * context, whenever the SQ got WRs to execute in RTS or the state changed.
+ * It reaches the transport only through the ops the transport installed
+ * with its stream (struct vd_qp_tp_ops), which must only schedule work,
+ * never execute WRs inline: vd_qp_complete() calls it too. The transport
+ * walks the SQ FIFO from its own cursor under @sq.lock; an entry whose
+ * meta status is nonzero is malformed, and nothing from it on may be
+ * executed (the QP is about to enter Error).
  */
 void vd_qp_sq_work(struct vd_qp *qp)
 {
-	vd_tx_sq_work(qp);
+	spin_lock_bh(&qp->lock);
+	if (qp->tp)
+		qp->tp_ops->sq_work(qp->tp);
+	spin_unlock_bh(&qp->lock);
+}
+
+/* --- Doorbells ------------------------------------------------------ */
+
+#define VD_DOORBELL_ALL		(VIADUCT_DOORBELL_SQ | VIADUCT_DOORBELL_RQ)
+
+int vd_qp_doorbell(struct vd_qp *qp, u32 flags)
+{
+	int n;
+
+	if (!flags || flags & ~VD_DOORBELL_ALL)
+		return -EINVAL;
+	vd_stat_inc(doorbells);
+
+	/*
+	 * A polled QP's user rings only while the worker sleeps: wake it so
+	 * that it polls again, and take the WQEs here as well, so that they
+	 * do not wait for the worker to be scheduled.
+	 */
+	if (qp->worker)
+		vd_doorbell_kick(qp->worker);
+	if (flags & VIADUCT_DOORBELL_SQ) {
+		n = vd_qp_consume(qp, VD_QP_SQ);
+		if (n < 0)
+			return n;
+	}
+	if (flags & VIADUCT_DOORBELL_RQ) {
+		n = vd_qp_consume(qp, VD_QP_RQ);
+		if (n < 0)
+			return n;
+	}
+	return 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_qp_doorbell);
+
+/* struct vd_db_client.poll: one pass of the worker over a POLLED QP. */
+static bool qp_db_poll(struct vd_db_client *c)
+{
+	struct vd_qp *qp = container_of(c, struct vd_qp, db_client);
+	bool work = false;
+
+	if (vd_qp_db_pending(qp, VD_QP_SQ) && vd_qp_consume(qp, VD_QP_SQ) > 0)
+		work = true;
+	if (vd_qp_db_pending(qp, VD_QP_RQ) && vd_qp_consume(qp, VD_QP_RQ) > 0)
+		work = true;
+	return work;
 }
 
 /* --- Life ----------------------------------------------------------- */
@@ -864,7 +913,10 @@ struct vd_qp *vd_qp_create(const struct vd_qp_init *init)
 	/* Last: once registered, the worker may consume from the rings. */
 	if (a->flags & VIADUCT_QP_F_POLLED) {
 		qp->worker = init->worker;
-		err = vd_doorbell_register(qp->worker, qp);
+		qp->db_client.db = qp->db;
+		qp->db_client.poll = qp_db_poll;
+		qp->db_client.id = qp->qpn;
+		err = vd_doorbell_register(qp->worker, &qp->db_client);
 		if (err)
 			goto detach_rcq;
 	}
@@ -892,7 +944,7 @@ void vd_qp_destroy(struct vd_qp *qp)
 
 	/* First the worker: once this returns it no longer polls the QP. */
 	if (qp->worker)
-		vd_doorbell_unregister(qp->worker, qp);
+		vd_doorbell_unregister(qp->worker, &qp->db_client);
 
 	/*
 	 * Outstanding WRs are dropped without CQEs: the CQs may be destroyed

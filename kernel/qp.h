@@ -32,6 +32,13 @@
  *   vd_qp_modify(qp, m)    MODIFY_QP: all or nothing. -EINVAL: a transition
  *                          or value the rules forbid (nothing changed).
  *   vd_qp_query(qp, q)     QUERY_QP: fills everything but @q->handle.
+ *   vd_qp_doorbell(qp, flags)
+ *                          DOORBELL: VIADUCT_DOORBELL_SQ and/or _RQ (at
+ *                          least one, nothing else: -EINVAL otherwise).
+ *                          Takes the new WQEs of those queues at once, and
+ *                          for a polled QP also wakes the worker so that it
+ *                          resumes polling. -ENOENT once the QP was
+ *                          destroyed. Process context.
  *   vd_qp_consume(qp, which)
  *                          Takes new WQEs of VD_QP_SQ or VD_QP_RQ from the
  *                          ring; returns how many (>= 0), or -ENOENT once
@@ -91,6 +98,8 @@
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include <uapi/viaduct.h>
+
+#include "doorbell.h"
 
 struct vd_async_queue;
 struct vd_conn;
@@ -154,6 +163,17 @@ struct vd_wq {
 	bool stopped;			/* a malformed WQE waits for Error */
 };
 
+/*
+ * What the transport installs with its stream (qp->tp, under qp->lock)
+ * while the QP is bound to it; the QP never calls the transport by name.
+ *   sq_work(tp)   the SQ got WRs to execute or the QP's state changed:
+ *                 only schedule work. Called with qp->lock held, bottom
+ *                 halves disabled.
+ */
+struct vd_qp_tp_ops {
+	void (*sq_work)(void *tp);
+};
+
 struct vd_qp {
 	struct kref ref;
 	spinlock_t lock;		/* attributes; see "Locking" */
@@ -161,8 +181,11 @@ struct vd_qp {
 	struct vd_pd *pd;
 	struct vd_async_queue *aq;	/* NULL once destroyed */
 	struct vd_doorbell_worker *worker;	/* set iff POLLED */
+	struct vd_db_client db_client;		/* registered with @worker */
 	struct vd_conn *conn;		/* LLP stream, owned by the CM */
-	void *tp;			/* the transport's stream, under @lock */
+	/* the transport's stream and its ops, installed under @lock */
+	void *tp;
+	const struct vd_qp_tp_ops *tp_ops;
 	struct vd_ring_mem *db_mem;
 	struct viaduct_doorbell *db;	/* = db_mem->va */
 	struct vd_wq sq;
@@ -211,6 +234,7 @@ void vd_qp_llp_closed(struct vd_qp *qp, struct vd_conn *conn);
 int vd_qp_complete(struct vd_qp *qp, unsigned int which,
 		   struct viaduct_cqe *cqe, bool solicited);
 void vd_qp_sq_work(struct vd_qp *qp);
+int vd_qp_doorbell(struct vd_qp *qp, u32 flags);
 
 int vd_qp_check_transition(u32 cur, u32 next, u32 mask, bool has_llp);
 int vd_qp_caps(const struct viaduct_create_qp *attr, struct vd_qp_caps *caps);

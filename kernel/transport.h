@@ -14,9 +14,9 @@
  *       struct vd_stream_ops (conn.h): start() takes over the socket's
  *       sk_data_ready and sk_write_space and starts moving data, stop()
  *       gives them back and waits for the transport's work items.
- *   vd_tx_sq_work(qp)
- *       vd_qp_sq_work(): the SQ has WRs or the QP's state changed. Only
- *       queues work; any context but hard irq, no QP lock held.
+ *   struct vd_qp_tp_ops (qp.h)
+ *       installed on the QP with the stream: sq_work() queues the transmit
+ *       work when the SQ has WRs or the QP's state changed.
  *
  * Locking
  * -------
@@ -26,7 +26,7 @@
  * bottom halves disabled): the outbound and inbound RDMA Read queues, the
  * SQ completion records and counters, the Terminate state and @stopping.
  * Lock order: @lock -> QP locks -> CQ locks. qp->lock protects qp->tp
- * and conn->tp, so that vd_tx_sq_work() never finds a freed stream. The
+ * and conn->tp, so that vd_qp_sq_work() never finds a freed stream. The
  * socket callbacks find their stream under sk_callback_lock (read) in a
  * hash table keyed by the socket; start() and stop() change it under the
  * same lock (write).
@@ -196,7 +196,6 @@ extern const struct vd_stream_ops vd_transport_ops;
 
 int vd_transport_init(void);
 void vd_transport_uninit(void);
-void vd_tx_sq_work(struct vd_qp *qp);
 
 /* Between tx.c and rx.c */
 extern struct workqueue_struct *vd_tp_wq;

@@ -72,13 +72,15 @@ void vd_tp_queue_rx(struct vd_tp *tp)
  * stream is found through the QP, never through qp->conn, which the
  * transport does not own.
  */
-void vd_tx_sq_work(struct vd_qp *qp)
+/* struct vd_qp_tp_ops.sq_work, under qp->lock */
+static void tp_sq_work(void *tp)
 {
-	spin_lock_bh(&qp->lock);
-	if (qp->tp)
-		vd_tp_queue_tx(qp->tp);
-	spin_unlock_bh(&qp->lock);
+	vd_tp_queue_tx(tp);
 }
+
+static const struct vd_qp_tp_ops tp_qp_ops = {
+	.sq_work = tp_sq_work,
+};
 
 static void tp_set_terminate(struct vd_qp *qp, u16 code)
 {
@@ -1145,6 +1147,7 @@ static int tp_start(struct vd_conn *conn)
 
 	spin_lock_bh(&qp->lock);
 	conn->tp = tp;
+	qp->tp_ops = &tp_qp_ops;
 	qp->tp = tp;
 	spin_unlock_bh(&qp->lock);
 

@@ -22,7 +22,6 @@
 #include "cm.h"
 #include "cq.h"
 #include "device.h"
-#include "doorbell.h"
 #include "event.h"
 #include "mem.h"
 #include "pd.h"
@@ -705,7 +704,7 @@ static long ioctl_doorbell(struct vd_uctx *ctx, void __user *uarg)
 	if (!qp)
 		return -ENOENT;
 	atomic64_inc(&ctx->objs.doorbells);
-	ret = vd_doorbell_ring(qp, d.flags);
+	ret = vd_qp_doorbell(qp, d.flags);
 	vd_qp_put(qp);
 	return ret;
 }

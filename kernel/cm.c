@@ -192,21 +192,6 @@ int vd_cm_ack(struct vd_cm_id *id, u32 seq)
 
 /* --- Connections ---------------------------------------------------- */
 
-static void vd_conn_free(struct kref *ref)
-{
-	struct vd_conn *conn = container_of(ref, struct vd_conn, ref);
-
-	vd_qp_put(conn->qp);
-	vd_device_put(conn->dev);
-	kfree(conn);
-}
-
-void vd_conn_put(struct vd_conn *conn)
-{
-	if (conn)
-		kref_put(&conn->ref, vd_conn_free);
-}
-
 /* Binds a QP to the id: one id per QP at a time. */
 int vd_cm_take_qp(struct vd_cm_id *id, struct vd_qp *qp)
 {
@@ -265,6 +250,8 @@ void vd_cm_teardown(struct vd_cm_id *id, bool abort)
 	cm_release_qp(id);
 }
 
+static void cm_stream_closed(struct vd_conn *conn, int reason);
+
 /* The MPA exchange succeeded: bind the QP and hand over to the transport. */
 int vd_cm_establish(struct vd_cm_id *id)
 {
@@ -280,6 +267,7 @@ int vd_cm_establish(struct vd_cm_id *id)
 	conn->dev = vd_device_get(id->owner.dev);
 	conn->qp = vd_qp_get(id->qp);
 	conn->ops = READ_ONCE(vd_cm_stream_ops);
+	conn->closed = cm_stream_closed;
 	conn->cm = id;
 	conn->mpa = id->mpa;
 	conn->local = id->local;
@@ -305,7 +293,8 @@ int vd_cm_establish(struct vd_cm_id *id)
 	return 0;
 }
 
-void vd_cm_stream_closed(struct vd_conn *conn, int reason)
+/* struct vd_conn.closed: the transport saw the stream end. */
+static void cm_stream_closed(struct vd_conn *conn, int reason)
 {
 	struct vd_cm_id *id = conn->cm;
 

@@ -78,7 +78,7 @@ struct vd_cm_id {
 	/* connection */
 	struct vd_qp *qp;		/* referenced, registered with the CM */
 	struct vd_conn *conn;
-	/* vd_cm_stream_closed(): 0, 1 for a FIN, or a negative errno */
+	/* vd_conn_closed(): 0, 1 for a FIN, or a negative errno */
 	int tp_closed;
 	struct vd_cm_param param;	/* ours */
 	struct vd_mpa_params mpa;

@@ -213,6 +213,8 @@ if [[ $vm_only == 0 ]]; then
 	else
 		record FAIL host/style/checkpatch
 	fi
+	# calls against the layer table of Documentation/architecture.rst
+	step host/style/layers "$out/layers.log" tools/layers.sh || true
 	if [[ -f .clang-format ]]; then
 		mapfile -t cxx < <(find user tools -type f \( -name '*.cpp' -o -name '*.cc' \
 			-o -name '*.hpp' -o -name '*.h' \) -not -path '*/build/*' | sort)

@@ -123,6 +123,9 @@ int vd_qp_caps(const struct viaduct_create_qp *a, struct vd_qp_caps *c)
 	if (!is_power_of_2(a->reliability) ||
 	    a->reliability & ~VD_RELIABILITY_ALL)
 		return -EINVAL;
+	/* completions come when the data is in TCP, not placed at the peer */
+	if (a->reliability == VIADUCT_RELIABILITY_RELIABLE_RECEPTION)
+		return -EOPNOTSUPP;
 	if (a->flags & ~VD_QP_FLAGS_ALL || a->access & ~VD_QP_ACCESS_ALL)
 		return -EINVAL;
 	if (!a->sq_depth || a->sq_depth > VD_MAX_QP_WR ||

@@ -15,7 +15,8 @@
  *       (everything but the mmap keys, which the caller owns) and returns
  *       the QP in Idle with one reference, the creator's. Errors:
  *       ERR_PTR(-EINVAL) (bad attributes), -ENOENT (the PD or a CQ was
- *       destroyed), -EOPNOTSUPP (POLLED without a worker), -ENODEV (the
+ *       destroyed), -EOPNOTSUPP (POLLED without a worker, or Reliable
+ *       Reception, which the module does not give), -ENODEV (the
  *       worker was stopped), -ENOSPC (QP numbers), -ENOMEM. Process context.
  *   vd_qp_destroy(qp)
  *       Consumes the creator's reference: unregisters from the worker

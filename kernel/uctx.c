@@ -23,6 +23,7 @@
 #include "device.h"
 #include "stats.h"
 #include "uctx.h"
+#include "zcopy.h"
 
 /*
  * Every open context by id, for reports. Entries are added at the end of
@@ -113,8 +114,6 @@ static VD_IOCTL_HANDLER(ioctl_query_device)
 	struct viaduct_device_attr *attr = karg;
 	long ret;
 
-	if (attr->reserved)
-		return -EINVAL;
 	if (attr->index == VIADUCT_INDEX_SELECTED) {
 		/* the context's own reference keeps it */
 		vd = vd_uctx_device(ctx);
@@ -128,9 +127,13 @@ static VD_IOCTL_HANDLER(ioctl_query_device)
 		ret = vd_device_query(vd, attr);
 		vd_device_put(vd);
 	}
-	if (!ret && copy_to_user(uarg, attr, sizeof(*attr)))
-		ret = -EFAULT;
-	return ret;
+	if (ret)
+		return ret;
+	attr->caps = VIADUCT_DEV_CAP_POLLED_DOORBELL | VIADUCT_DEV_CAP_IMM_DATA |
+		     VIADUCT_DEV_CAP_CONVERT_SOCKET | VIADUCT_DEV_CAP_P2P;
+	if (vd_zc_min())
+		attr->caps |= VIADUCT_DEV_CAP_ZERO_COPY;
+	return copy_to_user(uarg, attr, sizeof(*attr)) ? -EFAULT : 0;
 }
 
 /* The command needs the selected device, live: -ENODEV otherwise. */

@@ -448,6 +448,9 @@ long vd_uobj_reg_mr(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 
 	if (r->reserved[0] || r->reserved[1] || r->reserved[2] || r->reserved2)
 		return -EINVAL;
+	/* no memory windows (VIADUCT_DEV_CAP_MW) */
+	if (r->access & VIADUCT_ACCESS_MW_BIND)
+		return -EOPNOTSUPP;
 	return uobj_create(&ctx->objs, VD_UOBJ_MR, build_mr, vd, r,
 			   &r->handle, sizeof(*r), uarg);
 }

@@ -191,6 +191,13 @@ static void qp_test_caps(struct kunit *test)
 	EXPECT_BAD(max_msg_size, (u32)VD_MAX_MSG_SIZE + 1);
 	EXPECT_BAD(reserved, 1);
 #undef EXPECT_BAD
+
+	/* valid, but not what the module gives: refused, not ignored */
+	good_attr(&a);
+	a.reliability = VIADUCT_RELIABILITY_RELIABLE_RECEPTION;
+	KUNIT_EXPECT_EQ(test, vd_qp_caps(&a, &c), -EOPNOTSUPP);
+	a.reliability = VIADUCT_RELIABILITY_UNRELIABLE;
+	KUNIT_EXPECT_EQ(test, vd_qp_caps(&a, &c), 0);
 }
 
 /* --- WQE validation ----------------------------------------------------- */

@@ -352,10 +352,15 @@ static void cm_got_reply(struct vd_cm_id *id)
 	vd_cm_ours(id, id->param.flags, &ours);
 	ret = vd_mpa_settle(&ours, rep, &id->mpa);
 	if (ret == -ECONNREFUSED) {
-		vd_cm_report(id, VIADUCT_CM_EVENT_REJECTED, -ECONNREFUSED,
-			     vd_cm_frame_pd(id), rep->pd_len);
+		/*
+		 * Let go of the QP before the event: whoever reads REJECTED
+		 * may connect another id with the same QP at once. The
+		 * private data stays in @id->rx, which teardown leaves alone.
+		 */
 		vd_cm_teardown(id, false);
 		id->state = VD_CM_CLOSED;
+		vd_cm_report(id, VIADUCT_CM_EVENT_REJECTED, -ECONNREFUSED,
+			     vd_cm_frame_pd(id), rep->pd_len);
 		return;
 	}
 	if (!ret)
@@ -370,11 +375,12 @@ static void cm_got_reply(struct vd_cm_id *id)
 
 /* --- The state machine ---------------------------------------------- */
 
+/* The QP is free again by the time the user reads the event. */
 void vd_cm_fail(struct vd_cm_id *id, u32 type, int status)
 {
-	vd_cm_report(id, type, status, NULL, 0);
 	vd_cm_teardown(id, true);
 	id->state = VD_CM_CLOSED;
+	vd_cm_report(id, type, status, NULL, 0);
 }
 
 void vd_cm_listen_work(struct vd_cm_id *l);

@@ -11,11 +11,13 @@
  *       Initialises the worker embedded in a device and starts its kernel
  *       thread, "vd_db/<name>". Process context; -ENOMEM and the like.
  *   vd_doorbell_worker_stop(w)
- *       Stops the thread (kthread_stop) and waits for it. QPs still
- *       registered stay registered (vd_doorbell_unregister() still works)
- *       with VIADUCT_DB_F_NEED_WAKEUP set, so their users fall back to
- *       ringing DOORBELL, which consumes directly. New registrations fail
- *       with -ENODEV. The structure must stay allocated until the last QP
+ *       Stops the thread (kthread_stop) and waits for it; the device is
+ *       being removed. QPs still registered stay registered
+ *       (vd_doorbell_unregister() still works) with
+ *       VIADUCT_DB_F_NEED_WAKEUP set, so that their users stop relying on
+ *       the worker and ring DOORBELL, which answers ENODEV: nothing is
+ *       consumed on a removed device. New registrations fail with
+ *       -ENODEV. The structure must stay allocated until the last QP
  *       is unregistered; it needs no other teardown (the registry frees its
  *       memory as it empties).
  *   vd_doorbell_register(w, client), vd_doorbell_unregister(w, client)

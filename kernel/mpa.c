@@ -37,12 +37,27 @@ static u8 rtr_bit(enum vd_rtr rtr)
 	}
 }
 
+/**
+ * vd_mpa_pd_max() - the most private data a frame of ours may carry
+ * @enhanced: the frame carries the IRD/ORD words (RFC 6581)
+ *
+ * Return: bytes of the ULP's private data; an enhanced frame spends four of
+ * the 512 on the IRD/ORD words.
+ */
 u32 vd_mpa_pd_max(bool enhanced)
 {
 	return enhanced ? VD_MPA_V2_PD_MAX : VD_MPA_MAX_PD;
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_mpa_pd_max);
 
+/**
+ * vd_mpa_request() - the request an initiator sends
+ * @ours: our flags (VIADUCT_CM_F_*), IRD/ORD and private data length
+ * @info: filled with the request
+ *
+ * Revision 2 and enhanced unless @ours asks for revision 1; with
+ * VIADUCT_CM_F_P2P every RTR we can take is offered (the responder picks).
+ */
 void vd_mpa_request(const struct vd_mpa_ours *ours, struct vd_mpa_info *info)
 {
 	memset(info, 0, sizeof(*info));
@@ -63,6 +78,16 @@ void vd_mpa_request(const struct vd_mpa_ours *ours, struct vd_mpa_info *info)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_mpa_request);
 
+/**
+ * vd_mpa_reply_info() - the header of a responder's reply
+ * @req: the initiator's request, as parsed
+ * @reject: the reply rejects
+ * @flags: the responder's VIADUCT_CM_F_* (only MPA_V1 matters here)
+ * @info: filled with the reply's header
+ *
+ * The request's revision unless @flags asks for revision 1 (never higher);
+ * enhanced if both are revision 2 and the request was enhanced.
+ */
 void vd_mpa_reply_info(const struct vd_mpa_info *req, bool reject, u32 flags,
 		       struct vd_mpa_info *info)
 {
@@ -75,6 +100,18 @@ void vd_mpa_reply_info(const struct vd_mpa_info *req, bool reject, u32 flags,
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_mpa_reply_info);
 
+/**
+ * vd_mpa_accept() - what an accepting responder settles
+ * @req: the initiator's request, as parsed
+ * @ours: the responder's flags, IRD and ORD
+ * @info: the reply from vd_mpa_reply_info(), completed here
+ * @mpa: the parameters the stream will use (all but the peer's IRD/ORD
+ *       and @active, which the caller knows)
+ *
+ * CRC in both directions if either side asked (RFC 5044); our ORD no more
+ * than the initiator's IRD; the RTR both offered, in our order of
+ * preference (Write, Read, Send), else client-server after all.
+ */
 void vd_mpa_accept(const struct vd_mpa_info *req,
 		   const struct vd_mpa_ours *ours, struct vd_mpa_info *info,
 		   struct vd_mpa_params *mpa)
@@ -103,6 +140,16 @@ void vd_mpa_accept(const struct vd_mpa_info *req,
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_mpa_accept);
 
+/**
+ * vd_mpa_settle() - what an initiator makes of the reply
+ * @ours: the flags, IRD and ORD of our request
+ * @rep: the responder's reply, as parsed
+ * @mpa: the parameters the stream will use
+ *
+ * Return: 0 when @mpa is final; -ECONNREFUSED when the responder rejected
+ * (@mpa then has the revision and the peer's IRD/ORD); -EPROTO for a
+ * revision we did not offer, or P2P without one of our RTRs.
+ */
 int vd_mpa_settle(const struct vd_mpa_ours *ours,
 		  const struct vd_mpa_info *rep, struct vd_mpa_params *mpa)
 {

@@ -45,7 +45,7 @@ static_assert(VD_MAX_MSG_SIZE <= U32_MAX);
 
 /*
  * QP numbers come from one IDA for the whole module, so they are unique
- * device-wide (and module-wide). The IDA frees its memory as it empties
+ * module-wide, across devices. The IDA frees its memory as it empties
  * and every QP is gone before the module can be unloaded.
  */
 static DEFINE_IDA(vd_qpn_ida);

@@ -326,7 +326,7 @@ struct viaduct_create_qp {
 	__u32 ird;		/* in: as responder */
 	__u32 max_msg_size;	/* in: VIPL MaxTransferSize, 0 for the device limit; out */
 	__u32 handle;		/* out */
-	__u32 qpn;		/* out: device-wide QP number */
+	__u32 qpn;		/* out: QP number, unique in the module */
 	__u32 sq_wqe_size;	/* out: bytes per SQ slot */
 	__u32 rq_wqe_size;	/* out: bytes per RQ slot */
 	__aligned_u64 db_key;	/* out: doorbell page */

@@ -26,7 +26,7 @@
 #include <linux/socket.h>
 #include <linux/types.h>
 #include <net/net_namespace.h>
-#include <uapi/viaduct.h>
+#include <viaduct/viaduct-abi.h>
 
 struct vd_device;
 

@@ -36,7 +36,7 @@
  *
  *   vd_cm_listen(), vd_cm_connect(), vd_cm_accept(), vd_cm_reject(),
  *   vd_cm_disconnect(), vd_cm_convert(), vd_cm_ack()
- *       The commands of include/uapi/viaduct.h on an id the caller holds a
+ *       The commands of include/uapi/viaduct/viaduct-abi.h on an id the caller holds a
  *       reference on; private data already copied in. Process context.
  *       vd_cm_convert() takes over the caller's reference on @sock's file,
  *       whatever it returns.
@@ -75,7 +75,7 @@
 
 #include <linux/types.h>
 #include <net/net_namespace.h>
-#include <uapi/viaduct.h>
+#include <viaduct/viaduct-abi.h>
 
 struct vd_cm_channel;
 struct vd_cm_id;

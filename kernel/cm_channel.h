@@ -39,7 +39,7 @@
 #include <linux/fs.h>
 #include <linux/list.h>
 #include <linux/types.h>
-#include <uapi/viaduct.h>
+#include <viaduct/viaduct-abi.h>
 
 struct vd_cm_channel;
 

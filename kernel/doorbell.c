@@ -13,7 +13,7 @@
 #include <linux/processor.h>
 #include <linux/sched.h>
 #include <kunit/visibility.h>
-#include <uapi/viaduct.h>
+#include <viaduct/viaduct-abi.h>
 
 #include "doorbell.h"
 #include "stats.h"

@@ -12,7 +12,7 @@
 #include <linux/module.h>
 #include <net/genetlink.h>
 
-#include <uapi/viaduct_nl.h>
+#include <viaduct/viaduct-nl.h>
 
 #include "cm.h"
 #include "device.h"

@@ -7,7 +7,7 @@
 #include <linux/errno.h>
 #include <linux/minmax.h>
 #include <linux/string.h>
-#include <uapi/viaduct.h>
+#include <viaduct/viaduct-abi.h>
 
 #include "mpa.h"
 

@@ -98,7 +98,7 @@
 #include <linux/kref.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
-#include <uapi/viaduct.h>
+#include <viaduct/viaduct-abi.h>
 
 #include "doorbell.h"
 

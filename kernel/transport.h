@@ -41,7 +41,7 @@
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/workqueue.h>
-#include <uapi/viaduct.h>
+#include <viaduct/viaduct-abi.h>
 
 #include "conn.h"
 #include "iwarp.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The connection manager's commands on /dev/viaduct (include/uapi/viaduct.h,
+ * The connection manager's commands on /dev/viaduct (include/uapi/viaduct/viaduct-abi.h,
  * "Connection manager"): argument checks, copies in and out, and handle
  * lookups. cm.c does the work; uobj.c keeps the ids in the handle table.
  * Descriptors (channels, converted sockets) are looked up here, and a

@@ -17,7 +17,7 @@
 #include <linux/uaccess.h>
 #include <linux/xarray.h>
 
-#include <uapi/viaduct_nl.h>
+#include <viaduct/viaduct-nl.h>
 
 #include "cm.h"
 #include "cq.h"

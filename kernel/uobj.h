@@ -12,7 +12,7 @@
  *       QPs, CQs, MRs and PDs still named by handles, in that order, then
  *       forgets the mmap keys and drops the async queue. Process context.
  *   vd_uobj_create_pd() ... vd_uobj_create_comp_channel()
- *       The resource commands of include/uapi/viaduct.h, called by uctx.c's
+ *       The resource commands of include/uapi/viaduct/viaduct-abi.h, called by uctx.c's
  *       dispatcher with the argument copied in (see VD_IOCTL_HANDLER).
  *   vd_uobj_give_fd(file, uarg, karg, size, fd)
  *       Hands @file (or its ERR_PTR) to the process: reserves a descriptor

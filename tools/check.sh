@@ -207,7 +207,7 @@ if [[ $vm_only == 0 ]]; then
 	phase "style"
 	if [[ -n $ksrc ]]; then
 		shopt -s nullglob
-		kfiles=(kernel/*.[ch] kernel/tests/*.[ch] include/uapi/*.h)
+		kfiles=(kernel/*.[ch] kernel/tests/*.[ch] include/uapi/viaduct/*.h)
 		shopt -u nullglob
 		step host/style/checkpatch "$out/checkpatch.log" checkpatch "${kfiles[@]}" || true
 	else

@@ -15,7 +15,7 @@
 #include <linux/socket.h>
 #include <linux/stddef.h>
 
-#include <uapi/viaduct.h>
+#include <viaduct/viaduct-abi.h>
 
 #include "../device.h"
 #include "../viaduct.h"

@@ -2,12 +2,16 @@
 /*
  * viaduct: the VI Kernel Agent and software RNIC -- character device ABI.
  *
+ * Included as <viaduct/viaduct-abi.h> by the module, the library and
+ * installed programs alike: a directory of its own, so that nothing here
+ * can collide with the kernel's uapi headers.
+ *
  * Objects
  * -------
  * A *device* (vd0, vd1, ...) is a software RNIC bound to one network
  * interface. It lives in that interface's network namespace and its
  * addresses are the interface's IP addresses. Devices are created and
- * removed over the generic-netlink family described in viaduct_nl.h; a
+ * removed over the generic-netlink family described in viaduct-nl.h; a
  * device disappears when its interface is deleted or leaves its namespace.
  * Every device has a global index (never reused while the module is loaded)
  * and a name that is unique within its network namespace.
@@ -68,8 +72,8 @@
  * bit that is clear, so that a program can ask before it tries.
  * VIADUCT_ABI_VERSION is bumped only for incompatible changes.
  */
-#ifndef _UAPI_VIADUCT_H
-#define _UAPI_VIADUCT_H
+#ifndef _VIADUCT_ABI_H
+#define _VIADUCT_ABI_H
 
 #include <linux/types.h>
 #include <linux/ioctl.h>
@@ -733,4 +737,4 @@ struct viaduct_cm_event {
 	_IOW(VIADUCT_IOCTL_MAGIC, 0x28, struct viaduct_cm_convert_socket)
 #define VIADUCT_IOCTL_CM_ACK_EVENT	_IOW(VIADUCT_IOCTL_MAGIC, 0x29, struct viaduct_cm_ack)
 
-#endif /* _UAPI_VIADUCT_H */
+#endif /* _VIADUCT_ABI_H */

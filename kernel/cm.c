@@ -255,10 +255,15 @@ static void cm_stream_closed(struct vd_conn *conn, int reason);
 /* The MPA exchange succeeded: bind the QP and hand over to the transport. */
 int vd_cm_establish(struct vd_cm_id *id)
 {
+	const struct vd_stream_ops *ops;
 	struct vd_conn *conn;
 	int ret;
 
 	lockdep_assert_held(&id->lock);
+	/* main.c gives the CM the transport before any context can exist */
+	ops = READ_ONCE(vd_cm_stream_ops);
+	if (WARN_ON_ONCE(!ops))
+		return -EOPNOTSUPP;
 	conn = kzalloc(sizeof(*conn), GFP_KERNEL);
 	if (!conn)
 		return -ENOMEM;
@@ -266,7 +271,7 @@ int vd_cm_establish(struct vd_cm_id *id)
 	conn->sock = id->sock;
 	conn->dev = vd_device_get(id->owner.dev);
 	conn->qp = vd_qp_get(id->qp);
-	conn->ops = READ_ONCE(vd_cm_stream_ops);
+	conn->ops = ops;
 	conn->closed = cm_stream_closed;
 	conn->cm = id;
 	conn->mpa = id->mpa;
@@ -280,13 +285,11 @@ int vd_cm_establish(struct vd_cm_id *id)
 	}
 	id->conn = conn;
 	WRITE_ONCE(id->tp_closed, 0);
-	if (conn->ops) {
-		ret = conn->ops->start(conn);
-		if (ret) {
-			/* a failed start left nothing to stop */
-			conn->ops = NULL;
-			return ret;	/* the caller tears down */
-		}
+	ret = conn->ops->start(conn);
+	if (ret) {
+		/* a failed start left nothing to stop */
+		conn->ops = NULL;
+		return ret;	/* the caller tears down */
 	}
 	vd_cm_disarm_timeout(id);
 	id->state = VD_CM_ESTABLISHED;

@@ -47,8 +47,8 @@
  *
  * The QP side, for both: vd_qp_enter_rts() binds the QP when the stream
  * is established; vd_qp_llp_closed() unbinds it (qp.h) when it is gone.
- * With @ops NULL (no transport yet) the stream is simply held open and the
- * CM watches it for FIN and RST itself.
+ * @ops is set for every stream (there is no stream without a transport)
+ * and becomes NULL once stop() was called, so that it is called once.
  *
  * References: the transport may keep @conn past stop() with
  * vd_conn_get(); vd_conn_put() (conn.c) may sleep (the last one drops the
@@ -99,7 +99,7 @@ struct vd_conn {
 	struct socket *sock;		/* the CM endpoint's; see above */
 	struct vd_device *dev;		/* referenced */
 	struct vd_qp *qp;		/* referenced */
-	const struct vd_stream_ops *ops;	/* NULL: held open only */
+	const struct vd_stream_ops *ops;	/* NULL once stopped */
 	/* the CM's, for vd_conn_closed() */
 	void (*closed)(struct vd_conn *conn, int reason);
 	void *tp;			/* the transport's */

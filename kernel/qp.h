@@ -60,9 +60,11 @@
  *   vd_qp_sq_work(qp)      the hook where the transport learns that the SQ
  *                          has WRs to execute or that the state changed.
  *
- *   Pure functions (no QP needed; the KUnit suite viaduct_qp tests them):
+ *   Pure functions (qp_rules.c; the KUnit suite viaduct_qp tests them):
  *   vd_qp_check_transition(cur, next, mask, has_llp)
  *   vd_qp_caps(attr, caps)    create attributes -> sizes, or -EINVAL
+ *                          (-EOPNOTSUPP for Reliable Reception)
+ *   vd_qp_check_modify(m)  MODIFY_QP's values: access bits, ORD, IRD
  *   vd_qp_check_sqe(slot, lim, &len), vd_qp_check_rqe(slot, lim, &len)
  *                          0 (VIADUCT_WC_SUCCESS) or the CQE status that
  *                          the WQE completes with.
@@ -238,6 +240,7 @@ void vd_qp_sq_work(struct vd_qp *qp);
 int vd_qp_doorbell(struct vd_qp *qp, u32 flags);
 
 int vd_qp_check_transition(u32 cur, u32 next, u32 mask, bool has_llp);
+int vd_qp_check_modify(const struct viaduct_modify_qp *m);
 int vd_qp_caps(const struct viaduct_create_qp *attr, struct vd_qp_caps *caps);
 u8 vd_qp_check_sqe(const void *slot, const struct vd_wqe_limits *lim,
 		   u32 *len);

@@ -40,7 +40,7 @@ bench:
 style:
 	@src=$$(bash tools/vm/kernel.sh --srcdir) && \
 	$$src/scripts/checkpatch.pl --strict --no-tree --terse -f \
-		kernel/*.[ch] kernel/tests/*.[ch] include/uapi/*.h
+		kernel/*.[ch] kernel/tests/*.[ch] include/uapi/viaduct/*.h
 
 format:
 	find user tools -name '*.cpp' -o -name '*.hpp' -o -name '*.h' | xargs -r clang-format -i

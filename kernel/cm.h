@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The iWARP connection manager: TCP endpoints, the MPA request/reply
- * exchange (RFC 5044, RFC 6581) and CM events. ucm.c is its ioctl face.
+ * exchange (RFC 5044, RFC 6581) and CM events. ucm.c is its ioctl face;
+ * the CM itself knows no file descriptors and no handle table.
+ * Files: cm.c (ids and their state machine), cm_sock.c (the TCP endpoint
+ * and the MPA frames), cm_listen.c (listeners and the passive side),
+ * mpa.c (what the frames negotiate), cm_channel.c (event channels),
+ * addr.c (addresses and the device's route policy).
  *
  * API
  * ---
@@ -10,16 +15,15 @@
  *   vd_cm_set_stream_ops(ops)
  *       The transport's struct vd_stream_ops, given to every new conn.
  *
- *   vd_cm_channel_create_file(), vd_cm_channel_fdget(fd), vd_cm_channel_put()
- *       CM event channels: an anon-inode file (installed by the caller,
- *       vd_uobj_give_fd()) that read()s whole
- *       struct viaduct_cm_event records and polls readable while one is
- *       queued. fdget: ERR_PTR(-EBADF) or -EINVAL (not a CM channel).
- *
  *   vd_cm_id_create(owner, ch, user_data)
- *       A new idle id with one reference (the handle table's, once
- *       vd_uobj_cm_id_add() took it), reporting to @ch (referenced).
- *       @owner names the context's namespace, device and handle table.
+ *       A new idle id with one reference (the owner's), reporting to the
+ *       event channel @ch (cm_channel.h; referenced). @owner names the
+ *       namespace, the device and how a listener's new connections are
+ *       published: @owner->publish(@owner->arg, child) runs from the CM's
+ *       work item with the child's mutex held when its MPA request came;
+ *       it gives the child a handle (vd_cm_id_set_handle()) and takes over
+ *       its reference, or returns an error and the child goes away. It
+ *       must not call back into the CM.
  *   vd_cm_id_set_handle(id, handle)
  *       The handle the table gave the id (before it is published).
  *   vd_cm_id_busy(id)
@@ -32,8 +36,10 @@
  *
  *   vd_cm_listen(), vd_cm_connect(), vd_cm_accept(), vd_cm_reject(),
  *   vd_cm_disconnect(), vd_cm_convert(), vd_cm_ack()
- *       The commands of include/uapi/viaduct.h on an id the caller holds a
+ *       The commands of include/uapi/viaduct/viaduct-abi.h on an id the caller holds a
  *       reference on; private data already copied in. Process context.
+ *       vd_cm_convert() takes over the caller's reference on @sock's file,
+ *       whatever it returns.
  *
  * Locking
  * -------
@@ -44,17 +50,17 @@
  * listener name nobody until they are attached to their own id. A
  * listener keeps its pending children on a list under a spinlock of its
  * own, so a child never takes its listener's mutex (the order is listener
- * -> child, the child's mutex taken with SINGLE_DEPTH_NESTING). The table
- * lock is taken under an id mutex (publishing a child's handle), never the
- * other way round: ids are erased from the table under the table lock and
- * destroyed after it is dropped. A channel's spinlock protects its queue
- * and the unacknowledged event lists of the ids reporting to it; it is a
- * leaf. Nothing sleeps under a spinlock; sockets are created, sent on,
- * shut down and released under an id mutex only.
+ * -> child, the child's mutex taken with SINGLE_DEPTH_NESTING). The owner's
+ * locks may be taken under an id mutex (@owner->publish), never the other
+ * way round: the owner destroys ids after it dropped its own locks. A
+ * channel's spinlock protects its queue and the unacknowledged event lists
+ * of the ids reporting to it; it is a leaf. Nothing sleeps under a
+ * spinlock; sockets are created, sent on, shut down and released under an
+ * id mutex only.
  *
  * Lifetimes
  * ---------
- * The table holds one reference per published id; a listener's list one
+ * The owner holds one reference per id it published; a listener's list one
  * per pending child; each queued work item and armed timeout one. A child
  * holds its listener (for its CONNECT_REQUEST's listen_handle), every id
  * its channel. vd_cm_id_destroy() detaches the socket callbacks before it
@@ -69,20 +75,21 @@
 
 #include <linux/types.h>
 #include <net/net_namespace.h>
-#include <uapi/viaduct.h>
+#include <viaduct/viaduct-abi.h>
 
 struct vd_cm_channel;
 struct vd_cm_id;
 struct vd_device;
 struct vd_qp;
+struct socket;
 struct vd_stream_ops;
-struct vd_uobj_table;
 
-/* What an id needs of the context that owns it; the context outlives it. */
+/* What an id needs of its owner; the owner outlives it. */
 struct vd_cm_owner {
 	struct net *net;
 	struct vd_device *dev;
-	struct vd_uobj_table *objs;
+	int (*publish)(void *arg, struct vd_cm_id *child);
+	void *arg;
 };
 
 /* A command's connection parameters, validated and copied in. */
@@ -98,10 +105,6 @@ struct vd_cm_param {
 int vd_cm_init(void);
 void vd_cm_uninit(void);
 void vd_cm_set_stream_ops(const struct vd_stream_ops *ops);
-
-struct file *vd_cm_channel_create_file(void);
-struct vd_cm_channel *vd_cm_channel_fdget(int fd);
-void vd_cm_channel_put(struct vd_cm_channel *ch);
 
 struct vd_cm_id *vd_cm_id_create(const struct vd_cm_owner *owner,
 				 struct vd_cm_channel *ch, u64 user_data);
@@ -119,11 +122,8 @@ int vd_cm_accept(struct vd_cm_id *id, struct vd_qp *qp,
 		 const struct vd_cm_param *p);
 int vd_cm_reject(struct vd_cm_id *id, const u8 *pd, u32 pd_len);
 int vd_cm_disconnect(struct vd_cm_id *id, bool abort);
-int vd_cm_convert(struct vd_cm_id *id, int fd, struct vd_qp *qp,
+int vd_cm_convert(struct vd_cm_id *id, struct socket *sock, struct vd_qp *qp,
 		  const struct vd_cm_param *p);
 int vd_cm_ack(struct vd_cm_id *id, u32 seq);
-
-/* uobj.c: the table side of CM ids (see uobj.h for the table's rules) */
-int vd_uobj_cm_id_publish(struct vd_uobj_table *t, struct vd_cm_id *id);
 
 #endif /* _VD_CM_H */

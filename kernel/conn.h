@@ -33,9 +33,9 @@
  *                        closes the socket gracefully or with RST (@abort),
  *                        or, for a graceful disconnect, sends its FIN and
  *                        waits for the peer's itself.
- *   vd_cm_stream_closed(conn, reason)
- *                        Called by the transport from any context (it only
- *                        schedules CM work), between start() and the end
+ *   vd_conn_closed(conn, reason)
+ *                        Called by the transport from any context (the
+ *                        CM's @closed callback only schedules CM work), between start() and the end
  *                        of stop(), when the stream failed or the peer
  *                        closed it: @reason 0 for a FIN, else a negative
  *                        errno (-ECONNRESET, -EPROTO for a framing error,
@@ -47,12 +47,14 @@
  *
  * The QP side, for both: vd_qp_enter_rts() binds the QP when the stream
  * is established; vd_qp_llp_closed() unbinds it (qp.h) when it is gone.
- * With @ops NULL (no transport yet) the stream is simply held open and the
- * CM watches it for FIN and RST itself.
+ * @ops is set for every stream (there is no stream without a transport)
+ * and becomes NULL once stop() was called, so that it is called once.
  *
  * References: the transport may keep @conn past stop() with
- * vd_conn_get(); vd_conn_put() may sleep (the last one drops the QP and
- * the device), so it is called in process context only.
+ * vd_conn_get(); vd_conn_put() (conn.c) may sleep (the last one drops the
+ * QP and the device), so it is called in process context only. Neither
+ * side calls the other by name: the CM reaches the transport through
+ * @ops, the transport the CM through @closed.
  */
 #ifndef _VD_CONN_H
 #define _VD_CONN_H
@@ -97,7 +99,9 @@ struct vd_conn {
 	struct socket *sock;		/* the CM endpoint's; see above */
 	struct vd_device *dev;		/* referenced */
 	struct vd_qp *qp;		/* referenced */
-	const struct vd_stream_ops *ops;	/* NULL: held open only */
+	const struct vd_stream_ops *ops;	/* NULL once stopped */
+	/* the CM's, for vd_conn_closed() */
+	void (*closed)(struct vd_conn *conn, int reason);
 	void *tp;			/* the transport's */
 	void *cm;			/* the CM endpoint, for callbacks */
 	struct vd_mpa_params mpa;
@@ -113,6 +117,9 @@ static inline struct vd_conn *vd_conn_get(struct vd_conn *conn)
 	return conn;
 }
 
-void vd_cm_stream_closed(struct vd_conn *conn, int reason);
+static inline void vd_conn_closed(struct vd_conn *conn, int reason)
+{
+	conn->closed(conn, reason);
+}
 
 #endif /* _VD_CONN_H */

@@ -84,7 +84,7 @@
 #include <linux/printk.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
-#include <uapi/viaduct.h>
+#include <viaduct/viaduct-abi.h>
 
 struct vd_async_queue;
 struct vd_comp_channel;

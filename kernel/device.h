@@ -65,7 +65,7 @@
 #include <linux/types.h>
 #include <net/net_namespace.h>
 
-#include <uapi/viaduct.h>
+#include <viaduct/viaduct-abi.h>
 
 #include "doorbell.h"
 #include "tpt.h"

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Doorbells: the DOORBELL system call and the per-device polling worker
- * with its NEED_WAKEUP protocol. doorbell.h has the API, and
- * Documentation/qp.rst the protocol and why it loses no wakeup.
+ * The per-device doorbell polling worker with its NEED_WAKEUP protocol.
+ * doorbell.h has the API, and Documentation/qp.rst the protocol and why it
+ * loses no wakeup. The worker knows its clients only by the doorbell page
+ * and the poll function they registered (qp.c's QPs).
  */
 #include <linux/compiler.h>
 #include <linux/err.h>
@@ -12,46 +13,15 @@
 #include <linux/processor.h>
 #include <linux/sched.h>
 #include <kunit/visibility.h>
+#include <viaduct/viaduct-abi.h>
 
 #include "doorbell.h"
-#include "qp.h"
 #include "stats.h"
 
 static unsigned int poll_idle_us = 2000;
 module_param(poll_idle_us, uint, 0644);
 MODULE_PARM_DESC(poll_idle_us,
 		 "Doorbell worker: microseconds of polling without work before it sleeps");
-
-#define VD_DOORBELL_ALL		(VIADUCT_DOORBELL_SQ | VIADUCT_DOORBELL_RQ)
-
-int vd_doorbell_ring(struct vd_qp *qp, u32 flags)
-{
-	int n;
-
-	if (!flags || flags & ~VD_DOORBELL_ALL)
-		return -EINVAL;
-	vd_stat_inc(doorbells);
-
-	/*
-	 * A polled QP's user rings only while the worker sleeps: wake it so
-	 * that it polls again, and take the WQEs here as well, so that they
-	 * do not wait for the worker to be scheduled.
-	 */
-	if (qp->worker)
-		vd_doorbell_kick(qp->worker);
-	if (flags & VIADUCT_DOORBELL_SQ) {
-		n = vd_qp_consume(qp, VD_QP_SQ);
-		if (n < 0)
-			return n;
-	}
-	if (flags & VIADUCT_DOORBELL_RQ) {
-		n = vd_qp_consume(qp, VD_QP_RQ);
-		if (n < 0)
-			return n;
-	}
-	return 0;
-}
-EXPORT_SYMBOL_IF_KUNIT(vd_doorbell_ring);
 
 void vd_doorbell_kick(struct vd_doorbell_worker *w)
 {
@@ -62,19 +32,19 @@ void vd_doorbell_kick(struct vd_doorbell_worker *w)
 EXPORT_SYMBOL_IF_KUNIT(vd_doorbell_kick);
 
 /* Only the kernel writes the flags word; whatever the user put there goes. */
-static void set_need_wakeup(struct vd_qp *qp, bool on)
+static void set_need_wakeup(struct vd_db_client *c, bool on)
 {
-	WRITE_ONCE(qp->db->flags, on ? VIADUCT_DB_F_NEED_WAKEUP : 0);
+	WRITE_ONCE(c->db->flags, on ? VIADUCT_DB_F_NEED_WAKEUP : 0);
 }
 
 static void worker_flag_all(struct vd_doorbell_worker *w, bool on)
 {
-	struct vd_qp *qp;
+	struct vd_db_client *c;
 	unsigned long idx;
 
 	mutex_lock(&w->lock);
-	xa_for_each(&w->qps, idx, qp)
-		set_need_wakeup(qp, on);
+	xa_for_each(&w->clients, idx, c)
+		set_need_wakeup(c, on);
 	mutex_unlock(&w->lock);
 }
 
@@ -86,18 +56,14 @@ static void worker_flag_all(struct vd_doorbell_worker *w, bool on)
  */
 static bool worker_pass(struct vd_doorbell_worker *w)
 {
-	struct vd_qp *qp;
+	struct vd_db_client *c;
 	unsigned long idx;
 	bool work = false;
 
 	mutex_lock(&w->lock);
-	xa_for_each(&w->qps, idx, qp) {
+	xa_for_each(&w->clients, idx, c) {
 		vd_stat_inc(worker_polls);
-		if (vd_qp_db_pending(qp, VD_QP_SQ) &&
-		    vd_qp_consume(qp, VD_QP_SQ) > 0)
-			work = true;
-		if (vd_qp_db_pending(qp, VD_QP_RQ) &&
-		    vd_qp_consume(qp, VD_QP_RQ) > 0)
+		if (c->poll(c))
 			work = true;
 		if (need_resched()) {
 			/* xa_for_each() resumes after @idx: entries may go. */
@@ -165,7 +131,7 @@ int vd_doorbell_worker_start(struct vd_doorbell_worker *w, const char *name)
 	struct task_struct *task;
 
 	mutex_init(&w->lock);
-	xa_init(&w->qps);
+	xa_init(&w->clients);
 	init_waitqueue_head(&w->wait);
 	atomic_set(&w->kick, 0);
 	w->task = NULL;
@@ -197,7 +163,8 @@ void vd_doorbell_worker_stop(struct vd_doorbell_worker *w)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_doorbell_worker_stop);
 
-int vd_doorbell_register(struct vd_doorbell_worker *w, struct vd_qp *qp)
+int vd_doorbell_register(struct vd_doorbell_worker *w,
+			 struct vd_db_client *c)
 {
 	int err = -ENODEV;
 
@@ -207,10 +174,8 @@ int vd_doorbell_register(struct vd_doorbell_worker *w, struct vd_qp *qp)
 		 * Ring until the worker has noticed this page: it clears the
 		 * flag when the kick below reaches it.
 		 */
-		set_need_wakeup(qp, true);
-		err = xa_insert(&w->qps, qp->qpn, qp, GFP_KERNEL);
-		if (!err)
-			vd_qp_get(qp);
+		set_need_wakeup(c, true);
+		err = xa_insert(&w->clients, c->id, c, GFP_KERNEL);
 	}
 	mutex_unlock(&w->lock);
 	if (!err)
@@ -218,16 +183,14 @@ int vd_doorbell_register(struct vd_doorbell_worker *w, struct vd_qp *qp)
 	return err;
 }
 
-void vd_doorbell_unregister(struct vd_doorbell_worker *w, struct vd_qp *qp)
+void vd_doorbell_unregister(struct vd_doorbell_worker *w,
+			    struct vd_db_client *c)
 {
-	struct vd_qp *old;
+	struct vd_db_client *old;
 
-	/* The worker polls a QP only while holding @lock. */
+	/* The worker polls a client only while holding @lock. */
 	mutex_lock(&w->lock);
-	old = xa_erase(&w->qps, qp->qpn);
+	old = xa_erase(&w->clients, c->id);
 	mutex_unlock(&w->lock);
-	if (old) {
-		WARN_ON_ONCE(old != qp);
-		vd_qp_put(old);
-	}
+	WARN_ON_ONCE(old && old != c);
 }

@@ -1,32 +1,33 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Doorbells: how the kernel learns that a QP's producer indices moved.
- * Documentation/qp.rst describes both modes and the NEED_WAKEUP protocol.
+ * The doorbell polling worker: how the kernel learns, without a system
+ * call, that the producer indices of a POLLED QP moved. The DOORBELL
+ * command itself is vd_qp_doorbell() (qp.h). Documentation/qp.rst
+ * describes both modes and the NEED_WAKEUP protocol.
  *
  * API
  * ---
- *   vd_doorbell_ring(qp, flags)
- *       The DOORBELL ioctl: VIADUCT_DOORBELL_SQ and/or _RQ (at least one,
- *       nothing else: -EINVAL otherwise). Takes the new WQEs of those
- *       queues at once, and for a polled QP also wakes the worker so that
- *       it resumes polling. -ENOENT once the QP was destroyed. Process
- *       context.
- *
  *   vd_doorbell_worker_start(w, name)
  *       Initialises the worker embedded in a device and starts its kernel
  *       thread, "vd_db/<name>". Process context; -ENOMEM and the like.
  *   vd_doorbell_worker_stop(w)
- *       Stops the thread (kthread_stop) and waits for it. QPs still
- *       registered stay registered (vd_doorbell_unregister() still works)
- *       with VIADUCT_DB_F_NEED_WAKEUP set, so their users fall back to
- *       ringing DOORBELL, which consumes directly. New registrations fail
- *       with -ENODEV. The structure must stay allocated until the last QP
+ *       Stops the thread (kthread_stop) and waits for it; the device is
+ *       being removed. QPs still registered stay registered
+ *       (vd_doorbell_unregister() still works) with
+ *       VIADUCT_DB_F_NEED_WAKEUP set, so that their users stop relying on
+ *       the worker and ring DOORBELL, which answers ENODEV: nothing is
+ *       consumed on a removed device. New registrations fail with
+ *       -ENODEV. The structure must stay allocated until the last QP
  *       is unregistered; it needs no other teardown (the registry frees its
  *       memory as it empties).
- *   vd_doorbell_register(w, qp), vd_doorbell_unregister(w, qp)
- *       Called by vd_qp_create() and vd_qp_destroy() for POLLED QPs. The
- *       registry holds a QP reference. When unregister returns, the worker
- *       no longer uses the QP. Process context (they take a mutex).
+ *   vd_doorbell_register(w, client), vd_doorbell_unregister(w, client)
+ *       Called by vd_qp_create() and vd_qp_destroy() for POLLED QPs, with
+ *       the struct vd_db_client the QP embeds: @db is the page whose
+ *       flags word the worker writes, @poll() takes what the user posted
+ *       and says whether there was any, @id (the QPN) is unique per
+ *       worker. When unregister returns, the worker no longer uses the
+ *       client; the client stays allocated until then. Process context
+ *       (they take a mutex).
  *   vd_doorbell_kick(w)
  *       Wakes the worker (or keeps it from falling asleep). Any context.
  *
@@ -50,22 +51,28 @@
 #include <linux/xarray.h>
 
 struct task_struct;
-struct vd_qp;
+struct viaduct_doorbell;
+
+struct vd_db_client {
+	struct viaduct_doorbell *db;
+	bool (*poll)(struct vd_db_client *c);
+	u32 id;
+};
 
 struct vd_doorbell_worker {
 	struct mutex lock;		/* registry vs. poll passes */
-	struct xarray qps;		/* qpn -> referenced struct vd_qp */
+	struct xarray clients;		/* id -> struct vd_db_client */
 	struct task_struct *task;	/* NULL once stopped */
 	wait_queue_head_t wait;
 	atomic_t kick;
 };
 
-int vd_doorbell_ring(struct vd_qp *qp, u32 flags);
-
 int vd_doorbell_worker_start(struct vd_doorbell_worker *w, const char *name);
 void vd_doorbell_worker_stop(struct vd_doorbell_worker *w);
-int vd_doorbell_register(struct vd_doorbell_worker *w, struct vd_qp *qp);
-void vd_doorbell_unregister(struct vd_doorbell_worker *w, struct vd_qp *qp);
+int vd_doorbell_register(struct vd_doorbell_worker *w,
+			 struct vd_db_client *c);
+void vd_doorbell_unregister(struct vd_doorbell_worker *w,
+			    struct vd_db_client *c);
 void vd_doorbell_kick(struct vd_doorbell_worker *w);
 
 #endif /* _VD_DOORBELL_H */

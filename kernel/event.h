@@ -81,7 +81,7 @@
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/wait.h>
-#include <uapi/viaduct.h>
+#include <viaduct/viaduct-abi.h>
 
 #define VD_ASYNC_QUEUE_LEN	1024U	/* power of two */
 #define VD_COMP_CHANNEL_LEN	1024U	/* power of two */

@@ -12,7 +12,7 @@
 #include <linux/module.h>
 #include <net/genetlink.h>
 
-#include <uapi/viaduct_nl.h>
+#include <viaduct/viaduct-nl.h>
 
 #include "cm.h"
 #include "device.h"
@@ -38,6 +38,8 @@ static int __init vd_mod_init(void)
 	ret = vd_transport_init();
 	if (ret)
 		goto err_transport;
+	/* the CM reaches the transport only through these */
+	vd_cm_set_stream_ops(&vd_transport_ops);
 
 	ret = vd_uctx_init();
 	if (ret)
@@ -54,6 +56,7 @@ static int __init vd_mod_init(void)
 err_netlink:
 	vd_uctx_uninit();
 err_uctx:
+	vd_cm_set_stream_ops(NULL);
 	vd_transport_uninit();
 err_transport:
 	vd_cm_uninit();
@@ -67,6 +70,7 @@ static void __exit vd_mod_exit(void)
 {
 	vd_netlink_uninit();
 	vd_uctx_uninit();
+	vd_cm_set_stream_ops(NULL);
 	vd_transport_uninit();
 	vd_cm_uninit();
 	vd_device_uninit();

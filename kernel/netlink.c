@@ -23,7 +23,7 @@
 #include <net/netlink.h>
 #include <net/sock.h>
 
-#include <uapi/viaduct_nl.h>
+#include <viaduct/viaduct-nl.h>
 
 #include "device.h"
 #include "netlink.h"

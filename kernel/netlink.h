@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The "viaduct" generic-netlink family (include/uapi/viaduct_nl.h).
+ * The "viaduct" generic-netlink family (include/uapi/viaduct/viaduct-nl.h).
  *
  *   vd_netlink_init(), vd_netlink_uninit()
  *       Register and unregister the family. Unregistering waits for

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Queue pairs: creation, the state machine, taking WQEs from the shared
- * rings (copy first, then validate), and flushing. qp.h has the API and
- * the locking rules, Documentation/qp.rst the semantics.
+ * rings (copy first, then validate), and flushing. The pure rules they
+ * follow (transitions, create attributes, WQE checks) are in qp_rules.c.
+ * qp.h has the API and the locking rules, Documentation/qp.rst the
+ * semantics.
  */
 #include <linux/bug.h>
 #include <linux/err.h>
@@ -23,17 +25,7 @@
 #include "qp.h"
 #include "ring.h"
 #include "stats.h"
-#include "transport.h"
 #include "viaduct.h"
-
-#define VD_QP_ATTR_VALUES	(VIADUCT_QP_ATTR_ACCESS | VIADUCT_QP_ATTR_ORD | \
-				 VIADUCT_QP_ATTR_IRD)
-#define VD_QP_ACCESS_ALL	(VIADUCT_QP_ACCESS_REMOTE_WRITE | \
-				 VIADUCT_QP_ACCESS_REMOTE_READ)
-#define VD_RELIABILITY_ALL	(VIADUCT_RELIABILITY_UNRELIABLE | \
-				 VIADUCT_RELIABILITY_RELIABLE_DELIVERY | \
-				 VIADUCT_RELIABILITY_RELIABLE_RECEPTION)
-#define VD_QP_FLAGS_ALL		VIADUCT_QP_F_POLLED
 
 /* A flushed or failed SQ WR reports its own opcode as the CQE opcode. */
 static_assert(VIADUCT_WC_SEND == VIADUCT_OP_SEND);
@@ -46,187 +38,10 @@ static_assert(VD_MAX_MSG_SIZE <= U32_MAX);
 
 /*
  * QP numbers come from one IDA for the whole module, so they are unique
- * device-wide (and module-wide). The IDA frees its memory as it empties
+ * module-wide, across devices. The IDA frees its memory as it empties
  * and every QP is gone before the module can be unloaded.
  */
 static DEFINE_IDA(vd_qpn_ida);
-
-/* --- Pure rules ----------------------------------------------------- */
-
-/*
- * The modify rules of the verbs draft (QP state table): which (cur, next)
- * pairs a consumer may ask for, and whether the request may also change
- * attributes. Closing and Terminate are left by the transport only.
- */
-int vd_qp_check_transition(u32 cur, u32 next, u32 mask, bool has_llp)
-{
-	bool attrs = mask & VD_QP_ATTR_VALUES;
-
-	if (!mask || mask & ~VIADUCT_QP_ATTR_ALL)
-		return -EINVAL;
-	if (cur > VIADUCT_QPS_MAX || next > VIADUCT_QPS_MAX)
-		return -EINVAL;
-
-	switch (cur) {
-	case VIADUCT_QPS_IDLE:
-		switch (next) {
-		case VIADUCT_QPS_IDLE:
-			return 0;
-		case VIADUCT_QPS_RTS:
-			return has_llp ? 0 : -EINVAL;
-		case VIADUCT_QPS_ERROR:
-			return attrs ? -EINVAL : 0;
-		default:
-			return -EINVAL;
-		}
-	case VIADUCT_QPS_RTS:
-		switch (next) {
-		case VIADUCT_QPS_RTS:
-			return 0;
-		case VIADUCT_QPS_CLOSING:
-		case VIADUCT_QPS_TERMINATE:
-		case VIADUCT_QPS_ERROR:
-			return attrs ? -EINVAL : 0;
-		default:
-			return -EINVAL;
-		}
-	case VIADUCT_QPS_ERROR:
-		return next == VIADUCT_QPS_IDLE && !attrs ? 0 : -EINVAL;
-	default:
-		return -EINVAL;
-	}
-}
-EXPORT_SYMBOL_IF_KUNIT(vd_qp_check_transition);
-
-static int check_modify_values(const struct viaduct_modify_qp *m)
-{
-	if (m->mask & VIADUCT_QP_ATTR_ACCESS && m->access & ~VD_QP_ACCESS_ALL)
-		return -EINVAL;
-	if (m->mask & VIADUCT_QP_ATTR_ORD && m->ord > VD_MAX_ORD)
-		return -EINVAL;
-	if (m->mask & VIADUCT_QP_ATTR_IRD && m->ird > VD_MAX_IRD)
-		return -EINVAL;
-	return 0;
-}
-
-static u32 wqe_size(u32 hdr, u32 payload)
-{
-	return max_t(u32, VD_QP_MIN_WQE_SIZE, roundup_pow_of_two(hdr + payload));
-}
-
-int vd_qp_caps(const struct viaduct_create_qp *a, struct vd_qp_caps *c)
-{
-	const u32 sqe = sizeof(struct viaduct_sqe);
-	const u32 rqe = sizeof(struct viaduct_rqe);
-	const u32 sge = sizeof(struct viaduct_sge);
-	u32 msg = a->max_msg_size ? a->max_msg_size : (u32)VD_MAX_MSG_SIZE;
-
-	if (!is_power_of_2(a->reliability) ||
-	    a->reliability & ~VD_RELIABILITY_ALL)
-		return -EINVAL;
-	if (a->flags & ~VD_QP_FLAGS_ALL || a->access & ~VD_QP_ACCESS_ALL)
-		return -EINVAL;
-	if (!a->sq_depth || a->sq_depth > VD_MAX_QP_WR ||
-	    !a->rq_depth || a->rq_depth > VD_MAX_QP_WR)
-		return -EINVAL;
-	if (a->max_send_sge > VD_MAX_SGE || a->max_recv_sge > VD_MAX_SGE ||
-	    a->max_inline > VD_MAX_INLINE)
-		return -EINVAL;
-	if (a->ord > VD_MAX_ORD || a->ird > VD_MAX_IRD ||
-	    a->max_msg_size > VD_MAX_MSG_SIZE || a->reserved)
-		return -EINVAL;
-
-	c->sq_depth = roundup_pow_of_two(a->sq_depth);
-	c->rq_depth = roundup_pow_of_two(a->rq_depth);
-	c->sq_wqe_size = wqe_size(sqe, max(a->max_send_sge * sge,
-					   a->max_inline));
-	c->rq_wqe_size = wqe_size(rqe, a->max_recv_sge * sge);
-	/* Report what the slots can really hold, within the device limits. */
-	c->sq.max_sge = min(VD_MAX_SGE, (c->sq_wqe_size - sqe) / sge);
-	c->sq.max_inline = min(VD_MAX_INLINE, c->sq_wqe_size - sqe);
-	c->sq.max_msg_size = msg;
-	c->rq.max_sge = min(VD_MAX_SGE, (c->rq_wqe_size - rqe) / sge);
-	c->rq.max_inline = 0;
-	c->rq.max_msg_size = msg;
-	return 0;
-}
-EXPORT_SYMBOL_IF_KUNIT(vd_qp_caps);
-
-static bool sum_sges(const struct viaduct_sge *sge, u32 n, u32 *total)
-{
-	u32 i, sum = 0;
-
-	for (i = 0; i < n; i++)
-		if (check_add_overflow(sum, sge[i].length, &sum))
-			return false;
-	*total = sum;
-	return true;
-}
-
-/*
- * Validates a private copy of an SQ slot. The caller guarantees that the
- * copy is a whole slot, so that lim->max_sge SGEs fit behind the header.
- */
-u8 vd_qp_check_sqe(const void *slot, const struct vd_wqe_limits *lim,
-		   u32 *len)
-{
-	const struct viaduct_sqe *sqe = slot;
-	const struct viaduct_sge *sge = slot + sizeof(*sqe);
-	u8 op = sqe->opcode, flags = sqe->flags;
-	u32 total;
-
-	if (op > VIADUCT_OP_MAX || flags & ~VIADUCT_SQE_FLAGS_ALL)
-		return VIADUCT_WC_LOC_QP_OP_ERR;
-	/* a solicited event needs a receive at the peer to complete */
-	if (flags & VIADUCT_SQE_SOLICITED && op != VIADUCT_OP_SEND &&
-	    !(op == VIADUCT_OP_RDMA_WRITE && flags & VIADUCT_SQE_IMMEDIATE))
-		return VIADUCT_WC_LOC_QP_OP_ERR;
-	if (flags & VIADUCT_SQE_IMMEDIATE ? op == VIADUCT_OP_RDMA_READ :
-	    sqe->imm_data != 0)
-		return VIADUCT_WC_LOC_QP_OP_ERR;
-	if (op == VIADUCT_OP_SEND && (sqe->remote_stag || sqe->remote_addr))
-		return VIADUCT_WC_LOC_QP_OP_ERR;
-
-	if (flags & VIADUCT_SQE_INLINE) {
-		if (op == VIADUCT_OP_RDMA_READ || sqe->num_sge)
-			return VIADUCT_WC_LOC_QP_OP_ERR;
-		if (sqe->length > lim->max_inline)
-			return VIADUCT_WC_LOC_LEN_ERR;
-		total = sqe->length;
-	} else {
-		if (sqe->length)
-			return VIADUCT_WC_LOC_QP_OP_ERR;
-		if (sqe->num_sge > lim->max_sge)
-			return VIADUCT_WC_LOC_LEN_ERR;
-		if (op == VIADUCT_OP_RDMA_READ && sqe->num_sge != 1)
-			return VIADUCT_WC_LOC_LEN_ERR;
-		if (!sum_sges(sge, sqe->num_sge, &total))
-			return VIADUCT_WC_LOC_LEN_ERR;
-	}
-	if (total > lim->max_msg_size)
-		return VIADUCT_WC_LOC_LEN_ERR;
-	*len = total;
-	return VIADUCT_WC_SUCCESS;
-}
-EXPORT_SYMBOL_IF_KUNIT(vd_qp_check_sqe);
-
-u8 vd_qp_check_rqe(const void *slot, const struct vd_wqe_limits *lim,
-		   u32 *len)
-{
-	const struct viaduct_rqe *rqe = slot;
-	const struct viaduct_sge *sge = slot + sizeof(*rqe);
-	u32 total;
-
-	if (rqe->reserved0 || rqe->reserved1)
-		return VIADUCT_WC_LOC_QP_OP_ERR;
-	if (rqe->num_sge > lim->max_sge)
-		return VIADUCT_WC_LOC_LEN_ERR;
-	if (!sum_sges(sge, rqe->num_sge, &total) || total > lim->max_msg_size)
-		return VIADUCT_WC_LOC_LEN_ERR;
-	*len = total;
-	return VIADUCT_WC_SUCCESS;
-}
-EXPORT_SYMBOL_IF_KUNIT(vd_qp_check_rqe);
 
 /* --- Work queues ---------------------------------------------------- */
 
@@ -589,7 +404,7 @@ int vd_qp_modify(struct vd_qp *qp, const struct viaduct_modify_qp *m)
 	next = m->mask & VIADUCT_QP_ATTR_STATE ? m->state : cur;
 	err = vd_qp_check_transition(cur, next, m->mask, !!qp->conn);
 	if (!err)
-		err = check_modify_values(m);
+		err = vd_qp_check_modify(m);
 	if (err)
 		goto out;
 
@@ -720,17 +535,67 @@ out:
 EXPORT_SYMBOL_IF_KUNIT(vd_qp_complete);
 
 /*
- * THE TRANSPORT HOOK (filled in by the transport, tx.c): called with no QP
- * lock held, from process or softirq context, whenever the SQ got WRs to
- * execute in RTS or the state changed. It must only schedule work, never
- * execute WRs inline: vd_qp_complete() calls it too. The transport walks
- * the SQ FIFO from its own cursor under @sq.lock; an entry whose meta
- * status is nonzero is malformed, and nothing from it on may be executed
- * (the QP is about to enter Error).
+ * The transport hook: called with no QP lock held, from process or softirq
+ * context, whenever the SQ got WRs to execute in RTS or the state changed.
+ * It reaches the transport only through the ops the transport installed
+ * with its stream (struct vd_qp_tp_ops), which must only schedule work,
+ * never execute WRs inline: vd_qp_complete() calls it too. The transport
+ * walks the SQ FIFO from its own cursor under @sq.lock; an entry whose
+ * meta status is nonzero is malformed, and nothing from it on may be
+ * executed (the QP is about to enter Error).
  */
 void vd_qp_sq_work(struct vd_qp *qp)
 {
-	vd_tx_sq_work(qp);
+	spin_lock_bh(&qp->lock);
+	if (qp->tp)
+		qp->tp_ops->sq_work(qp->tp);
+	spin_unlock_bh(&qp->lock);
+}
+
+/* --- Doorbells ------------------------------------------------------ */
+
+#define VD_DOORBELL_ALL		(VIADUCT_DOORBELL_SQ | VIADUCT_DOORBELL_RQ)
+
+int vd_qp_doorbell(struct vd_qp *qp, u32 flags)
+{
+	int n;
+
+	if (!flags || flags & ~VD_DOORBELL_ALL)
+		return -EINVAL;
+	vd_stat_inc(doorbells);
+
+	/*
+	 * A polled QP's user rings only while the worker sleeps: wake it so
+	 * that it polls again, and take the WQEs here as well, so that they
+	 * do not wait for the worker to be scheduled.
+	 */
+	if (qp->worker)
+		vd_doorbell_kick(qp->worker);
+	if (flags & VIADUCT_DOORBELL_SQ) {
+		n = vd_qp_consume(qp, VD_QP_SQ);
+		if (n < 0)
+			return n;
+	}
+	if (flags & VIADUCT_DOORBELL_RQ) {
+		n = vd_qp_consume(qp, VD_QP_RQ);
+		if (n < 0)
+			return n;
+	}
+	return 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_qp_doorbell);
+
+/* struct vd_db_client.poll: one pass of the worker over a POLLED QP. */
+static bool qp_db_poll(struct vd_db_client *c)
+{
+	struct vd_qp *qp = container_of(c, struct vd_qp, db_client);
+	bool work = false;
+
+	if (vd_qp_db_pending(qp, VD_QP_SQ) && vd_qp_consume(qp, VD_QP_SQ) > 0)
+		work = true;
+	if (vd_qp_db_pending(qp, VD_QP_RQ) && vd_qp_consume(qp, VD_QP_RQ) > 0)
+		work = true;
+	return work;
 }
 
 /* --- Life ----------------------------------------------------------- */
@@ -864,7 +729,10 @@ struct vd_qp *vd_qp_create(const struct vd_qp_init *init)
 	/* Last: once registered, the worker may consume from the rings. */
 	if (a->flags & VIADUCT_QP_F_POLLED) {
 		qp->worker = init->worker;
-		err = vd_doorbell_register(qp->worker, qp);
+		qp->db_client.db = qp->db;
+		qp->db_client.poll = qp_db_poll;
+		qp->db_client.id = qp->qpn;
+		err = vd_doorbell_register(qp->worker, &qp->db_client);
 		if (err)
 			goto detach_rcq;
 	}
@@ -892,7 +760,7 @@ void vd_qp_destroy(struct vd_qp *qp)
 
 	/* First the worker: once this returns it no longer polls the QP. */
 	if (qp->worker)
-		vd_doorbell_unregister(qp->worker, qp);
+		vd_doorbell_unregister(qp->worker, &qp->db_client);
 
 	/*
 	 * Outstanding WRs are dropped without CQEs: the CQs may be destroyed

@@ -15,7 +15,8 @@
  *       (everything but the mmap keys, which the caller owns) and returns
  *       the QP in Idle with one reference, the creator's. Errors:
  *       ERR_PTR(-EINVAL) (bad attributes), -ENOENT (the PD or a CQ was
- *       destroyed), -EOPNOTSUPP (POLLED without a worker), -ENODEV (the
+ *       destroyed), -EOPNOTSUPP (POLLED without a worker, or Reliable
+ *       Reception, which the module does not give), -ENODEV (the
  *       worker was stopped), -ENOSPC (QP numbers), -ENOMEM. Process context.
  *   vd_qp_destroy(qp)
  *       Consumes the creator's reference: unregisters from the worker
@@ -32,6 +33,13 @@
  *   vd_qp_modify(qp, m)    MODIFY_QP: all or nothing. -EINVAL: a transition
  *                          or value the rules forbid (nothing changed).
  *   vd_qp_query(qp, q)     QUERY_QP: fills everything but @q->handle.
+ *   vd_qp_doorbell(qp, flags)
+ *                          DOORBELL: VIADUCT_DOORBELL_SQ and/or _RQ (at
+ *                          least one, nothing else: -EINVAL otherwise).
+ *                          Takes the new WQEs of those queues at once, and
+ *                          for a polled QP also wakes the worker so that it
+ *                          resumes polling. -ENOENT once the QP was
+ *                          destroyed. Process context.
  *   vd_qp_consume(qp, which)
  *                          Takes new WQEs of VD_QP_SQ or VD_QP_RQ from the
  *                          ring; returns how many (>= 0), or -ENOENT once
@@ -52,9 +60,11 @@
  *   vd_qp_sq_work(qp)      the hook where the transport learns that the SQ
  *                          has WRs to execute or that the state changed.
  *
- *   Pure functions (no QP needed; the KUnit suite viaduct_qp tests them):
+ *   Pure functions (qp_rules.c; the KUnit suite viaduct_qp tests them):
  *   vd_qp_check_transition(cur, next, mask, has_llp)
  *   vd_qp_caps(attr, caps)    create attributes -> sizes, or -EINVAL
+ *                          (-EOPNOTSUPP for Reliable Reception)
+ *   vd_qp_check_modify(m)  MODIFY_QP's values: access bits, ORD, IRD
  *   vd_qp_check_sqe(slot, lim, &len), vd_qp_check_rqe(slot, lim, &len)
  *                          0 (VIADUCT_WC_SUCCESS) or the CQE status that
  *                          the WQE completes with.
@@ -90,7 +100,9 @@
 #include <linux/kref.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
-#include <uapi/viaduct.h>
+#include <viaduct/viaduct-abi.h>
+
+#include "doorbell.h"
 
 struct vd_async_queue;
 struct vd_conn;
@@ -154,6 +166,17 @@ struct vd_wq {
 	bool stopped;			/* a malformed WQE waits for Error */
 };
 
+/*
+ * What the transport installs with its stream (qp->tp, under qp->lock)
+ * while the QP is bound to it; the QP never calls the transport by name.
+ *   sq_work(tp)   the SQ got WRs to execute or the QP's state changed:
+ *                 only schedule work. Called with qp->lock held, bottom
+ *                 halves disabled.
+ */
+struct vd_qp_tp_ops {
+	void (*sq_work)(void *tp);
+};
+
 struct vd_qp {
 	struct kref ref;
 	spinlock_t lock;		/* attributes; see "Locking" */
@@ -161,8 +184,11 @@ struct vd_qp {
 	struct vd_pd *pd;
 	struct vd_async_queue *aq;	/* NULL once destroyed */
 	struct vd_doorbell_worker *worker;	/* set iff POLLED */
+	struct vd_db_client db_client;		/* registered with @worker */
 	struct vd_conn *conn;		/* LLP stream, owned by the CM */
-	void *tp;			/* the transport's stream, under @lock */
+	/* the transport's stream and its ops, installed under @lock */
+	void *tp;
+	const struct vd_qp_tp_ops *tp_ops;
 	struct vd_ring_mem *db_mem;
 	struct viaduct_doorbell *db;	/* = db_mem->va */
 	struct vd_wq sq;
@@ -211,8 +237,10 @@ void vd_qp_llp_closed(struct vd_qp *qp, struct vd_conn *conn);
 int vd_qp_complete(struct vd_qp *qp, unsigned int which,
 		   struct viaduct_cqe *cqe, bool solicited);
 void vd_qp_sq_work(struct vd_qp *qp);
+int vd_qp_doorbell(struct vd_qp *qp, u32 flags);
 
 int vd_qp_check_transition(u32 cur, u32 next, u32 mask, bool has_llp);
+int vd_qp_check_modify(const struct viaduct_modify_qp *m);
 int vd_qp_caps(const struct viaduct_create_qp *attr, struct vd_qp_caps *caps);
 u8 vd_qp_check_sqe(const void *slot, const struct vd_wqe_limits *lim,
 		   u32 *len);

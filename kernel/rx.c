@@ -596,7 +596,7 @@ void vd_rx_work(struct work_struct *work)
 				 tp->qp->qpn, ret ? "failed" : "closed by the peer",
 				 ret, tp->rx_end - tp->rx_start);
 			tp->rx_dead = true;
-			vd_cm_stream_closed(tp->conn, ret);
+			vd_conn_closed(tp->conn, ret);
 			return;
 		}
 	}

@@ -11,7 +11,7 @@
 #include <linux/kernel.h>
 #include <linux/string.h>
 #include <kunit/visibility.h>
-#include <uapi/viaduct.h>
+#include <viaduct/viaduct-abi.h>
 
 #include "terminate.h"
 

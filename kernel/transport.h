@@ -1,22 +1,24 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The iWARP transport: RDMAP/DDP/MPA on the LLP stream of a connected QP.
- * tx.c sends (SQ work requests, RDMA Read Responses, Terminate), rx.c
- * receives and places; both work on one struct vd_tp per stream.
+ * stream.c starts and stops a stream, tx.c sends (SQ work requests, RDMA
+ * Read Responses, Terminate) with FPDUs that fpdu.c builds by copy and
+ * zcopy.c by reference, rx.c receives and places; all work on one
+ * struct vd_tp per stream.
  * Documentation/transport.rst has the design.
  *
  * API
  * ---
  *   vd_transport_init(), vd_transport_uninit()
- *       Module lifetime: the transport's workqueue, and the registration of
- *       vd_transport_ops with the connection manager.
+ *       Module lifetime: the transport's workqueue. main.c gives
+ *       vd_transport_ops to the connection manager.
  *   vd_transport_ops
  *       struct vd_stream_ops (conn.h): start() takes over the socket's
  *       sk_data_ready and sk_write_space and starts moving data, stop()
  *       gives them back and waits for the transport's work items.
- *   vd_tx_sq_work(qp)
- *       vd_qp_sq_work(): the SQ has WRs or the QP's state changed. Only
- *       queues work; any context but hard irq, no QP lock held.
+ *   struct vd_qp_tp_ops (qp.h)
+ *       installed on the QP with the stream: sq_work() queues the transmit
+ *       work when the SQ has WRs or the QP's state changed.
  *
  * Locking
  * -------
@@ -26,7 +28,7 @@
  * bottom halves disabled): the outbound and inbound RDMA Read queues, the
  * SQ completion records and counters, the Terminate state and @stopping.
  * Lock order: @lock -> QP locks -> CQ locks. qp->lock protects qp->tp
- * and conn->tp, so that vd_tx_sq_work() never finds a freed stream. The
+ * and conn->tp, so that vd_qp_sq_work() never finds a freed stream. The
  * socket callbacks find their stream under sk_callback_lock (read) in a
  * hash table keyed by the socket; start() and stop() change it under the
  * same lock (write).
@@ -39,7 +41,7 @@
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/workqueue.h>
-#include <uapi/viaduct.h>
+#include <viaduct/viaduct-abi.h>
 
 #include "conn.h"
 #include "iwarp.h"
@@ -51,6 +53,7 @@ struct page;
 struct sock;
 struct vd_mr;
 struct vd_qp;
+struct vd_umem;
 struct vd_zc;
 struct vd_zc_msg;
 
@@ -61,7 +64,7 @@ struct vd_zc_msg;
 				 VD_MPA_CRC_SIZE)
 /*
  * Pieces of one batch of FPDUs sent by reference: a header, a trailer and
- * the payload's page pieces per FPDU (see tx_zc_segs()).
+ * the payload's page pieces per FPDU (see zc_segs() in zcopy.c).
  */
 #define VD_TP_ZC_SEGS		256U
 /* Bytes one work item moves per turn before it lets other streams run. */
@@ -196,10 +199,18 @@ extern const struct vd_stream_ops vd_transport_ops;
 
 int vd_transport_init(void);
 void vd_transport_uninit(void);
-void vd_tx_sq_work(struct vd_qp *qp);
 
-/* Between tx.c and rx.c */
+/* Among the files of the transport */
 extern struct workqueue_struct *vd_tp_wq;
+void vd_tx_work(struct work_struct *work);
+void vd_tx_zc_retire(struct vd_tp *tp);
+typedef int (*vd_fpdu_umem_fn)(struct vd_tp *tp, const struct vd_umem *umem,
+			       u64 umem_off, u32 len, void *arg);
+int vd_fpdu_walk_payload(struct vd_tp *tp, u32 off, u32 len,
+			 vd_fpdu_umem_fn fn, void *arg);
+void vd_fpdu_seg_hdr(const struct vd_tx_msg *msg,
+		     const struct vd_fpdu_seg *seg, struct vd_iw_hdr *hdr);
+int vd_fpdu_build_copy(struct vd_tp *tp);
 void vd_tp_queue_tx(struct vd_tp *tp);
 void vd_tp_queue_rx(struct vd_tp *tp);
 void vd_tp_terminate(struct vd_tp *tp, u16 code, u32 event,

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The transmit half of the iWARP transport, and the life of a stream:
- * start() and stop() for the connection manager, the socket callbacks'
- * table, SQ work requests turned into RDMAP messages, DDP segments and MPA
- * FPDUs, RDMA Read Responses, Terminate, and SQ completions in order.
+ * The transmit half of the iWARP transport: SQ work requests turned into
+ * RDMAP messages, RDMA Read Responses, Terminate, and SQ completions in
+ * order. fpdu.c builds the FPDUs of a message by copy, zcopy.c by
+ * reference; stream.c starts and stops a stream.
  * transport.h has the API and the locking, Documentation/transport.rst
  * the design.
  */
@@ -22,7 +22,6 @@
 #include <linux/workqueue.h>
 #include <net/sock.h>
 
-#include "cm.h"
 #include "device.h"
 #include "mem.h"
 #include "qp.h"
@@ -31,54 +30,8 @@
 #include "transport.h"
 #include "zcopy.h"
 
-struct workqueue_struct *vd_tp_wq;
-
-/*
- * Socket -> stream. The connection manager keeps sk_user_data, so the
- * callbacks find their stream here. Lookups run under sk_callback_lock
- * (read) and RCU; start() and stop() change the table under that socket's
- * sk_callback_lock (write) and the table lock.
- */
-static DEFINE_HASHTABLE(vd_tp_table, 6);
-static DEFINE_SPINLOCK(vd_tp_table_lock);
-
 /* Our own segments when the socket has no MSS yet: the IPv4 minimum. */
 #define VD_TP_DEFAULT_MSS	536U
-
-struct vd_tp *vd_tp_lookup(struct sock *sk)
-{
-	struct vd_tp *tp;
-
-	hash_for_each_possible_rcu(vd_tp_table, tp, node, (unsigned long)sk)
-		if (tp->sk == sk)
-			return tp;
-	return NULL;
-}
-
-void vd_tp_queue_tx(struct vd_tp *tp)
-{
-	if (!READ_ONCE(tp->stopping))
-		queue_work(vd_tp_wq, &tp->tx_work);
-}
-
-void vd_tp_queue_rx(struct vd_tp *tp)
-{
-	if (!READ_ONCE(tp->stopping))
-		queue_work(vd_tp_wq, &tp->rx_work);
-}
-
-/*
- * The hook of qp.c: the SQ has new WRs, or the QP's state changed. The
- * stream is found through the QP, never through qp->conn, which the
- * transport does not own.
- */
-void vd_tx_sq_work(struct vd_qp *qp)
-{
-	spin_lock_bh(&qp->lock);
-	if (qp->tp)
-		vd_tp_queue_tx(qp->tp);
-	spin_unlock_bh(&qp->lock);
-}
 
 static void tp_set_terminate(struct vd_qp *qp, u16 code)
 {
@@ -232,7 +185,7 @@ void vd_tp_terminated(struct vd_tp *tp, const struct vd_term_msg *msg)
 	tp_set_terminate(tp->qp, msg->code);
 	vd_qp_enter_error(tp->qp, VIADUCT_EVENT_QP_FATAL, msg->code);
 	vd_tp_queue_tx(tp);
-	vd_cm_stream_closed(tp->conn, -ECONNRESET);
+	vd_conn_closed(tp->conn, -ECONNRESET);
 }
 
 /* --- Messages -------------------------------------------------------- */
@@ -474,276 +427,6 @@ static bool tx_next_msg(struct vd_tp *tp)
 /* --- FPDUs ----------------------------------------------------------- */
 
 /*
- * Hands the registered memory behind payload bytes [@off, @off + @len) of
- * the message to @fn, region by region: the Read Response's source region
- * (checked when the request came, and still referenced), or the WR's SGEs,
- * each checked against the TPT again (the region may have been
- * deregistered meanwhile). Not for inline data.
- */
-typedef int (*tx_umem_fn)(struct vd_tp *tp, const struct vd_umem *umem,
-			  u64 umem_off, u32 len, void *arg);
-
-static int tx_walk_payload(struct vd_tp *tp, u32 off, u32 len, tx_umem_fn fn,
-			   void *arg)
-{
-	struct vd_tx_msg *msg = &tp->msg;
-	struct vd_mr *mr;
-	u32 i, n;
-	int ret;
-
-	if (msg->mr) {
-		if (!msg->mr->umem)
-			return -EFAULT;
-		return fn(tp, msg->mr->umem,
-			  vd_mr_offset(msg->mr, msg->mr_addr + off), len, arg);
-	}
-	for (i = 0; i < msg->num_sge && len; i++) {
-		const struct viaduct_sge *s = &msg->sge[i];
-
-		if (off >= s->length) {
-			off -= s->length;
-			continue;
-		}
-		n = min(len, s->length - off);
-		if (vd_tpt_check(&tp->dev->tpt, s->stag, tp->qp->pd,
-				 VD_RIGHT_LOCAL_READ, s->addr + off, n,
-				 &mr) != VD_ACCESS_OK)
-			return -EACCES;
-		ret = mr->umem ? fn(tp, mr->umem,
-				    vd_mr_offset(mr, s->addr + off), n, arg) :
-				 -EFAULT;
-		vd_mr_put(mr);
-		if (ret)
-			return ret;
-		len -= n;
-		off = 0;
-	}
-	return len ? -EFAULT : 0;
-}
-
-/* tx_walk_payload() for tx_copy(): @arg is where the bytes go next. */
-static int tx_copy_umem(struct vd_tp *tp, const struct vd_umem *umem,
-			u64 umem_off, u32 len, void *arg)
-{
-	u8 **dst = arg;
-	int ret = vd_umem_copy_from(umem, umem_off, *dst, len);
-
-	*dst += len;
-	return ret;
-}
-
-/* Payload bytes [@off, @off + @len) of the message into @dst. */
-static int tx_copy(struct vd_tp *tp, u8 *dst, u32 off, u32 len)
-{
-	if (!len)
-		return 0;
-	if (tp->msg.inline_data) {
-		memcpy(dst, tp->msg.inline_data + off, len);
-		return 0;
-	}
-	return tx_walk_payload(tp, off, len, tx_copy_umem, &dst);
-}
-
-/* The headers of segment @seg of the message. */
-static void tx_seg_hdr(const struct vd_tx_msg *msg,
-		       const struct vd_fpdu_seg *seg, struct vd_iw_hdr *hdr)
-{
-	*hdr = msg->hdr;
-	hdr->last = seg->last;
-	if (vd_iw_opcode_tagged(hdr->opcode))
-		hdr->to = msg->base_to + seg->offset;
-	else
-		hdr->mo = seg->offset;
-}
-
-/* Builds the FPDU of @seg at @fpdu (copying the payload); its length. */
-static int tx_fpdu_copy(struct vd_tp *tp, u8 *fpdu,
-			const struct vd_fpdu_seg *seg)
-{
-	struct vd_tx_msg *msg = &tp->msg;
-	u8 *ulpdu = fpdu + VD_MPA_LEN_SIZE;
-	struct vd_iw_hdr hdr;
-	int ret;
-
-	tx_seg_hdr(msg, seg, &hdr);
-	ret = vd_iw_build(ulpdu, VD_MPA_ULPDU_MAX, &hdr);
-	if (ret < 0)
-		return ret;
-	ret = tx_copy(tp, ulpdu + msg->hdr_len, seg->offset, seg->len);
-	if (ret)
-		return ret;
-	return vd_mpa_fpdu_seal(fpdu, seg->fpdu_len, seg->ulpdu_len,
-				tp->crc_tx);
-}
-
-/*
- * Copies the next FPDUs of the message into @tp->tx_buf, as many as fit:
- * one sendmsg() then carries them all.
- */
-static int tx_build_copy(struct vd_tp *tp)
-{
-	struct vd_tx_msg *msg = &tp->msg;
-	struct vd_fpdu_seg seg;
-	int ret;
-
-	do {
-		vd_fpdu_segment(msg->len, msg->max_payload, msg->hdr_len,
-				msg->index, &seg);
-		if (tp->tx_left && tp->tx_left + seg.fpdu_len > VD_TP_BUF_SIZE)
-			break;
-		ret = tx_fpdu_copy(tp, tp->tx_buf + tp->tx_left, &seg);
-		if (ret < 0)
-			return ret;
-		tp->tx_left += ret;
-		msg->index++;
-		msg->finished = seg.last;
-	} while (!msg->finished);
-	return 0;
-}
-
-/* --- FPDUs by reference ---------------------------------------------- */
-
-/* Drops our page references of the batch in @tp->tx_bvec. */
-static void tx_zc_release(struct vd_tp *tp)
-{
-	u32 i;
-
-	for (i = 0; i < tp->tx_nbvec; i++)
-		put_page(tp->tx_bvec[i].bv_page);
-	tp->tx_nbvec = 0;
-}
-
-/* Appends @len bytes of @page at @off to the batch, with a page reference. */
-static int tx_zc_add(struct vd_tp *tp, struct page *page, u32 off, u32 len)
-{
-	struct bio_vec *bv = &tp->tx_bvec[tp->tx_nbvec];
-
-	if (tp->tx_nbvec && bv[-1].bv_page == page &&
-	    bv[-1].bv_offset + bv[-1].bv_len == off) {
-		bv[-1].bv_len += len;
-		return 0;
-	}
-	if (WARN_ON_ONCE(tp->tx_nbvec >= VD_TP_ZC_SEGS))
-		return -ENOSPC;
-	get_page(page);
-	bv->bv_page = page;
-	bv->bv_offset = off;
-	bv->bv_len = len;
-	tp->tx_nbvec++;
-	return 0;
-}
-
-/* Bytes [@off, @off + @len) of @umem into the batch, and into the CRC. */
-static int tx_zc_umem(struct vd_tp *tp, const struct vd_umem *umem, u64 off,
-		      u32 len, void *arg)
-{
-	u32 *crc = arg;
-	unsigned int poff;
-	struct page *page;
-	u32 n;
-	int ret;
-
-	if (off > umem->length || len > umem->length - off)
-		return -EFAULT;
-	while (len) {
-		page = vd_umem_page(umem, off, &poff);
-		n = min_t(u32, len, PAGE_SIZE - poff);
-		if (tp->crc_tx) {
-			u8 *p = kmap_local_page(page);
-
-			*crc = vd_mpa_crc(*crc, p + poff, n);
-			kunmap_local(p);
-		}
-		ret = tx_zc_add(tp, page, poff, n);
-		if (ret)
-			return ret;
-		off += n;
-		len -= n;
-	}
-	return 0;
-}
-
-/*
- * Payload bytes [@off, @off + @len) of the message, by reference: the
- * same sources and checks as tx_copy(). The page references taken here
- * keep the pages for the sendmsg(), whatever happens to the region; TCP
- * takes its own.
- */
-static int tx_zc_payload(struct vd_tp *tp, u32 off, u32 len, u32 *crc)
-{
-	return len ? tx_walk_payload(tp, off, len, tx_zc_umem, crc) : 0;
-}
-
-/* At most how many entries the FPDU of @seg adds to the batch. */
-static u32 tx_zc_segs(const struct vd_tx_msg *msg,
-		      const struct vd_fpdu_seg *seg)
-{
-	/* header, trailer, the pages, and a split at every SGE boundary */
-	return 2 + DIV_ROUND_UP(seg->len, PAGE_SIZE) + 1 +
-	       (msg->mr ? 0 : msg->num_sge);
-}
-
-/*
- * Appends the FPDU of @seg to the batch: the length field and headers,
- * then the payload's pages, then pad and CRC. Headers and trailers go
- * into @tp->hdr_page, which only ever fills up: TCP references those
- * bytes until the peer ACKs them, and they are never written again; a
- * trailer and the next FPDU's header are adjacent there and become one
- * fragment. -ENOMEM (no page for the headers) before anything changed.
- */
-static int tx_fpdu_zc(struct vd_tp *tp, const struct vd_fpdu_seg *seg)
-{
-	struct vd_tx_msg *msg = &tp->msg;
-	u32 hlen = VD_MPA_LEN_SIZE + msg->hdr_len;
-	u32 tlen = seg->pad + VD_MPA_CRC_SIZE;
-	u32 crc = VD_MPA_CRC_SEED;
-	struct vd_iw_hdr hdr;
-	__be16 ulpdu_len;
-	__le32 crc_le;
-	u8 *p;
-	int ret;
-
-	if (!tp->hdr_page || tp->hdr_off + hlen + tlen > PAGE_SIZE) {
-		struct page *page = alloc_page(GFP_KERNEL);
-
-		if (!page)
-			return -ENOMEM;
-		if (tp->hdr_page)
-			put_page(tp->hdr_page);
-		tp->hdr_page = page;
-		tp->hdr_off = 0;
-	}
-
-	p = page_address(tp->hdr_page) + tp->hdr_off;
-	ulpdu_len = cpu_to_be16(seg->ulpdu_len);
-	memcpy(p, &ulpdu_len, VD_MPA_LEN_SIZE);
-	tx_seg_hdr(msg, seg, &hdr);
-	ret = vd_iw_build(p + VD_MPA_LEN_SIZE, msg->hdr_len, &hdr);
-	if (ret < 0)
-		return ret;
-	if (tp->crc_tx)
-		crc = vd_mpa_crc(crc, p, hlen);
-	ret = tx_zc_add(tp, tp->hdr_page, tp->hdr_off, hlen);
-	if (ret)
-		return ret;
-	tp->hdr_off += hlen;
-
-	ret = tx_zc_payload(tp, seg->offset, seg->len, &crc);
-	if (ret)
-		return ret;
-
-	p = page_address(tp->hdr_page) + tp->hdr_off;
-	memset(p, 0, seg->pad);
-	crc_le = cpu_to_le32(tp->crc_tx ? ~vd_mpa_crc(crc, p, seg->pad) : 0);
-	memcpy(p + seg->pad, &crc_le, VD_MPA_CRC_SIZE);
-	ret = tx_zc_add(tp, tp->hdr_page, tp->hdr_off, tlen);
-	if (ret)
-		return ret;
-	tp->hdr_off += tlen;
-	return 0;
-}
-
-/*
  * An RDMA Write with immediate data is in the socket: its Immediate Data
  * message goes next, on the Send queue's MSNs, and the WR completes when
  * that one is out too.
@@ -763,62 +446,6 @@ static void tx_start_imm(struct vd_tp *tp)
 }
 
 /*
- * The next FPDUs of the message by reference into @tp->tx_bvec, as many
- * as fit in one batch of at most VD_TP_BUF_SIZE bytes. -ENOMEM if not
- * even one could be built that way: the caller copies them instead.
- */
-static int tx_build_zc(struct vd_tp *tp)
-{
-	struct vd_tx_msg *msg = &tp->msg;
-	struct vd_fpdu_seg seg;
-	int ret;
-
-	do {
-		vd_fpdu_segment(msg->len, msg->max_payload, msg->hdr_len,
-				msg->index, &seg);
-		if (tp->tx_nbvec &&
-		    (tp->tx_left + seg.fpdu_len > VD_TP_BUF_SIZE ||
-		     tp->tx_nbvec + tx_zc_segs(msg, &seg) > VD_TP_ZC_SEGS))
-			break;
-		ret = tx_fpdu_zc(tp, &seg);
-		if (ret == -ENOMEM && tp->tx_nbvec)
-			break;
-		if (ret)
-			return ret;
-		tp->tx_left += seg.fpdu_len;
-		msg->index++;
-		msg->finished = seg.last;
-	} while (!msg->finished);
-	return 0;
-}
-
-/*
- * A new message: is it sent by reference? Only payload from registered
- * memory of at least zcopy_tx_min bytes, and only over a route that can
- * take page fragments (TCP would copy anyway). Otherwise it is copied,
- * which never fails a WR.
- */
-static void tx_zc_begin(struct vd_tp *tp)
-{
-	struct vd_tx_msg *msg = &tp->msg;
-	u32 min = vd_zc_min();
-
-	/*
-	 * A Write with immediate data completes behind its Immediate Data
-	 * message, which only a copied Write leaves in charge of the WR.
-	 */
-	if (!min || msg->len < min || msg->inline_data || msg->imm_follows ||
-	    (!msg->sge && !msg->mr))
-		return;
-	if (tp->zc && (READ_ONCE(tp->sk->sk_route_caps) & NETIF_F_SG))
-		tp->zmsg = vd_zc_msg_new(tp->zc, msg->wr &&
-					 msg->hdr.opcode != VD_OP_READ_REQ,
-					 msg->seq, msg->len);
-	if (!tp->zmsg)
-		vd_stat_inc(tx_zcopy_fallbacks);
-}
-
-/*
  * Builds the next batch of FPDUs of the message, by reference when the
  * message is sent that way and the headers found a page, else copied.
  */
@@ -829,20 +456,20 @@ static int tx_build(struct vd_tp *tp)
 	tp->tx_off = 0;
 	tp->tx_left = 0;
 	if (!tp->msg.index)
-		tx_zc_begin(tp);
+		vd_zc_begin(tp);
 	if (tp->zmsg) {
-		ret = tx_build_zc(tp);
+		ret = vd_zc_build(tp);
 		if (ret != -ENOMEM)
 			return ret;
 	}
-	return tx_build_copy(tp);
+	return vd_fpdu_build_copy(tp);
 }
 
 /*
  * Retires the WRs of messages sent by reference whose pages TCP has let
  * go of: they complete now, in order with the others (tp_retire()).
  */
-static void tx_zc_retire(struct vd_tp *tp)
+void vd_tx_zc_retire(struct vd_tp *tp)
 {
 	struct vd_zc_msg *zm, *next;
 	LIST_HEAD(done);
@@ -896,7 +523,7 @@ static void tx_msg_failed(struct vd_tp *tp, int err)
 	msg->active = false;
 	tp->tx_failed = true;
 	/* what was built of the batch is not sent */
-	tx_zc_release(tp);
+	vd_zc_release_batch(tp);
 	tp->tx_left = 0;
 	if (tp->zmsg) {
 		/* the WR fails now; TCP may still hold earlier FPDUs */
@@ -949,7 +576,7 @@ static int tx_push(struct vd_tp *tp)
 		tp->tx_left -= ret;
 	}
 	/* TCP has its own references now */
-	tx_zc_release(tp);
+	vd_zc_release_batch(tp);
 	return 0;
 }
 
@@ -978,7 +605,7 @@ static void tx_sent(struct vd_tp *tp)
  * write_space callback queues us again) or the turn's budget is spent
  * (we queue ourselves behind the other streams).
  */
-static void tx_work(struct work_struct *work)
+void vd_tx_work(struct work_struct *work)
 {
 	struct vd_tp *tp = container_of(work, struct vd_tp, tx_work);
 	int budget = VD_TP_BUDGET;
@@ -986,7 +613,7 @@ static void tx_work(struct work_struct *work)
 	int ret;
 
 	if (tp->zc)
-		tx_zc_retire(tp);
+		vd_tx_zc_retire(tp);
 	while (!tp->tx_dead && !READ_ONCE(tp->stopping)) {
 		if (tp->tx_left) {
 			ret = tx_push(tp);
@@ -996,7 +623,7 @@ static void tx_work(struct work_struct *work)
 				pr_debug("qp%u: send failed: %d\n",
 					 tp->qp->qpn, ret);
 				tp->tx_dead = true;
-				vd_cm_stream_closed(tp->conn, ret);
+				vd_conn_closed(tp->conn, ret);
 				return;
 			}
 			tx_sent(tp);
@@ -1035,186 +662,4 @@ static void tx_work(struct work_struct *work)
 		}
 		budget -= tp->tx_left;
 	}
-}
-
-/* --- Socket callbacks ------------------------------------------------ */
-
-static void tp_write_space(struct sock *sk)
-{
-	struct vd_tp *tp;
-
-	read_lock_bh(&sk->sk_callback_lock);
-	rcu_read_lock();
-	tp = vd_tp_lookup(sk);
-	if (tp && sk_stream_is_writeable(sk)) {
-		clear_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
-		vd_tp_queue_tx(tp);
-	}
-	rcu_read_unlock();
-	read_unlock_bh(&sk->sk_callback_lock);
-}
-
-/* --- Start and stop -------------------------------------------------- */
-
-static void tp_free(struct vd_tp *tp)
-{
-	u32 i;
-
-	for (i = tp->irq_head; i != tp->irq_tail; i++)
-		if (tp->irq[i % VD_MAX_IRD].mr)
-			vd_mr_put(tp->irq[i % VD_MAX_IRD].mr);
-	if (tp->tx_bvec)
-		tx_zc_release(tp);
-	if (tp->zmsg)
-		vd_zc_msg_put(tp->zmsg);
-	if (tp->zc)
-		vd_zc_release(tp->zc);
-	if (tp->hdr_page)
-		put_page(tp->hdr_page);
-	kfree(tp->tx_bvec);
-	kvfree(tp->sq_rec);
-	kvfree(tp->tx_buf);
-	kvfree(tp->rx_buf);
-	kfree(tp->sqe);
-	kfree(tp->rqe);
-	if (tp->conn)
-		vd_conn_put(tp->conn);
-	kfree_rcu(tp, rcu);
-}
-
-static int tp_start(struct vd_conn *conn)
-{
-	struct vd_qp *qp = conn->qp;
-	struct sock *sk = conn->sock->sk;
-	struct vd_tp *tp;
-	u32 i;
-
-	tp = kzalloc(sizeof(*tp), GFP_KERNEL);
-	if (!tp)
-		return -ENOMEM;
-	tp->tx_buf = kvmalloc(VD_TP_BUF_SIZE, GFP_KERNEL);
-	tp->rx_buf = kvmalloc(VD_TP_BUF_SIZE, GFP_KERNEL);
-	tp->sqe = kmalloc(qp->sq.wqe_size, GFP_KERNEL);
-	tp->rqe = kmalloc(qp->rq.wqe_size, GFP_KERNEL);
-	tp->sq_rec = kvcalloc(qp->sq.depth, sizeof(*tp->sq_rec), GFP_KERNEL);
-	if (!tp->tx_buf || !tp->rx_buf || !tp->sqe || !tp->rqe ||
-	    !tp->sq_rec) {
-		tp_free(tp);
-		return -ENOMEM;
-	}
-	tp->conn = vd_conn_get(conn);
-	tp->qp = qp;
-	tp->dev = conn->dev;
-	tp->sock = conn->sock;
-	tp->sk = sk;
-	tp->sq_mask = qp->sq.depth - 1;
-	spin_lock_init(&tp->lock);
-	INIT_WORK(&tp->tx_work, tx_work);
-	INIT_WORK(&tp->rx_work, vd_rx_work);
-	/* without them, every message is copied */
-	tp->tx_bvec = kcalloc(VD_TP_ZC_SEGS, sizeof(*tp->tx_bvec), GFP_KERNEL);
-	if (tp->tx_bvec)
-		tp->zc = vd_zc_create(tp);
-	tp->crc_tx = conn->mpa.crc_tx;
-	tp->crc_rx = conn->mpa.crc_rx;
-	tp->ord = min_t(u32, conn->mpa.ord, VD_MAX_ORD);
-	tp->ird = min_t(u32, conn->mpa.ird, VD_MAX_IRD);
-	for (i = 0; i < VD_QN_NR; i++) {
-		tp->msn[i] = VD_MSN_INITIAL;
-		tp->rx_msn[i] = VD_MSN_INITIAL;
-	}
-	if (conn->mpa.rtr != VD_RTR_NONE) {
-		if (conn->mpa.active) {
-			tp->tx_rtr = true;
-		} else {
-			/* RFC 6581: the responder waits for the RTR */
-			tp->tx_hold = true;
-			tp->rx_rtr = true;
-		}
-	}
-
-	write_lock_bh(&sk->sk_callback_lock);
-	tp->saved_data_ready = sk->sk_data_ready;
-	tp->saved_write_space = sk->sk_write_space;
-	spin_lock(&vd_tp_table_lock);
-	hash_add_rcu(vd_tp_table, &tp->node, (unsigned long)sk);
-	spin_unlock(&vd_tp_table_lock);
-	sk->sk_data_ready = vd_rx_data_ready;
-	sk->sk_write_space = tp_write_space;
-	write_unlock_bh(&sk->sk_callback_lock);
-
-	spin_lock_bh(&qp->lock);
-	conn->tp = tp;
-	qp->tp = tp;
-	spin_unlock_bh(&qp->lock);
-
-	pr_debug("qp%u: transport started: crc %d/%d ord %u ird %u rtr %d\n",
-		 qp->qpn, tp->crc_tx, tp->crc_rx, tp->ord, tp->ird,
-		 conn->mpa.rtr);
-	/* FPDUs may be waiting behind the MPA exchange, WRs in the SQ */
-	vd_tp_queue_rx(tp);
-	vd_tp_queue_tx(tp);
-	return 0;
-}
-
-static void tp_stop(struct vd_conn *conn, bool abort)
-{
-	struct vd_qp *qp = conn->qp;
-	struct vd_tp *tp;
-	struct sock *sk;
-
-	spin_lock_bh(&qp->lock);
-	tp = conn->tp;
-	conn->tp = NULL;
-	if (tp && qp->tp == tp)
-		qp->tp = NULL;
-	spin_unlock_bh(&qp->lock);
-	if (!tp)
-		return;
-
-	WRITE_ONCE(tp->stopping, true);
-	sk = tp->sk;
-	write_lock_bh(&sk->sk_callback_lock);
-	sk->sk_data_ready = tp->saved_data_ready;
-	sk->sk_write_space = tp->saved_write_space;
-	spin_lock(&vd_tp_table_lock);
-	hash_del_rcu(&tp->node);
-	spin_unlock(&vd_tp_table_lock);
-	write_unlock_bh(&sk->sk_callback_lock);
-
-	/* completions of messages sent by reference no longer queue tx */
-	if (tp->zc)
-		vd_zc_detach(tp->zc);
-	/* rx queues tx, tx never queues rx; each may requeue itself */
-	cancel_work_sync(&tp->rx_work);
-	cancel_work_sync(&tp->tx_work);
-	/* WRs whose pages TCP released before: they are done */
-	if (tp->zc)
-		tx_zc_retire(tp);
-	pr_debug("qp%u: transport stopped%s\n", qp->qpn,
-		 abort ? " (abort)" : "");
-	tp_free(tp);
-}
-
-const struct vd_stream_ops vd_transport_ops = {
-	.start = tp_start,
-	.stop = tp_stop,
-};
-
-int vd_transport_init(void)
-{
-	vd_tp_wq = alloc_workqueue("viaduct_tp", WQ_UNBOUND | WQ_MEM_RECLAIM,
-				   0);
-	if (!vd_tp_wq)
-		return -ENOMEM;
-	vd_cm_set_stream_ops(&vd_transport_ops);
-	return 0;
-}
-
-void vd_transport_uninit(void)
-{
-	vd_cm_set_stream_ops(NULL);
-	destroy_workqueue(vd_tp_wq);
-	/* skbs of closed sockets may still hold our ubufs */
-	vd_zc_drain();
 }

@@ -1,38 +1,33 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The connection manager's commands on /dev/viaduct (include/uapi/viaduct.h,
+ * The connection manager's commands on /dev/viaduct (include/uapi/viaduct/viaduct-abi.h,
  * "Connection manager"): argument checks, copies in and out, and handle
  * lookups. cm.c does the work; uobj.c keeps the ids in the handle table.
+ * Descriptors (channels, converted sockets) are looked up here, and a
+ * listener's new connections reach the table through ucm_publish(), the
+ * owner callback the CM was given: the CM never sees either.
  *
  * Every command checks its argument completely before it acts: reserved
  * fields and unknown flags are EINVAL, private data beyond
  * VIADUCT_CM_PRIVATE_DATA_MAX is EINVAL, an unreadable private data
  * pointer is EFAULT, a handle that names no CM id (or no QP) of this
  * context is ENOENT, and a context without a live selected device gets
- * ENODEV before anything else is looked at. The commands run without the
- * table's lock, on referenced objects.
+ * ENODEV (uctx.c's dispatcher sees to that, after copying the argument
+ * in). The commands run without the table's lock, on referenced objects.
  */
 #include <linux/err.h>
+#include <linux/file.h>
+#include <linux/net.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
 #include "cm.h"
+#include "cm_channel.h"
 #include "device.h"
 #include "qp.h"
 #include "uctx.h"
 #include "uobj.h"
 #include "viaduct.h"
-
-/* The selected device while it is live, else NULL; the context holds it. */
-static struct vd_device *ucm_device(struct vd_uctx *ctx)
-{
-	/* pairs with smp_store_release() in ioctl_select_device() */
-	struct vd_device *vd = smp_load_acquire(&ctx->dev);
-
-	if (unlikely(!vd || !vd_device_alive(vd)))
-		return NULL;
-	return vd;
-}
 
 /* Copies a parameter block in and validates it; @flags: those allowed. */
 static int ucm_param(const struct viaduct_cm_conn_param *u, u32 flags,
@@ -72,46 +67,67 @@ static int ucm_lookup(struct vd_uctx *ctx, u32 handle, const u32 *qp_handle,
 	return 0;
 }
 
-static long ucm_create_channel(struct vd_uctx *ctx, void __user *uarg)
+/* The channel behind descriptor @fd, referenced. */
+static struct vd_cm_channel *ucm_channel_fdget(int fd)
 {
-	struct viaduct_cm_channel c = {};
+	struct vd_cm_channel *ch;
+	struct file *file;
 
-	if (!ucm_device(ctx))
-		return -ENODEV;
-	return vd_uobj_give_fd(vd_cm_channel_create_file(), uarg, &c,
-			       sizeof(c), &c.fd);
+	file = fget(fd);
+	if (!file)
+		return ERR_PTR(-EBADF);
+	ch = vd_cm_channel_from_file(file);
+	fput(file);
+	return ch;
 }
 
-static long ucm_create_id(struct vd_uctx *ctx, void __user *uarg)
+/* struct vd_cm_owner.publish: a listener's child gets a handle. */
+static int ucm_publish(void *arg, struct vd_cm_id *child)
 {
-	struct viaduct_cm_create_id c;
+	u32 handle;
+
+	return vd_uobj_cm_id_add(arg, child, &handle);
+}
+
+long vd_ucm_create_channel(struct vd_uctx *ctx, struct vd_device *vd,
+			   void *karg, void __user *uarg)
+{
+	struct viaduct_cm_channel *c = karg;
+
+	memset(c, 0, sizeof(*c));
+	return vd_uobj_give_fd(vd_cm_channel_create_file(), uarg, c,
+			       sizeof(*c), &c->fd);
+}
+
+long vd_ucm_create_id(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
+		      void __user *uarg)
+{
+	struct viaduct_cm_create_id *c = karg;
 	struct vd_cm_channel *ch;
-	struct vd_cm_owner owner;
+	struct vd_cm_owner owner = {
+		.net = ctx->net,
+		.dev = vd,
+		.publish = ucm_publish,
+		.arg = &ctx->objs,
+	};
 	struct vd_cm_id *id;
 	long ret;
 
-	if (copy_from_user(&c, uarg, sizeof(c)))
-		return -EFAULT;
-	owner.dev = ucm_device(ctx);
-	if (!owner.dev)
-		return -ENODEV;
-	owner.net = ctx->net;
-	owner.objs = &ctx->objs;
-	ch = vd_cm_channel_fdget(c.channel_fd);
+	ch = ucm_channel_fdget(c->channel_fd);
 	if (IS_ERR(ch))
 		return PTR_ERR(ch);
-	id = vd_cm_id_create(&owner, ch, c.user_data);
+	id = vd_cm_id_create(&owner, ch, c->user_data);
 	vd_cm_channel_put(ch);		/* the id holds its own */
 	if (IS_ERR(id))
 		return PTR_ERR(id);
-	ret = vd_uobj_cm_id_add(&ctx->objs, id, &c.handle);
+	ret = vd_uobj_cm_id_add(&ctx->objs, id, &c->handle);
 	if (ret) {
 		vd_cm_id_destroy(id);
 		return ret;
 	}
-	if (copy_to_user(uarg, &c, sizeof(c))) {
+	if (copy_to_user(uarg, c, sizeof(*c))) {
 		/* nobody was told the handle; another thread may have guessed */
-		id = vd_uobj_cm_id_remove(&ctx->objs, c.handle, true);
+		id = vd_uobj_cm_id_remove(&ctx->objs, c->handle, true);
 		if (!IS_ERR(id))
 			vd_cm_id_destroy(id);
 		return -EFAULT;
@@ -119,219 +135,168 @@ static long ucm_create_id(struct vd_uctx *ctx, void __user *uarg)
 	return 0;
 }
 
-static long ucm_destroy_id(struct vd_uctx *ctx, void __user *uarg)
+long vd_ucm_destroy_id(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
+		       void __user *uarg)
 {
-	struct viaduct_handle h;
+	struct viaduct_handle *h = karg;
 	struct vd_cm_id *id;
 
-	if (copy_from_user(&h, uarg, sizeof(h)))
-		return -EFAULT;
-	if (h.reserved)
+	if (h->reserved)
 		return -EINVAL;
-	if (!ucm_device(ctx))
-		return -ENODEV;
-	id = vd_uobj_cm_id_remove(&ctx->objs, h.handle, false);
+	id = vd_uobj_cm_id_remove(&ctx->objs, h->handle, false);
 	if (IS_ERR(id))
 		return PTR_ERR(id);
 	vd_cm_id_destroy(id);
 	return 0;
 }
 
-static long ucm_listen(struct vd_uctx *ctx, void __user *uarg)
+long vd_ucm_listen(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
+		   void __user *uarg)
 {
-	struct viaduct_cm_listen l;
+	struct viaduct_cm_listen *l = karg;
 	struct vd_cm_id *id;
 	long ret;
 
-	if (copy_from_user(&l, uarg, sizeof(l)))
-		return -EFAULT;
-	if (!ucm_device(ctx))
-		return -ENODEV;
-	ret = ucm_lookup(ctx, l.handle, NULL, &id, NULL);
+	ret = ucm_lookup(ctx, l->handle, NULL, &id, NULL);
 	if (ret)
 		return ret;
-	ret = vd_cm_listen(id, &l.addr, l.backlog);
+	ret = vd_cm_listen(id, &l->addr, l->backlog);
 	vd_cm_id_put(id);
-	if (!ret && copy_to_user(uarg, &l, sizeof(l)))
+	if (!ret && copy_to_user(uarg, l, sizeof(*l)))
 		ret = -EFAULT;	/* listening nevertheless, as bind(2) would */
 	return ret;
 }
 
-static long ucm_connect(struct vd_uctx *ctx, void __user *uarg)
+/*
+ * CM_CONNECT, CM_ACCEPT and CM_CONVERT_SOCKET: the parameter block checked
+ * and copied in, then the id and the QP looked up; @sockfd < 0 for all
+ * but CONVERT.
+ */
+static long ucm_with_qp(struct vd_uctx *ctx, u32 handle,
+			const struct viaduct_cm_conn_param *param, u32 flags,
+			u32 cmd, const struct viaduct_sockaddr *dst, s32 sockfd)
 {
-	struct viaduct_cm_connect c;
+	struct socket *sock;
 	struct vd_cm_param *p;
 	struct vd_cm_id *id;
 	struct vd_qp *qp;
+	int err;
 	long ret;
 
-	if (copy_from_user(&c, uarg, sizeof(c)))
-		return -EFAULT;
-	if (c.reserved)
-		return -EINVAL;
-	if (!ucm_device(ctx))
-		return -ENODEV;
 	p = kzalloc(sizeof(*p), GFP_KERNEL);
 	if (!p)
 		return -ENOMEM;
-	ret = ucm_param(&c.param, VIADUCT_CM_F_ALL & ~VIADUCT_CM_F_ACTIVE, p);
+	ret = ucm_param(param, flags, p);
 	if (!ret)
-		ret = ucm_lookup(ctx, c.handle, &c.param.qp_handle, &id, &qp);
-	if (!ret) {
-		ret = vd_cm_connect(id, &c.dst, qp, p);
-		vd_qp_put(qp);
-		vd_cm_id_put(id);
-	}
-	kfree(p);
-	return ret;
-}
-
-static long ucm_accept(struct vd_uctx *ctx, void __user *uarg)
-{
-	struct viaduct_cm_accept a;
-	struct vd_cm_param *p;
-	struct vd_cm_id *id;
-	struct vd_qp *qp;
-	long ret;
-
-	if (copy_from_user(&a, uarg, sizeof(a)))
-		return -EFAULT;
-	if (a.reserved)
-		return -EINVAL;
-	if (!ucm_device(ctx))
-		return -ENODEV;
-	p = kzalloc(sizeof(*p), GFP_KERNEL);
-	if (!p)
-		return -ENOMEM;
-	ret = ucm_param(&a.param, VIADUCT_CM_F_ALL & ~VIADUCT_CM_F_ACTIVE, p);
-	if (!ret)
-		ret = ucm_lookup(ctx, a.handle, &a.param.qp_handle, &id, &qp);
-	if (!ret) {
+		ret = ucm_lookup(ctx, handle, &param->qp_handle, &id, &qp);
+	if (ret)
+		goto out;
+	switch (cmd) {
+	case VIADUCT_IOCTL_CM_CONNECT:
+		ret = vd_cm_connect(id, dst, qp, p);
+		break;
+	case VIADUCT_IOCTL_CM_ACCEPT:
 		ret = vd_cm_accept(id, qp, p);
-		vd_qp_put(qp);
-		vd_cm_id_put(id);
+		break;
+	default:
+		sock = sockfd_lookup(sockfd, &err);
+		/* the CM takes over the socket's file reference */
+		ret = sock ? vd_cm_convert(id, sock, qp, p) : err;
+		break;
 	}
+	vd_qp_put(qp);
+	vd_cm_id_put(id);
+out:
 	kfree(p);
 	return ret;
 }
 
-static long ucm_reject(struct vd_uctx *ctx, void __user *uarg)
+long vd_ucm_connect(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
+		    void __user *uarg)
 {
-	struct viaduct_cm_reject r;
+	struct viaduct_cm_connect *c = karg;
+
+	if (c->reserved)
+		return -EINVAL;
+	return ucm_with_qp(ctx, c->handle, &c->param,
+			   VIADUCT_CM_F_ALL & ~VIADUCT_CM_F_ACTIVE,
+			   VIADUCT_IOCTL_CM_CONNECT, &c->dst, -1);
+}
+
+long vd_ucm_accept(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
+		   void __user *uarg)
+{
+	struct viaduct_cm_accept *a = karg;
+
+	if (a->reserved)
+		return -EINVAL;
+	return ucm_with_qp(ctx, a->handle, &a->param,
+			   VIADUCT_CM_F_ALL & ~VIADUCT_CM_F_ACTIVE,
+			   VIADUCT_IOCTL_CM_ACCEPT, NULL, -1);
+}
+
+long vd_ucm_convert(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
+		    void __user *uarg)
+{
+	struct viaduct_cm_convert_socket *c = karg;
+
+	return ucm_with_qp(ctx, c->handle, &c->param, VIADUCT_CM_F_ALL,
+			   VIADUCT_IOCTL_CM_CONVERT_SOCKET, NULL, c->sockfd);
+}
+
+long vd_ucm_reject(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
+		   void __user *uarg)
+{
+	struct viaduct_cm_reject *r = karg;
 	struct vd_cm_id *id;
 	u8 *pd = NULL;
 	long ret;
 
-	if (copy_from_user(&r, uarg, sizeof(r)))
-		return -EFAULT;
-	if (r.private_data_len > VIADUCT_CM_PRIVATE_DATA_MAX)
+	if (r->private_data_len > VIADUCT_CM_PRIVATE_DATA_MAX)
 		return -EINVAL;
-	if (!ucm_device(ctx))
-		return -ENODEV;
-	if (r.private_data_len) {
-		pd = memdup_user(u64_to_user_ptr(r.private_data),
-				 r.private_data_len);
+	if (r->private_data_len) {
+		pd = memdup_user(u64_to_user_ptr(r->private_data),
+				 r->private_data_len);
 		if (IS_ERR(pd))
 			return PTR_ERR(pd);
 	}
-	ret = ucm_lookup(ctx, r.handle, NULL, &id, NULL);
+	ret = ucm_lookup(ctx, r->handle, NULL, &id, NULL);
 	if (!ret) {
-		ret = vd_cm_reject(id, pd, r.private_data_len);
+		ret = vd_cm_reject(id, pd, r->private_data_len);
 		vd_cm_id_put(id);
 	}
 	kfree(pd);
 	return ret;
 }
 
-static long ucm_disconnect(struct vd_uctx *ctx, void __user *uarg)
+long vd_ucm_disconnect(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
+		       void __user *uarg)
 {
-	struct viaduct_cm_disconnect d;
+	struct viaduct_cm_disconnect *d = karg;
 	struct vd_cm_id *id;
 	long ret;
 
-	if (copy_from_user(&d, uarg, sizeof(d)))
-		return -EFAULT;
-	if (d.flags & ~VIADUCT_CM_DISC_ABORT)
+	if (d->flags & ~VIADUCT_CM_DISC_ABORT)
 		return -EINVAL;
-	if (!ucm_device(ctx))
-		return -ENODEV;
-	ret = ucm_lookup(ctx, d.handle, NULL, &id, NULL);
+	ret = ucm_lookup(ctx, d->handle, NULL, &id, NULL);
 	if (ret)
 		return ret;
-	ret = vd_cm_disconnect(id, d.flags & VIADUCT_CM_DISC_ABORT);
+	ret = vd_cm_disconnect(id, d->flags & VIADUCT_CM_DISC_ABORT);
 	vd_cm_id_put(id);
 	return ret;
 }
 
-static long ucm_convert(struct vd_uctx *ctx, void __user *uarg)
+long vd_ucm_ack(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
+		void __user *uarg)
 {
-	struct viaduct_cm_convert_socket c;
-	struct vd_cm_param *p;
-	struct vd_cm_id *id;
-	struct vd_qp *qp;
-	long ret;
-
-	if (copy_from_user(&c, uarg, sizeof(c)))
-		return -EFAULT;
-	if (!ucm_device(ctx))
-		return -ENODEV;
-	p = kzalloc(sizeof(*p), GFP_KERNEL);
-	if (!p)
-		return -ENOMEM;
-	ret = ucm_param(&c.param, VIADUCT_CM_F_ALL, p);
-	if (!ret)
-		ret = ucm_lookup(ctx, c.handle, &c.param.qp_handle, &id, &qp);
-	if (!ret) {
-		ret = vd_cm_convert(id, c.sockfd, qp, p);
-		vd_qp_put(qp);
-		vd_cm_id_put(id);
-	}
-	kfree(p);
-	return ret;
-}
-
-static long ucm_ack(struct vd_uctx *ctx, void __user *uarg)
-{
-	struct viaduct_cm_ack a;
+	struct viaduct_cm_ack *a = karg;
 	struct vd_cm_id *id;
 	long ret;
 
-	if (copy_from_user(&a, uarg, sizeof(a)))
-		return -EFAULT;
-	if (!ucm_device(ctx))
-		return -ENODEV;
-	ret = ucm_lookup(ctx, a.handle, NULL, &id, NULL);
+	ret = ucm_lookup(ctx, a->handle, NULL, &id, NULL);
 	if (ret)
 		return ret;
-	ret = vd_cm_ack(id, a.seq);
+	ret = vd_cm_ack(id, a->seq);
 	vd_cm_id_put(id);
 	return ret;
-}
-
-long vd_ucm_ioctl(struct vd_uctx *ctx, unsigned int cmd, void __user *uarg)
-{
-	switch (cmd) {
-	case VIADUCT_IOCTL_CREATE_CM_CHANNEL:
-		return ucm_create_channel(ctx, uarg);
-	case VIADUCT_IOCTL_CM_CREATE_ID:
-		return ucm_create_id(ctx, uarg);
-	case VIADUCT_IOCTL_CM_DESTROY_ID:
-		return ucm_destroy_id(ctx, uarg);
-	case VIADUCT_IOCTL_CM_LISTEN:
-		return ucm_listen(ctx, uarg);
-	case VIADUCT_IOCTL_CM_CONNECT:
-		return ucm_connect(ctx, uarg);
-	case VIADUCT_IOCTL_CM_ACCEPT:
-		return ucm_accept(ctx, uarg);
-	case VIADUCT_IOCTL_CM_REJECT:
-		return ucm_reject(ctx, uarg);
-	case VIADUCT_IOCTL_CM_DISCONNECT:
-		return ucm_disconnect(ctx, uarg);
-	case VIADUCT_IOCTL_CM_CONVERT_SOCKET:
-		return ucm_convert(ctx, uarg);
-	case VIADUCT_IOCTL_CM_ACK_EVENT:
-		return ucm_ack(ctx, uarg);
-	default:
-		return -ENOTTY;
-	}
 }

@@ -23,6 +23,7 @@
 #include "device.h"
 #include "stats.h"
 #include "uctx.h"
+#include "zcopy.h"
 
 /*
  * Every open context by id, for reports. Entries are added at the end of
@@ -44,59 +45,56 @@ static struct vd_device *vd_uctx_device(struct vd_uctx *ctx)
 	return vd;
 }
 
-static long ioctl_get_abi_version(struct vd_uctx *ctx, void __user *uarg)
+static VD_IOCTL_HANDLER(ioctl_get_abi_version)
 {
-	struct viaduct_abi_version v = { .abi_version = VIADUCT_ABI_VERSION };
+	struct viaduct_abi_version *v = karg;
 
-	return copy_to_user(uarg, &v, sizeof(v)) ? -EFAULT : 0;
+	memset(v, 0, sizeof(*v));
+	v->abi_version = VIADUCT_ABI_VERSION;
+	return copy_to_user(uarg, v, sizeof(*v)) ? -EFAULT : 0;
 }
 
-static long ioctl_list_devices(struct vd_uctx *ctx, void __user *uarg)
+static VD_IOCTL_HANDLER(ioctl_list_devices)
 {
 	struct viaduct_list_devices __user *ulist = uarg;
+	struct viaduct_list_devices *list = karg;
 	struct viaduct_device_entry *ents;
-	struct viaduct_list_devices list;
 	long ret;
 	u32 n;
 
-	if (copy_from_user(&list, uarg, sizeof(list)))
-		return -EFAULT;
-	ret = vd_device_list(ctx->net, list.capacity, &ents, &n);
+	ret = vd_device_list(ctx->net, list->capacity, &ents, &n);
 	if (ret < 0)
 		return ret;
-	list.count = ret;
+	list->count = ret;
 
 	ret = 0;
-	if (n && copy_to_user(u64_to_user_ptr(list.entries), ents,
+	if (n && copy_to_user(u64_to_user_ptr(list->entries), ents,
 			      array_size(n, sizeof(*ents))))
 		ret = -EFAULT;
-	else if (put_user(list.count, &ulist->count))
+	else if (put_user(list->count, &ulist->count))
 		ret = -EFAULT;
 	kvfree(ents);
 	return ret;
 }
 
-static long ioctl_select_device(struct vd_uctx *ctx, void __user *uarg)
+static VD_IOCTL_HANDLER(ioctl_select_device)
 {
-	struct viaduct_select_device sel;
-	struct vd_device *vd;
+	struct viaduct_select_device *sel = karg;
 	long ret;
 
-	if (copy_from_user(&sel, uarg, sizeof(sel)))
-		return -EFAULT;
-	if (sel.reserved)
+	if (sel->reserved)
 		return -EINVAL;
-	if (strnlen(sel.name, sizeof(sel.name)) == sizeof(sel.name))
+	if (strnlen(sel->name, sizeof(sel->name)) == sizeof(sel->name))
 		return -EINVAL;
 
 	mutex_lock(&ctx->lock);
 	ret = -EBUSY;
 	if (ctx->dev)
 		goto out_unlock;
-	if (sel.name[0])
-		vd = vd_device_get_by_name(ctx->net, sel.name);
+	if (sel->name[0])
+		vd = vd_device_get_by_name(ctx->net, sel->name);
 	else
-		vd = vd_device_get_by_index(ctx->net, sel.index);
+		vd = vd_device_get_by_index(ctx->net, sel->index);
 	ret = -ENODEV;
 	if (!vd)
 		goto out_unlock;
@@ -111,79 +109,184 @@ out_unlock:
 	return ret;
 }
 
-static long ioctl_query_device(struct vd_uctx *ctx, void __user *uarg)
+static VD_IOCTL_HANDLER(ioctl_query_device)
 {
-	struct viaduct_device_attr *attr;
-	struct vd_device *vd;
+	struct viaduct_device_attr *attr = karg;
 	long ret;
 
-	attr = kmalloc(sizeof(*attr), GFP_KERNEL);
-	if (!attr)
-		return -ENOMEM;
-	ret = -EFAULT;
-	if (copy_from_user(attr, uarg, sizeof(*attr)))
-		goto out;
-	ret = -EINVAL;
-	if (attr->reserved)
-		goto out;
-
-	ret = -ENODEV;
 	if (attr->index == VIADUCT_INDEX_SELECTED) {
 		/* the context's own reference keeps it */
 		vd = vd_uctx_device(ctx);
 		if (!vd)
-			goto out;
+			return -ENODEV;
 		ret = vd_device_query(vd, attr);
 	} else {
 		vd = vd_device_get_by_index(ctx->net, attr->index);
 		if (!vd)
-			goto out;
+			return -ENODEV;
 		ret = vd_device_query(vd, attr);
 		vd_device_put(vd);
 	}
-	if (!ret && copy_to_user(uarg, attr, sizeof(*attr)))
-		ret = -EFAULT;
-out:
-	kfree(attr);
-	return ret;
+	if (ret)
+		return ret;
+	attr->caps = VIADUCT_DEV_CAP_POLLED_DOORBELL | VIADUCT_DEV_CAP_IMM_DATA |
+		     VIADUCT_DEV_CAP_CONVERT_SOCKET | VIADUCT_DEV_CAP_P2P;
+	if (vd_zc_min())
+		attr->caps |= VIADUCT_DEV_CAP_ZERO_COPY;
+	return copy_to_user(uarg, attr, sizeof(*attr)) ? -EFAULT : 0;
 }
 
-struct vd_uctx_ioctl {
+/* The command needs the selected device, live: -ENODEV otherwise. */
+#define VD_IOCTL_DEV		BIT(0)
+
+struct vd_ioctl {
 	unsigned int cmd;
-	long (*fn)(struct vd_uctx *ctx, void __user *uarg);
+	long (*fn)(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
+		   void __user *uarg);
+	u32 flags;		/* VD_IOCTL_* */
 };
 
-/* By command number; a command matches only with its exact size and direction. */
-static const struct vd_uctx_ioctl vd_uctx_ioctls[] = {
+/*
+ * Every command of /dev/viaduct, by command number: the command (which
+ * gives the argument's size), its handler and whether it needs the
+ * selected device. A command matches only with its exact size and
+ * direction; the dispatcher copies the argument in
+ * (for _IOC_WRITE commands), then checks the device, then calls the
+ * handler, which copies its reply out itself (a create command must know
+ * the copy succeeded before it publishes the handle).
+ */
+static const struct vd_ioctl vd_ioctls[] = {
 	[_IOC_NR(VIADUCT_IOCTL_GET_ABI_VERSION)] = {
-		VIADUCT_IOCTL_GET_ABI_VERSION, ioctl_get_abi_version
+		VIADUCT_IOCTL_GET_ABI_VERSION, ioctl_get_abi_version, 0
 	},
 	[_IOC_NR(VIADUCT_IOCTL_LIST_DEVICES)] = {
-		VIADUCT_IOCTL_LIST_DEVICES, ioctl_list_devices
+		VIADUCT_IOCTL_LIST_DEVICES, ioctl_list_devices, 0
 	},
 	[_IOC_NR(VIADUCT_IOCTL_SELECT_DEVICE)] = {
-		VIADUCT_IOCTL_SELECT_DEVICE, ioctl_select_device
+		VIADUCT_IOCTL_SELECT_DEVICE, ioctl_select_device, 0
 	},
 	[_IOC_NR(VIADUCT_IOCTL_QUERY_DEVICE)] = {
-		VIADUCT_IOCTL_QUERY_DEVICE, ioctl_query_device
+		VIADUCT_IOCTL_QUERY_DEVICE, ioctl_query_device, 0
+	},
+	[_IOC_NR(VIADUCT_IOCTL_CREATE_PD)] = {
+		VIADUCT_IOCTL_CREATE_PD, vd_uobj_create_pd, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_DESTROY_PD)] = {
+		VIADUCT_IOCTL_DESTROY_PD, vd_uobj_destroy_pd, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_REG_MR)] = {
+		VIADUCT_IOCTL_REG_MR, vd_uobj_reg_mr, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_DEREG_MR)] = {
+		VIADUCT_IOCTL_DEREG_MR, vd_uobj_dereg_mr, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_CREATE_CQ)] = {
+		VIADUCT_IOCTL_CREATE_CQ, vd_uobj_create_cq, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_RESIZE_CQ)] = {
+		VIADUCT_IOCTL_RESIZE_CQ, vd_uobj_resize_cq, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_DESTROY_CQ)] = {
+		VIADUCT_IOCTL_DESTROY_CQ, vd_uobj_destroy_cq, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_ARM_CQ)] = {
+		VIADUCT_IOCTL_ARM_CQ, vd_uobj_arm_cq, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_CREATE_QP)] = {
+		VIADUCT_IOCTL_CREATE_QP, vd_uobj_create_qp, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_MODIFY_QP)] = {
+		VIADUCT_IOCTL_MODIFY_QP, vd_uobj_modify_qp, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_QUERY_QP)] = {
+		VIADUCT_IOCTL_QUERY_QP, vd_uobj_query_qp, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_DESTROY_QP)] = {
+		VIADUCT_IOCTL_DESTROY_QP, vd_uobj_destroy_qp, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_DOORBELL)] = {
+		VIADUCT_IOCTL_DOORBELL, vd_uobj_doorbell, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_CREATE_COMP_CHANNEL)] = {
+		VIADUCT_IOCTL_CREATE_COMP_CHANNEL, vd_uobj_create_comp_channel, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_CREATE_CM_CHANNEL)] = {
+		VIADUCT_IOCTL_CREATE_CM_CHANNEL, vd_ucm_create_channel, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_CM_CREATE_ID)] = {
+		VIADUCT_IOCTL_CM_CREATE_ID, vd_ucm_create_id, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_CM_DESTROY_ID)] = {
+		VIADUCT_IOCTL_CM_DESTROY_ID, vd_ucm_destroy_id, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_CM_LISTEN)] = {
+		VIADUCT_IOCTL_CM_LISTEN, vd_ucm_listen, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_CM_CONNECT)] = {
+		VIADUCT_IOCTL_CM_CONNECT, vd_ucm_connect, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_CM_ACCEPT)] = {
+		VIADUCT_IOCTL_CM_ACCEPT, vd_ucm_accept, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_CM_REJECT)] = {
+		VIADUCT_IOCTL_CM_REJECT, vd_ucm_reject, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_CM_DISCONNECT)] = {
+		VIADUCT_IOCTL_CM_DISCONNECT, vd_ucm_disconnect, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_CM_CONVERT_SOCKET)] = {
+		VIADUCT_IOCTL_CM_CONVERT_SOCKET, vd_ucm_convert, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_CM_ACK_EVENT)] = {
+		VIADUCT_IOCTL_CM_ACK_EVENT, vd_ucm_ack, VD_IOCTL_DEV
 	},
 };
+
+/* Arguments up to this size live on the stack, larger ones are allocated. */
+#define VD_IOCTL_STACK_ARG	128
 
 static long vd_uctx_ioctl(struct file *file, unsigned int cmd,
 			  unsigned long arg)
 {
 	struct vd_uctx *ctx = file->private_data;
-	const struct vd_uctx_ioctl *ioc;
+	void __user *uarg = (void __user *)arg;
+	u64 stack[VD_IOCTL_STACK_ARG / sizeof(u64)];
+	const struct vd_ioctl *ioc;
 	unsigned int nr = _IOC_NR(cmd);
+	struct vd_device *vd = NULL;
+	void *karg = stack;
+	size_t size;
+	long ret;
 
 	if (unlikely(_IOC_TYPE(cmd) != VIADUCT_IOCTL_MAGIC))
 		return -ENOTTY;
-	if (nr >= ARRAY_SIZE(vd_uctx_ioctls))
-		return vd_uobj_ioctl(ctx, cmd, arg);
-	ioc = &vd_uctx_ioctls[array_index_nospec(nr, ARRAY_SIZE(vd_uctx_ioctls))];
+	if (nr >= ARRAY_SIZE(vd_ioctls))
+		return -ENOTTY;
+	ioc = &vd_ioctls[array_index_nospec(nr, ARRAY_SIZE(vd_ioctls))];
 	if (!ioc->fn || ioc->cmd != cmd)
-		return vd_uobj_ioctl(ctx, cmd, arg);
-	return ioc->fn(ctx, (void __user *)arg);
+		return -ENOTTY;
+
+	size = _IOC_SIZE(cmd);
+	if (size > sizeof(stack)) {
+		karg = kmalloc(size, GFP_KERNEL);
+		if (!karg)
+			return -ENOMEM;
+	}
+	ret = -EFAULT;
+	if (_IOC_DIR(cmd) & _IOC_WRITE &&
+	    copy_from_user(karg, uarg, size))
+		goto out;
+	if (ioc->flags & VD_IOCTL_DEV) {
+		ret = -ENODEV;
+		vd = vd_uctx_device(ctx);
+		if (!vd)
+			goto out;
+	}
+	ret = ioc->fn(ctx, vd, karg, uarg);
+out:
+	if (karg != stack)
+		kfree(karg);
+	return ret;
 }
 
 static int vd_uctx_open(struct inode *inode, struct file *file)

@@ -17,12 +17,11 @@
 #include <linux/uaccess.h>
 #include <linux/xarray.h>
 
-#include <uapi/viaduct_nl.h>
+#include <viaduct/viaduct-nl.h>
 
 #include "cm.h"
 #include "cq.h"
 #include "device.h"
-#include "doorbell.h"
 #include "event.h"
 #include "mem.h"
 #include "pd.h"
@@ -65,19 +64,9 @@ struct vd_uobj {
 		struct vd_cq *cq;
 		struct vd_qp *qp;
 		struct vd_cm_id *cm_id;
+		void *obj;		/* NULL until the object exists */
 	};
 };
-
-/* The selected device while it is live, else NULL; the context holds it. */
-static struct vd_device *uobj_device(struct vd_uctx *ctx)
-{
-	/* pairs with smp_store_release() in ioctl_select_device() */
-	struct vd_device *vd = smp_load_acquire(&ctx->dev);
-
-	if (unlikely(!vd || !vd_device_alive(vd)))
-		return NULL;
-	return vd;
-}
 
 int vd_uobj_table_init(struct vd_uobj_table *t)
 {
@@ -247,33 +236,6 @@ static struct vd_uobj *uobj_find(struct vd_uobj_table *t, u32 handle,
 	return u && u->type == type ? u : NULL;
 }
 
-/* A referenced CQ or QP for a command that does not change the table. */
-static struct vd_cq *uobj_get_cq(struct vd_uobj_table *t, u32 handle)
-{
-	struct vd_cq *cq = NULL;
-	struct vd_uobj *u;
-
-	xa_lock(&t->handles);
-	u = xa_load(&t->handles, handle);
-	if (u && u->type == VD_UOBJ_CQ)
-		cq = vd_cq_get(u->cq);
-	xa_unlock(&t->handles);
-	return cq;
-}
-
-static struct vd_qp *uobj_get_qp(struct vd_uobj_table *t, u32 handle)
-{
-	struct vd_qp *qp = NULL;
-	struct vd_uobj *u;
-
-	xa_lock(&t->handles);
-	u = xa_load(&t->handles, handle);
-	if (u && u->type == VD_UOBJ_QP)
-		qp = vd_qp_get(u->qp);
-	xa_unlock(&t->handles);
-	return qp;
-}
-
 /*
  * Reserves a handle for a new entry of @type; lookups do not find it until
  * uobj_publish().
@@ -344,175 +306,209 @@ out:
 	return ret;
 }
 
-static long ioctl_destroy(struct vd_uctx *ctx, void __user *uarg,
-			  enum vd_uobj_type type)
+/*
+ * The create commands: reserves a handle for an object of @type, lets
+ * @build create the object (and enter its mmap keys) under the table's
+ * lock, copies the reply @size bytes at @reply, which holds the handle at
+ * @handle, to @uarg and publishes the handle only then. @build sets the
+ * entry's object only once it exists; whatever it did is undone if it or
+ * the copy fails.
+ */
+static long uobj_create(struct vd_uobj_table *t, enum vd_uobj_type type,
+			int (*build)(struct vd_uobj_table *t, struct vd_uobj *u,
+				     void *reply, void *arg),
+			void *arg, void *reply, u32 *handle, size_t size,
+			void __user *uarg)
 {
-	struct viaduct_handle h;
-
-	if (copy_from_user(&h, uarg, sizeof(h)))
-		return -EFAULT;
-	if (h.reserved)
-		return -EINVAL;
-	if (!uobj_device(ctx))
-		return -ENODEV;
-	return uobj_remove(&ctx->objs, h.handle, type);
-}
-
-static long ioctl_create_pd(struct vd_uctx *ctx, void __user *uarg)
-{
-	struct vd_uobj_table *t = &ctx->objs;
-	struct viaduct_handle h = {};
-	struct vd_device *vd;
 	struct vd_uobj *u;
 	long ret;
 
-	vd = uobj_device(ctx);
-	if (!vd)
-		return -ENODEV;
-
 	mutex_lock(&t->lock);
-	u = uobj_reserve(t, VD_UOBJ_PD, &h.handle);
+	u = uobj_reserve(t, type, handle);
 	if (IS_ERR(u)) {
 		ret = PTR_ERR(u);
 		goto out;
 	}
-	u->pd = vd_pd_create(vd);
-	if (IS_ERR(u->pd)) {
-		ret = PTR_ERR(u->pd);
-		uobj_unreserve(t, u, h.handle);
-		goto out;
-	}
-	ret = -EFAULT;
-	if (copy_to_user(uarg, &h, sizeof(h))) {
-		uobj_abort(t, u, h.handle);
-		goto out;
-	}
-	uobj_publish(t, u, h.handle);
-	ret = 0;
+	ret = build(t, u, reply, arg);
+	if (!ret && copy_to_user(uarg, reply, size))
+		ret = -EFAULT;
+	if (!ret)
+		uobj_publish(t, u, *handle);
+	else if (u->obj)
+		uobj_abort(t, u, *handle);
+	else
+		uobj_unreserve(t, u, *handle);
 out:
 	mutex_unlock(&t->lock);
 	return ret;
 }
 
-static long ioctl_reg_mr(struct vd_uctx *ctx, void __user *uarg)
+/* A referenced CQ or QP, for the commands that do not change the table. */
+static void *uobj_get(struct vd_uobj_table *t, u32 handle,
+		      enum vd_uobj_type type)
 {
-	struct vd_uobj_table *t = &ctx->objs;
-	struct viaduct_reg_mr r;
-	struct vd_device *vd;
+	void *obj = NULL;
+	struct vd_uobj *u;
+
+	xa_lock(&t->handles);
+	u = xa_load(&t->handles, handle);
+	if (u && u->type == type) {
+		if (type == VD_UOBJ_CQ)
+			obj = vd_cq_get(u->cq);
+		else if (type == VD_UOBJ_QP)
+			obj = vd_qp_get(u->qp);
+		else if (type == VD_UOBJ_CM_ID)
+			obj = vd_cm_id_get(u->cm_id);
+	}
+	xa_unlock(&t->handles);
+	return obj;
+}
+
+/* DESTROY_PD, DEREG_MR, DESTROY_CQ, DESTROY_QP */
+static long uobj_destroy_cmd(struct vd_uctx *ctx, void *karg,
+			     enum vd_uobj_type type)
+{
+	struct viaduct_handle *h = karg;
+
+	if (h->reserved)
+		return -EINVAL;
+	return uobj_remove(&ctx->objs, h->handle, type);
+}
+
+long vd_uobj_destroy_pd(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
+			void __user *uarg)
+{
+	return uobj_destroy_cmd(ctx, karg, VD_UOBJ_PD);
+}
+
+long vd_uobj_dereg_mr(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
+		      void __user *uarg)
+{
+	return uobj_destroy_cmd(ctx, karg, VD_UOBJ_MR);
+}
+
+long vd_uobj_destroy_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
+			void __user *uarg)
+{
+	return uobj_destroy_cmd(ctx, karg, VD_UOBJ_CQ);
+}
+
+long vd_uobj_destroy_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
+			void __user *uarg)
+{
+	return uobj_destroy_cmd(ctx, karg, VD_UOBJ_QP);
+}
+
+static int build_pd(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
+		    void *arg)
+{
+	struct vd_pd *pd = vd_pd_create(arg);
+
+	if (IS_ERR(pd))
+		return PTR_ERR(pd);
+	u->pd = pd;
+	return 0;
+}
+
+long vd_uobj_create_pd(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
+		       void __user *uarg)
+{
+	struct viaduct_handle *h = karg;
+
+	memset(h, 0, sizeof(*h));
+	return uobj_create(&ctx->objs, VD_UOBJ_PD, build_pd, vd, h,
+			   &h->handle, sizeof(*h), uarg);
+}
+
+static int build_mr(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
+		    void *arg)
+{
+	struct viaduct_reg_mr *r = reply;
+	struct vd_device *vd = arg;
 	struct vd_uobj *pdu;
-	struct vd_uobj *u;
-	long ret;
+	struct vd_mr *mr;
 
-	if (copy_from_user(&r, uarg, sizeof(r)))
-		return -EFAULT;
-	if (r.reserved[0] || r.reserved[1] || r.reserved[2] || r.reserved2)
-		return -EINVAL;
-	vd = uobj_device(ctx);
-	if (!vd)
-		return -ENODEV;
-
-	mutex_lock(&t->lock);
-	ret = -ENOENT;
-	pdu = uobj_find(t, r.pd_handle, VD_UOBJ_PD);
+	pdu = uobj_find(t, r->pd_handle, VD_UOBJ_PD);
 	if (!pdu)
-		goto out;
-	u = uobj_reserve(t, VD_UOBJ_MR, &r.handle);
-	if (IS_ERR(u)) {
-		ret = PTR_ERR(u);
-		goto out;
-	}
-	u->mr = vd_mr_register(&vd->tpt, pdu->pd, r.addr, r.length, r.access,
-			       r.key);
-	if (IS_ERR(u->mr)) {
-		ret = PTR_ERR(u->mr);
-		uobj_unreserve(t, u, r.handle);
-		goto out;
-	}
-	r.stag = u->mr->stag;
-	u->pd_handle = r.pd_handle;
-	ret = -EFAULT;
-	if (copy_to_user(uarg, &r, sizeof(r))) {
-		uobj_abort(t, u, r.handle);
-		goto out;
-	}
-	uobj_publish(t, u, r.handle);
-	ret = 0;
-out:
-	mutex_unlock(&t->lock);
-	return ret;
+		return -ENOENT;
+	mr = vd_mr_register(&vd->tpt, pdu->pd, r->addr, r->length, r->access,
+			    r->key);
+	if (IS_ERR(mr))
+		return PTR_ERR(mr);
+	u->mr = mr;
+	u->pd_handle = r->pd_handle;
+	r->stag = mr->stag;
+	return 0;
 }
 
-static long ioctl_create_cq(struct vd_uctx *ctx, void __user *uarg)
+long vd_uobj_reg_mr(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
+		    void __user *uarg)
 {
-	struct vd_uobj_table *t = &ctx->objs;
+	struct viaduct_reg_mr *r = karg;
+
+	if (r->reserved[0] || r->reserved[1] || r->reserved[2] || r->reserved2)
+		return -EINVAL;
+	/* no memory windows (VIADUCT_DEV_CAP_MW) */
+	if (r->access & VIADUCT_ACCESS_MW_BIND)
+		return -EOPNOTSUPP;
+	return uobj_create(&ctx->objs, VD_UOBJ_MR, build_mr, vd, r,
+			   &r->handle, sizeof(*r), uarg);
+}
+
+static int build_cq(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
+		    void *arg)
+{
+	struct viaduct_create_cq *c = reply;
+	struct vd_cq *cq;
+	int ret;
+
+	cq = vd_cq_create(c->entries, c->handle, c->user_data, t->aq, arg);
+	if (IS_ERR(cq))
+		return PTR_ERR(cq);
+	u->cq = cq;
+	ret = uobj_add_key(t, u, vd_cq_mem(cq), &c->mmap_key);
+	if (ret)
+		return ret;
+	c->entries = vd_cq_entries(cq);
+	c->mmap_size = vd_cq_mem(cq)->size;
+	return 0;
+}
+
+long vd_uobj_create_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
+		       void __user *uarg)
+{
+	struct viaduct_create_cq *c = karg;
 	struct vd_comp_channel *ch = NULL;
-	struct viaduct_create_cq c;
-	struct vd_uobj *u;
 	long ret;
 
-	if (copy_from_user(&c, uarg, sizeof(c)))
-		return -EFAULT;
-	if (c.flags)
+	if (c->flags)
 		return -EINVAL;
-	if (!uobj_device(ctx))
-		return -ENODEV;
-	if (c.channel_fd != -1) {
-		ch = vd_comp_channel_fdget(c.channel_fd);
+	if (c->channel_fd != -1) {
+		ch = vd_comp_channel_fdget(c->channel_fd);
 		if (IS_ERR(ch))
 			return PTR_ERR(ch);
 	}
-
-	mutex_lock(&t->lock);
-	u = uobj_reserve(t, VD_UOBJ_CQ, &c.handle);
-	if (IS_ERR(u)) {
-		ret = PTR_ERR(u);
-		goto out;
-	}
-	u->cq = vd_cq_create(c.entries, c.handle, c.user_data, t->aq, ch);
-	if (IS_ERR(u->cq)) {
-		ret = PTR_ERR(u->cq);
-		uobj_unreserve(t, u, c.handle);
-		goto out;
-	}
-	ret = uobj_add_key(t, u, vd_cq_mem(u->cq), &c.mmap_key);
-	if (ret) {
-		uobj_abort(t, u, c.handle);
-		goto out;
-	}
-	c.entries = vd_cq_entries(u->cq);
-	c.mmap_size = vd_cq_mem(u->cq)->size;
-	ret = -EFAULT;
-	if (copy_to_user(uarg, &c, sizeof(c))) {
-		uobj_abort(t, u, c.handle);
-		goto out;
-	}
-	uobj_publish(t, u, c.handle);
-	ret = 0;
-out:
-	mutex_unlock(&t->lock);
+	ret = uobj_create(&ctx->objs, VD_UOBJ_CQ, build_cq, ch, c, &c->handle,
+			  sizeof(*c), uarg);
 	/* the CQ holds a reference of its own */
 	if (ch)
 		vd_comp_channel_put(ch);
 	return ret;
 }
 
-static long ioctl_resize_cq(struct vd_uctx *ctx, void __user *uarg)
+long vd_uobj_resize_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
+		       void __user *uarg)
 {
 	struct vd_uobj_table *t = &ctx->objs;
-	struct viaduct_resize_cq r;
+	struct viaduct_resize_cq *r = karg;
 	struct vd_ring_mem *mem;
 	struct vd_uobj *u;
 	long ret;
 	u32 idx;
 
-	if (copy_from_user(&r, uarg, sizeof(r)))
-		return -EFAULT;
-	if (!uobj_device(ctx))
-		return -ENODEV;
-
 	mutex_lock(&t->lock);
 	ret = -ENOENT;
-	u = uobj_find(t, r.handle, VD_UOBJ_CQ);
+	u = uobj_find(t, r->handle, VD_UOBJ_CQ);
 	if (!u)
 		goto out;
 	if (WARN_ON_ONCE(u->nkeys != 1)) {
@@ -526,7 +522,7 @@ static long ioctl_resize_cq(struct vd_uctx *ctx, void __user *uarg)
 		ret = ret == -EBUSY ? -ENOSPC : ret;
 		goto out;
 	}
-	ret = vd_cq_resize(u->cq, r.entries, &mem);
+	ret = vd_cq_resize(u->cq, r->entries, &mem);
 	if (ret) {
 		xa_erase(&t->mmap_keys, idx);
 		goto out;
@@ -536,29 +532,26 @@ static long ioctl_resize_cq(struct vd_uctx *ctx, void __user *uarg)
 	uobj_drop_key(t, u->keys[0]);
 	u->keys[0] = idx;
 
-	r.entries = vd_cq_entries(u->cq);
-	r.mmap_key = (u64)idx << PAGE_SHIFT;
-	r.mmap_size = mem->size;
-	ret = copy_to_user(uarg, &r, sizeof(r)) ? -EFAULT : 0;
+	r->entries = vd_cq_entries(u->cq);
+	r->mmap_key = (u64)idx << PAGE_SHIFT;
+	r->mmap_size = mem->size;
+	ret = copy_to_user(uarg, r, sizeof(*r)) ? -EFAULT : 0;
 out:
 	mutex_unlock(&t->lock);
 	return ret;
 }
 
-static long ioctl_arm_cq(struct vd_uctx *ctx, void __user *uarg)
+long vd_uobj_arm_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
+		    void __user *uarg)
 {
-	struct viaduct_arm_cq a;
+	struct viaduct_arm_cq *a = karg;
 	struct vd_cq *cq;
 	long ret;
 
-	if (copy_from_user(&a, uarg, sizeof(a)))
-		return -EFAULT;
-	if (!uobj_device(ctx))
-		return -ENODEV;
-	cq = uobj_get_cq(&ctx->objs, a.handle);
+	cq = uobj_get(&ctx->objs, a->handle, VD_UOBJ_CQ);
 	if (!cq)
 		return -ENOENT;
-	ret = vd_cq_arm(cq, a.flags);
+	ret = vd_cq_arm(cq, a->flags);
 	vd_cq_put(cq);
 	return ret;
 }
@@ -583,129 +576,109 @@ static int uobj_add_qp_keys(struct vd_uobj_table *t, struct vd_uobj *u,
 	return ret;
 }
 
-static long ioctl_create_qp(struct vd_uctx *ctx, void __user *uarg)
+/* A CQ of the table for a new QP: NULL for handle 0 (a private ring). */
+static int find_cq(struct vd_uobj_table *t, u32 handle, struct vd_cq **cq)
 {
-	struct vd_uobj_table *t = &ctx->objs;
-	struct viaduct_create_qp a;
-	struct vd_uobj *pdu, *scu = NULL, *rcu = NULL;
-	struct vd_qp_init init = {};
-	struct vd_device *vd;
 	struct vd_uobj *u;
-	long ret;
 
-	if (copy_from_user(&a, uarg, sizeof(a)))
-		return -EFAULT;
-	if (a.reserved)
-		return -EINVAL;
-	vd = uobj_device(ctx);
-	if (!vd)
-		return -ENODEV;
+	*cq = NULL;
+	if (!handle)
+		return 0;
+	u = uobj_find(t, handle, VD_UOBJ_CQ);
+	if (!u)
+		return -ENOENT;
+	*cq = u->cq;
+	return 0;
+}
 
-	mutex_lock(&t->lock);
-	ret = -ENOENT;
-	pdu = uobj_find(t, a.pd_handle, VD_UOBJ_PD);
+static int build_qp(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
+		    void *arg)
+{
+	struct viaduct_create_qp *a = reply;
+	struct vd_device *vd = arg;
+	struct vd_qp_init init = {
+		.dev = vd,
+		.aq = t->aq,
+		.worker = &vd->db_worker,
+		.handle = a->handle,
+		.attr = a,
+	};
+	struct vd_uobj *pdu;
+	struct vd_qp *qp;
+	int ret;
+
+	pdu = uobj_find(t, a->pd_handle, VD_UOBJ_PD);
 	if (!pdu)
-		goto out;
-	if (a.send_cq) {
-		scu = uobj_find(t, a.send_cq, VD_UOBJ_CQ);
-		if (!scu)
-			goto out;
-	}
-	if (a.recv_cq) {
-		rcu = uobj_find(t, a.recv_cq, VD_UOBJ_CQ);
-		if (!rcu)
-			goto out;
-	}
-	u = uobj_reserve(t, VD_UOBJ_QP, &a.handle);
-	if (IS_ERR(u)) {
-		ret = PTR_ERR(u);
-		goto out;
-	}
-	u->pd_handle = a.pd_handle;
-	init.dev = vd;
+		return -ENOENT;
+	ret = find_cq(t, a->send_cq, &init.send_cq);
+	if (!ret)
+		ret = find_cq(t, a->recv_cq, &init.recv_cq);
+	if (ret)
+		return ret;
 	init.pd = pdu->pd;
-	init.send_cq = scu ? scu->cq : NULL;
-	init.recv_cq = rcu ? rcu->cq : NULL;
-	init.aq = t->aq;
-	init.worker = &vd->db_worker;
-	init.handle = a.handle;
-	init.attr = &a;
-	u->qp = vd_qp_create(&init);
-	if (IS_ERR(u->qp)) {
-		ret = PTR_ERR(u->qp);
-		uobj_unreserve(t, u, a.handle);
-		goto out;
-	}
-	ret = uobj_add_qp_keys(t, u, &a);
-	if (ret) {
-		uobj_abort(t, u, a.handle);
-		goto out;
-	}
-	ret = -EFAULT;
-	if (copy_to_user(uarg, &a, sizeof(a))) {
-		uobj_abort(t, u, a.handle);
-		goto out;
-	}
-	uobj_publish(t, u, a.handle);
-	ret = 0;
-out:
-	mutex_unlock(&t->lock);
-	return ret;
+	u->pd_handle = a->pd_handle;
+	qp = vd_qp_create(&init);
+	if (IS_ERR(qp))
+		return PTR_ERR(qp);
+	u->qp = qp;
+	return uobj_add_qp_keys(t, u, a);
 }
 
-static long ioctl_modify_qp(struct vd_uctx *ctx, void __user *uarg)
+long vd_uobj_create_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
+		       void __user *uarg)
 {
-	struct viaduct_modify_qp m;
-	struct vd_qp *qp;
-	long ret;
+	struct viaduct_create_qp *a = karg;
 
-	if (copy_from_user(&m, uarg, sizeof(m)))
-		return -EFAULT;
-	if (!uobj_device(ctx))
-		return -ENODEV;
-	qp = uobj_get_qp(&ctx->objs, m.handle);
-	if (!qp)
-		return -ENOENT;
-	ret = vd_qp_modify(qp, &m);
-	vd_qp_put(qp);
-	return ret;
-}
-
-static long ioctl_query_qp(struct vd_uctx *ctx, void __user *uarg)
-{
-	struct viaduct_query_qp q;
-	struct vd_qp *qp;
-
-	if (copy_from_user(&q, uarg, sizeof(q)))
-		return -EFAULT;
-	if (q.reserved)
+	if (a->reserved)
 		return -EINVAL;
-	if (!uobj_device(ctx))
-		return -ENODEV;
-	qp = uobj_get_qp(&ctx->objs, q.handle);
-	if (!qp)
-		return -ENOENT;
-	vd_qp_query(qp, &q);
-	vd_qp_put(qp);
-	q.reserved = 0;
-	return copy_to_user(uarg, &q, sizeof(q)) ? -EFAULT : 0;
+	return uobj_create(&ctx->objs, VD_UOBJ_QP, build_qp, vd, a,
+			   &a->handle, sizeof(*a), uarg);
 }
 
-static long ioctl_doorbell(struct vd_uctx *ctx, void __user *uarg)
+long vd_uobj_modify_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
+		       void __user *uarg)
 {
-	struct viaduct_doorbell_req d;
+	struct viaduct_modify_qp *m = karg;
 	struct vd_qp *qp;
 	long ret;
 
-	if (copy_from_user(&d, uarg, sizeof(d)))
-		return -EFAULT;
-	if (!uobj_device(ctx))
-		return -ENODEV;
-	qp = uobj_get_qp(&ctx->objs, d.handle);
+	qp = uobj_get(&ctx->objs, m->handle, VD_UOBJ_QP);
+	if (!qp)
+		return -ENOENT;
+	ret = vd_qp_modify(qp, m);
+	vd_qp_put(qp);
+	return ret;
+}
+
+long vd_uobj_query_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
+		      void __user *uarg)
+{
+	struct viaduct_query_qp *q = karg;
+	struct vd_qp *qp;
+
+	if (q->reserved)
+		return -EINVAL;
+	qp = uobj_get(&ctx->objs, q->handle, VD_UOBJ_QP);
+	if (!qp)
+		return -ENOENT;
+	vd_qp_query(qp, q);
+	vd_qp_put(qp);
+	q->reserved = 0;
+	return copy_to_user(uarg, q, sizeof(*q)) ? -EFAULT : 0;
+}
+
+long vd_uobj_doorbell(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
+		      void __user *uarg)
+{
+	struct viaduct_doorbell_req *d = karg;
+	struct vd_qp *qp;
+	long ret;
+
+	qp = uobj_get(&ctx->objs, d->handle, VD_UOBJ_QP);
 	if (!qp)
 		return -ENOENT;
 	atomic64_inc(&ctx->objs.doorbells);
-	ret = vd_doorbell_ring(qp, d.flags);
+	ret = vd_qp_doorbell(qp, d->flags);
 	vd_qp_put(qp);
 	return ret;
 }
@@ -733,21 +706,21 @@ long vd_uobj_give_fd(struct file *file, void __user *uarg, void *karg,
 	return 0;
 }
 
-static long ioctl_create_comp_channel(struct vd_uctx *ctx, void __user *uarg)
+long vd_uobj_create_comp_channel(struct vd_uctx *ctx, struct vd_device *vd,
+				 void *karg, void __user *uarg)
 {
-	struct viaduct_comp_channel c = {};
+	struct viaduct_comp_channel *c = karg;
 
-	if (!uobj_device(ctx))
-		return -ENODEV;
-	return vd_uobj_give_fd(vd_comp_channel_create_file(), uarg, &c,
-			       sizeof(c), &c.fd);
+	memset(c, 0, sizeof(*c));
+	return vd_uobj_give_fd(vd_comp_channel_create_file(), uarg, c,
+			       sizeof(*c), &c->fd);
 }
 
 /* --- CM ids (ucm.c) ------------------------------------------------ */
 
 struct vd_qp *vd_uobj_get_qp(struct vd_uobj_table *t, u32 handle)
 {
-	return uobj_get_qp(t, handle);
+	return uobj_get(t, handle, VD_UOBJ_QP);
 }
 
 /* Enters @id under a new handle, taking over the caller's reference. */
@@ -779,24 +752,9 @@ int vd_uobj_cm_id_add(struct vd_uobj_table *t, struct vd_cm_id *id,
 	return ret;
 }
 
-int vd_uobj_cm_id_publish(struct vd_uobj_table *t, struct vd_cm_id *id)
-{
-	u32 handle;
-
-	return vd_uobj_cm_id_add(t, id, &handle);
-}
-
 struct vd_cm_id *vd_uobj_cm_id_get(struct vd_uobj_table *t, u32 handle)
 {
-	struct vd_cm_id *id = NULL;
-	struct vd_uobj *u;
-
-	xa_lock(&t->handles);
-	u = xa_load(&t->handles, handle);
-	if (u && u->type == VD_UOBJ_CM_ID)
-		id = vd_cm_id_get(u->cm_id);
-	xa_unlock(&t->handles);
-	return id;
+	return uobj_get(t, handle, VD_UOBJ_CM_ID);
 }
 
 struct vd_cm_id *vd_uobj_cm_id_remove(struct vd_uobj_table *t, u32 handle,
@@ -901,55 +859,6 @@ void vd_uobj_table_counts(struct vd_uobj_table *t,
 		counts->objs[i] = atomic_long_read(&t->nr_objs[i]);
 	counts->pinned_pages = atomic_long_read(&t->pinned_pages);
 	counts->doorbells = atomic64_read(&t->doorbells);
-}
-
-long vd_uobj_ioctl(struct vd_uctx *ctx, unsigned int cmd, unsigned long arg)
-{
-	void __user *uarg = (void __user *)arg;
-
-	switch (cmd) {
-	case VIADUCT_IOCTL_CREATE_PD:
-		return ioctl_create_pd(ctx, uarg);
-	case VIADUCT_IOCTL_DESTROY_PD:
-		return ioctl_destroy(ctx, uarg, VD_UOBJ_PD);
-	case VIADUCT_IOCTL_REG_MR:
-		return ioctl_reg_mr(ctx, uarg);
-	case VIADUCT_IOCTL_DEREG_MR:
-		return ioctl_destroy(ctx, uarg, VD_UOBJ_MR);
-	case VIADUCT_IOCTL_CREATE_CQ:
-		return ioctl_create_cq(ctx, uarg);
-	case VIADUCT_IOCTL_RESIZE_CQ:
-		return ioctl_resize_cq(ctx, uarg);
-	case VIADUCT_IOCTL_DESTROY_CQ:
-		return ioctl_destroy(ctx, uarg, VD_UOBJ_CQ);
-	case VIADUCT_IOCTL_ARM_CQ:
-		return ioctl_arm_cq(ctx, uarg);
-	case VIADUCT_IOCTL_CREATE_QP:
-		return ioctl_create_qp(ctx, uarg);
-	case VIADUCT_IOCTL_MODIFY_QP:
-		return ioctl_modify_qp(ctx, uarg);
-	case VIADUCT_IOCTL_QUERY_QP:
-		return ioctl_query_qp(ctx, uarg);
-	case VIADUCT_IOCTL_DESTROY_QP:
-		return ioctl_destroy(ctx, uarg, VD_UOBJ_QP);
-	case VIADUCT_IOCTL_DOORBELL:
-		return ioctl_doorbell(ctx, uarg);
-	case VIADUCT_IOCTL_CREATE_COMP_CHANNEL:
-		return ioctl_create_comp_channel(ctx, uarg);
-	case VIADUCT_IOCTL_CREATE_CM_CHANNEL:
-	case VIADUCT_IOCTL_CM_CREATE_ID:
-	case VIADUCT_IOCTL_CM_DESTROY_ID:
-	case VIADUCT_IOCTL_CM_LISTEN:
-	case VIADUCT_IOCTL_CM_CONNECT:
-	case VIADUCT_IOCTL_CM_ACCEPT:
-	case VIADUCT_IOCTL_CM_REJECT:
-	case VIADUCT_IOCTL_CM_DISCONNECT:
-	case VIADUCT_IOCTL_CM_CONVERT_SOCKET:
-	case VIADUCT_IOCTL_CM_ACK_EVENT:
-		return vd_ucm_ioctl(ctx, cmd, uarg);
-	default:
-		return -ENOTTY;
-	}
 }
 
 int vd_uobj_mmap(struct vd_uctx *ctx, struct vm_area_struct *vma)

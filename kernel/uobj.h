@@ -11,9 +11,9 @@
  *       At release(), while the device is still referenced: destroys the
  *       QPs, CQs, MRs and PDs still named by handles, in that order, then
  *       forgets the mmap keys and drops the async queue. Process context.
- *   vd_uobj_ioctl(ctx, cmd, arg)
- *       The resource commands of include/uapi/viaduct.h; -ENOTTY for any
- *       other command.
+ *   vd_uobj_create_pd() ... vd_uobj_create_comp_channel()
+ *       The resource commands of include/uapi/viaduct/viaduct-abi.h, called by uctx.c's
+ *       dispatcher with the argument copied in (see VD_IOCTL_HANDLER).
  *   vd_uobj_give_fd(file, uarg, karg, size, fd)
  *       Hands @file (or its ERR_PTR) to the process: reserves a descriptor
  *       (O_CLOEXEC), stores it in *@fd, a field of @karg, copies @size
@@ -35,10 +35,13 @@
  * a handle is named by exactly one destroy and an object's keys change
  * under it only. A handle is reserved before its object is created (CQs
  * and QPs report their handle in events) and published afterwards.
- * Commands that use an object without changing the table (ARM_CQ,
- * MODIFY_QP, QUERY_QP, DOORBELL) take an object reference under the
- * xarray's spinlock and run without @lock; a concurrent destroy makes them
- * fail through the object's own checks.
+ * Every create command goes through one helper (uobj_create()), which
+ * reserves, lets the type's build function make the object, copies the
+ * reply out and publishes. Commands that use an object without changing
+ * the table (ARM_CQ, MODIFY_QP, QUERY_QP, DOORBELL, the CM's) take an
+ * object reference under the xarray's spinlock (uobj_get()) and run
+ * without @lock; a concurrent destroy makes them fail through the
+ * object's own checks.
  *
  * @mmap_keys holds one referenced struct vd_ring_mem per key (index <<
  * PAGE_SHIFT). ->mmap() runs with mmap_lock held and so never takes @lock
@@ -51,11 +54,11 @@
  * ------
  * Connection identifiers (cm.h) are entries of the table too, but not
  * reported. vd_uobj_cm_id_add() publishes an id under a new handle (the
- * table takes over the caller's reference; ucm.c for CM_CREATE_ID, cm.c
- * through vd_uobj_cm_id_publish() for a listener's new connection, from
- * its work item with the id's lock held: the id's lock comes before
- * @lock, never the other way round). vd_uobj_cm_id_get() returns a
- * referenced id; vd_uobj_cm_id_remove() erases an id (-EBUSY while it
+ * table takes over the caller's reference; ucm.c for CM_CREATE_ID, and
+ * from the owner callback it gives the CM for a listener's new
+ * connection, which runs in the CM's work item with the id's lock held:
+ * the id's lock comes before @lock, never the other way round).
+ * vd_uobj_cm_id_get() returns a referenced id; vd_uobj_cm_id_remove() erases an id (-EBUSY while it
  * has unacknowledged events, unless @force) and hands the table's
  * reference to the caller, which destroys the id after @lock is dropped.
  * vd_uobj_table_destroy() stops publication first, then destroys the ids
@@ -89,6 +92,7 @@
 
 struct vd_async_queue;
 struct vd_cm_id;
+struct vd_device;
 struct vd_qp;
 struct vd_uctx;
 
@@ -150,12 +154,43 @@ int vd_uobj_table_walk(struct vd_uobj_table *t, u32 *handle, u32 type,
 void vd_uobj_table_counts(struct vd_uobj_table *t,
 			  struct vd_uobj_counts *counts);
 
-long vd_uobj_ioctl(struct vd_uctx *ctx, unsigned int cmd, unsigned long arg);
 long vd_uobj_give_fd(struct file *file, void __user *uarg, void *karg,
 		     size_t size, s32 *fd);
 
-/* For ucm.c, the connection manager's commands (see "CM ids" above). */
-long vd_ucm_ioctl(struct vd_uctx *ctx, unsigned int cmd, void __user *uarg);
+/*
+ * The commands, as uctx.c's table calls them (struct vd_ioctl, uctx.h):
+ * resources here, the connection manager's in ucm.c.
+ */
+#define VD_IOCTL_HANDLER(name)						\
+	long name(struct vd_uctx *ctx, struct vd_device *vd, void *karg,	\
+		  void __user *uarg)
+
+VD_IOCTL_HANDLER(vd_uobj_create_pd);
+VD_IOCTL_HANDLER(vd_uobj_destroy_pd);
+VD_IOCTL_HANDLER(vd_uobj_reg_mr);
+VD_IOCTL_HANDLER(vd_uobj_dereg_mr);
+VD_IOCTL_HANDLER(vd_uobj_create_cq);
+VD_IOCTL_HANDLER(vd_uobj_resize_cq);
+VD_IOCTL_HANDLER(vd_uobj_destroy_cq);
+VD_IOCTL_HANDLER(vd_uobj_arm_cq);
+VD_IOCTL_HANDLER(vd_uobj_create_qp);
+VD_IOCTL_HANDLER(vd_uobj_modify_qp);
+VD_IOCTL_HANDLER(vd_uobj_query_qp);
+VD_IOCTL_HANDLER(vd_uobj_destroy_qp);
+VD_IOCTL_HANDLER(vd_uobj_doorbell);
+VD_IOCTL_HANDLER(vd_uobj_create_comp_channel);
+VD_IOCTL_HANDLER(vd_ucm_create_channel);
+VD_IOCTL_HANDLER(vd_ucm_create_id);
+VD_IOCTL_HANDLER(vd_ucm_destroy_id);
+VD_IOCTL_HANDLER(vd_ucm_listen);
+VD_IOCTL_HANDLER(vd_ucm_connect);
+VD_IOCTL_HANDLER(vd_ucm_accept);
+VD_IOCTL_HANDLER(vd_ucm_reject);
+VD_IOCTL_HANDLER(vd_ucm_disconnect);
+VD_IOCTL_HANDLER(vd_ucm_convert);
+VD_IOCTL_HANDLER(vd_ucm_ack);
+
+/* For ucm.c (see "CM ids" above). */
 struct vd_qp *vd_uobj_get_qp(struct vd_uobj_table *t, u32 handle);
 int vd_uobj_cm_id_add(struct vd_uobj_table *t, struct vd_cm_id *id,
 		      u32 *handle);

@@ -3,14 +3,23 @@
  * Zero-copy transmit: our struct ubuf_info and its completion, and the
  * per-stream context that outlives the stream for as long as TCP holds
  * pages of its messages. zcopy.h has the API, Documentation/transport.rst
- * ("Zero-copy transmit") the design; tx.c builds and sends the FPDUs.
+ * ("Zero-copy transmit") the design. Also the FPDUs of a message built by
+ * reference (the headers in a page of their own, the payload's pages
+ * referenced), which tx.c sends; fpdu.c walks the payload for both ways.
  */
 #include <linux/atomic.h>
+#include <linux/bvec.h>
+#include <linux/highmem.h>
+#include <linux/minmax.h>
+#include <linux/mm.h>
 #include <linux/moduleparam.h>
+#include <linux/netdev_features.h>
 #include <linux/rcupdate.h>
 #include <linux/slab.h>
 #include <linux/wait.h>
+#include <net/sock.h>
 
+#include "mem.h"
 #include "stats.h"
 #include "transport.h"
 #include "zcopy.h"
@@ -89,7 +98,7 @@ static void vd_zc_complete(struct sk_buff *skb, struct ubuf_info *ubuf,
 	spin_lock_irqsave(&zc->lock, flags);
 	if (zc->tp) {
 		list_add_tail(&zm->node, &zc->done);
-		vd_tp_queue_tx(zc->tp);
+		zc->ready(zc->tp);
 		queued = true;
 	}
 	spin_unlock_irqrestore(&zc->lock, flags);
@@ -118,7 +127,7 @@ static void vd_zc_ubuf_init(struct ubuf_info *ubuf)
 }
 #endif
 
-struct vd_zc *vd_zc_create(struct vd_tp *tp)
+struct vd_zc *vd_zc_create(struct vd_tp *tp, void (*ready)(struct vd_tp *tp))
 {
 	struct vd_zc *zc = kzalloc(sizeof(*zc), GFP_KERNEL);
 
@@ -128,6 +137,7 @@ struct vd_zc *vd_zc_create(struct vd_tp *tp)
 	spin_lock_init(&zc->lock);
 	INIT_LIST_HEAD(&zc->done);
 	zc->tp = tp;
+	zc->ready = ready;
 	return zc;
 }
 
@@ -183,4 +193,202 @@ void vd_zc_drain(void)
 {
 	wait_event(vd_zc_wait, !atomic_read(&vd_zc_live));
 	synchronize_rcu();
+}
+
+/* --- FPDUs by reference ---------------------------------------------- */
+
+/* Drops our page references of the batch in @tp->tx_bvec. */
+void vd_zc_release_batch(struct vd_tp *tp)
+{
+	u32 i;
+
+	for (i = 0; i < tp->tx_nbvec; i++)
+		put_page(tp->tx_bvec[i].bv_page);
+	tp->tx_nbvec = 0;
+}
+
+/* Appends @len bytes of @page at @off to the batch, with a page reference. */
+static int zc_add(struct vd_tp *tp, struct page *page, u32 off, u32 len)
+{
+	struct bio_vec *bv = &tp->tx_bvec[tp->tx_nbvec];
+
+	if (tp->tx_nbvec && bv[-1].bv_page == page &&
+	    bv[-1].bv_offset + bv[-1].bv_len == off) {
+		bv[-1].bv_len += len;
+		return 0;
+	}
+	if (WARN_ON_ONCE(tp->tx_nbvec >= VD_TP_ZC_SEGS))
+		return -ENOSPC;
+	get_page(page);
+	bv->bv_page = page;
+	bv->bv_offset = off;
+	bv->bv_len = len;
+	tp->tx_nbvec++;
+	return 0;
+}
+
+/* Bytes [@off, @off + @len) of @umem into the batch, and into the CRC. */
+static int zc_umem(struct vd_tp *tp, const struct vd_umem *umem, u64 off,
+		   u32 len, void *arg)
+{
+	u32 *crc = arg;
+	unsigned int poff;
+	struct page *page;
+	u32 n;
+	int ret;
+
+	if (off > umem->length || len > umem->length - off)
+		return -EFAULT;
+	while (len) {
+		page = vd_umem_page(umem, off, &poff);
+		n = min_t(u32, len, PAGE_SIZE - poff);
+		if (tp->crc_tx) {
+			u8 *p = kmap_local_page(page);
+
+			*crc = vd_mpa_crc(*crc, p + poff, n);
+			kunmap_local(p);
+		}
+		ret = zc_add(tp, page, poff, n);
+		if (ret)
+			return ret;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/*
+ * Payload bytes [@off, @off + @len) of the message, by reference: the
+ * same sources and checks as fpdu.c. The page references taken here
+ * keep the pages for the sendmsg(), whatever happens to the region; TCP
+ * takes its own.
+ */
+static int zc_payload(struct vd_tp *tp, u32 off, u32 len, u32 *crc)
+{
+	return len ? vd_fpdu_walk_payload(tp, off, len, zc_umem, crc) : 0;
+}
+
+/* At most how many entries the FPDU of @seg adds to the batch. */
+static u32 zc_segs(const struct vd_tx_msg *msg,
+		   const struct vd_fpdu_seg *seg)
+{
+	/* header, trailer, the pages, and a split at every SGE boundary */
+	return 2 + DIV_ROUND_UP(seg->len, PAGE_SIZE) + 1 +
+	       (msg->mr ? 0 : msg->num_sge);
+}
+
+/*
+ * Appends the FPDU of @seg to the batch: the length field and headers,
+ * then the payload's pages, then pad and CRC. Headers and trailers go
+ * into @tp->hdr_page, which only ever fills up: TCP references those
+ * bytes until the peer ACKs them, and they are never written again; a
+ * trailer and the next FPDU's header are adjacent there and become one
+ * fragment. -ENOMEM (no page for the headers) before anything changed.
+ */
+static int zc_fpdu(struct vd_tp *tp, const struct vd_fpdu_seg *seg)
+{
+	struct vd_tx_msg *msg = &tp->msg;
+	u32 hlen = VD_MPA_LEN_SIZE + msg->hdr_len;
+	u32 tlen = seg->pad + VD_MPA_CRC_SIZE;
+	u32 crc = VD_MPA_CRC_SEED;
+	struct vd_iw_hdr hdr;
+	__be16 ulpdu_len;
+	__le32 crc_le;
+	u8 *p;
+	int ret;
+
+	if (!tp->hdr_page || tp->hdr_off + hlen + tlen > PAGE_SIZE) {
+		struct page *page = alloc_page(GFP_KERNEL);
+
+		if (!page)
+			return -ENOMEM;
+		if (tp->hdr_page)
+			put_page(tp->hdr_page);
+		tp->hdr_page = page;
+		tp->hdr_off = 0;
+	}
+
+	p = page_address(tp->hdr_page) + tp->hdr_off;
+	ulpdu_len = cpu_to_be16(seg->ulpdu_len);
+	memcpy(p, &ulpdu_len, VD_MPA_LEN_SIZE);
+	vd_fpdu_seg_hdr(msg, seg, &hdr);
+	ret = vd_iw_build(p + VD_MPA_LEN_SIZE, msg->hdr_len, &hdr);
+	if (ret < 0)
+		return ret;
+	if (tp->crc_tx)
+		crc = vd_mpa_crc(crc, p, hlen);
+	ret = zc_add(tp, tp->hdr_page, tp->hdr_off, hlen);
+	if (ret)
+		return ret;
+	tp->hdr_off += hlen;
+
+	ret = zc_payload(tp, seg->offset, seg->len, &crc);
+	if (ret)
+		return ret;
+
+	p = page_address(tp->hdr_page) + tp->hdr_off;
+	memset(p, 0, seg->pad);
+	crc_le = cpu_to_le32(tp->crc_tx ? ~vd_mpa_crc(crc, p, seg->pad) : 0);
+	memcpy(p + seg->pad, &crc_le, VD_MPA_CRC_SIZE);
+	ret = zc_add(tp, tp->hdr_page, tp->hdr_off, tlen);
+	if (ret)
+		return ret;
+	tp->hdr_off += tlen;
+	return 0;
+}
+
+/*
+ * The next FPDUs of the message by reference into @tp->tx_bvec, as many
+ * as fit in one batch of at most VD_TP_BUF_SIZE bytes. -ENOMEM if not
+ * even one could be built that way: the caller copies them instead.
+ */
+int vd_zc_build(struct vd_tp *tp)
+{
+	struct vd_tx_msg *msg = &tp->msg;
+	struct vd_fpdu_seg seg;
+	int ret;
+
+	do {
+		vd_fpdu_segment(msg->len, msg->max_payload, msg->hdr_len,
+				msg->index, &seg);
+		if (tp->tx_nbvec &&
+		    (tp->tx_left + seg.fpdu_len > VD_TP_BUF_SIZE ||
+		     tp->tx_nbvec + zc_segs(msg, &seg) > VD_TP_ZC_SEGS))
+			break;
+		ret = zc_fpdu(tp, &seg);
+		if (ret == -ENOMEM && tp->tx_nbvec)
+			break;
+		if (ret)
+			return ret;
+		tp->tx_left += seg.fpdu_len;
+		msg->index++;
+		msg->finished = seg.last;
+	} while (!msg->finished);
+	return 0;
+}
+
+/*
+ * A new message: is it sent by reference? Only payload from registered
+ * memory of at least zcopy_tx_min bytes, and only over a route that can
+ * take page fragments (TCP would copy anyway). Otherwise it is copied,
+ * which never fails a WR.
+ */
+void vd_zc_begin(struct vd_tp *tp)
+{
+	struct vd_tx_msg *msg = &tp->msg;
+	u32 min = vd_zc_min();
+
+	/*
+	 * A Write with immediate data completes behind its Immediate Data
+	 * message, which only a copied Write leaves in charge of the WR.
+	 */
+	if (!min || msg->len < min || msg->inline_data || msg->imm_follows ||
+	    (!msg->sge && !msg->mr))
+		return;
+	if (tp->zc && (READ_ONCE(tp->sk->sk_route_caps) & NETIF_F_SG))
+		tp->zmsg = vd_zc_msg_new(tp->zc, msg->wr &&
+					 msg->hdr.opcode != VD_OP_READ_REQ,
+					 msg->seq, msg->len);
+	if (!tp->zmsg)
+		vd_stat_inc(tx_zcopy_fallbacks);
 }

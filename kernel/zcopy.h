@@ -10,8 +10,10 @@
  *       The threshold (module parameter zcopy_tx_min, bytes): messages of
  *       at least this many bytes from registered memory are sent by
  *       reference; 0 (the default) turns zero copy off.
- *   vd_zc_create(tp), vd_zc_detach(zc), vd_zc_release(zc)
- *       A stream's context, created by start(). detach() is stop()'s
+ *   vd_zc_create(tp, ready), vd_zc_detach(zc), vd_zc_release(zc)
+ *       A stream's context, created by start(); @ready(tp) is called
+ *       (under the context's lock, interrupts off: it must only queue
+ *       work) when a message moved to the done list. detach() is stop()'s
  *       first step: from then on completions no longer reach the stream
  *       (nor queue its work); release() drops the stream's reference once
  *       its work items are cancelled. Messages still in TCP keep the
@@ -31,6 +33,18 @@
  *   vd_zc_drain()
  *       Module exit: waits until no message is left in any socket.
  *
+ * Building FPDUs by reference, for the transmit work of the stream:
+ *   vd_zc_begin(tp)
+ *       A new message: decides whether it is sent by reference (sets
+ *       @tp->zmsg) or copied.
+ *   vd_zc_build(tp)
+ *       The next FPDUs of the message by reference into @tp->tx_bvec, as
+ *       many as fit one batch. -ENOMEM if not even one could be built that
+ *       way (the caller copies them instead), another error if the
+ *       payload's memory went away.
+ *   vd_zc_release_batch(tp)
+ *       Drops our page references of the batch.
+ *
  * Locking: @lock is a leaf, taken with interrupts disabled, because TCP
  * frees skbs (and runs the completion) in softirq or process context.
  */
@@ -49,6 +63,7 @@ struct vd_zc {
 	refcount_t ref;		/* the stream's, and one per message */
 	spinlock_t lock;
 	struct vd_tp *tp;	/* NULL once the stream stopped */
+	void (*ready)(struct vd_tp *tp);
 	struct list_head done;	/* vd_zc_msg that TCP let go of */
 };
 
@@ -64,7 +79,7 @@ struct vd_zc_msg {
 };
 
 u32 vd_zc_min(void);
-struct vd_zc *vd_zc_create(struct vd_tp *tp);
+struct vd_zc *vd_zc_create(struct vd_tp *tp, void (*ready)(struct vd_tp *tp));
 void vd_zc_detach(struct vd_zc *zc);
 void vd_zc_release(struct vd_zc *zc);
 struct vd_zc_msg *vd_zc_msg_new(struct vd_zc *zc, bool wr, u32 seq, u32 len);
@@ -72,5 +87,9 @@ void vd_zc_msg_put(struct vd_zc_msg *zm);
 void vd_zc_take_done(struct vd_zc *zc, struct list_head *done);
 void vd_zc_msg_free(struct vd_zc_msg *zm);
 void vd_zc_drain(void);
+
+void vd_zc_begin(struct vd_tp *tp);
+int vd_zc_build(struct vd_tp *tp);
+void vd_zc_release_batch(struct vd_tp *tp);
 
 #endif /* _VD_ZCOPY_H */

@@ -334,6 +334,9 @@ static void op_reg_mr(struct fz *z)
 	m.access = rnd(&z->rng, 16);
 	if (m.access & VIADUCT_ACCESS_REMOTE_WRITE && chance(&z->rng, 80))
 		m.access |= VIADUCT_ACCESS_LOCAL_WRITE;
+	/* mostly what the device does (no memory windows): MRs to use */
+	if (chance(&z->rng, 90))
+		m.access &= ~VIADUCT_ACCESS_MW_BIND;
 	m.key = rnd(&z->rng, 256);
 	if (chance(&z->rng, 10))
 		corrupt(z, &m, sizeof(m));
@@ -409,6 +412,9 @@ static void op_create_qp(struct fz *z)
 	c.user_data = rnd_next(r);
 	c.flags = chance(r, 30) ? VIADUCT_QP_F_POLLED : 0;
 	c.reliability = 1U << rnd(r, 3);
+	/* mostly what the device gives (no Reliable Reception): QPs to use */
+	if (c.reliability == VIADUCT_RELIABILITY_RELIABLE_RECEPTION && chance(r, 90))
+		c.reliability = VIADUCT_RELIABILITY_RELIABLE_DELIVERY;
 	c.access = rnd(r, 4);
 	c.sq_depth = pick_entries(z, d->max_qp_wr < 512 ? d->max_qp_wr : 512);
 	c.rq_depth = pick_entries(z, d->max_qp_wr < 512 ? d->max_qp_wr : 512);

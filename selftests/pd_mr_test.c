@@ -121,10 +121,12 @@ static void f_mr_last_byte(FIXTURE_DATA(badarg) *s, union vd_arg *a)
 }
 static void f_mr_all(FIXTURE_DATA(badarg) *s, union vd_arg *a)
 {
-	mr_args(s, a, s->rw + 3, VD_BUF_PAGES * VD_PAGE - 3, VIADUCT_ACCESS_ALL);
+	mr_args(s, a, s->rw + 3, VD_BUF_PAGES * VD_PAGE - 3, VIADUCT_ACCESS_ALL & ~MW);
 }
+static void f_mr_mw(FIXTURE_DATA(badarg) *s, union vd_arg *a) { mr_args(s, a, s->rw, VD_PAGE, LW | MW); }
+static void f_mr_ro_mw(FIXTURE_DATA(badarg) *s, union vd_arg *a) { mr_args(s, a, s->ro + 9, 100, RR | MW); }
 static void f_mr_ro_read(FIXTURE_DATA(badarg) *s, union vd_arg *a) { mr_args(s, a, s->ro, 2 * VD_PAGE, 0); }
-static void f_mr_ro_rread(FIXTURE_DATA(badarg) *s, union vd_arg *a) { mr_args(s, a, s->ro + 9, 100, RR | MW); }
+static void f_mr_ro_rread(FIXTURE_DATA(badarg) *s, union vd_arg *a) { mr_args(s, a, s->ro + 9, 100, RR); }
 static void f_mr_ro_lw(FIXTURE_DATA(badarg) *s, union vd_arg *a) { mr_args(s, a, s->ro, VD_PAGE, LW); }
 static void f_mr_ro_rw(FIXTURE_DATA(badarg) *s, union vd_arg *a) { mr_args(s, a, s->ro, VD_PAGE, LW | RW); }
 static void f_mr_rw_only(FIXTURE_DATA(badarg) *s, union vd_arg *a) { mr_args(s, a, s->rw, VD_PAGE, RW); }
@@ -197,11 +199,15 @@ VD_ROW_CHECK(reg_mr_unaligned, VIADUCT_IOCTL_REG_MR, f_mr_unaligned, check_mr_st
 VD_ROW_CHECK(reg_mr_last_byte, VIADUCT_IOCTL_REG_MR, f_mr_last_byte, check_mr_stag, 0,
 	     "REG_MR of the last byte before a hole");
 VD_ROW_CHECK(reg_mr_all_access, VIADUCT_IOCTL_REG_MR, f_mr_all, check_mr_stag, 0,
-	     "REG_MR with every access bit");
+	     "REG_MR with every access bit the device supports");
+VD_ROW(reg_mr_mw_bind, VIADUCT_IOCTL_REG_MR, f_mr_mw, -EOPNOTSUPP,
+       "REG_MR with MW_BIND: no memory windows");
+VD_ROW(reg_mr_ro_mw_bind, VIADUCT_IOCTL_REG_MR, f_mr_ro_mw, -EOPNOTSUPP,
+       "REG_MR of read-only memory with MW_BIND: refused before pinning");
 VD_ROW_CHECK(reg_mr_ro_read, VIADUCT_IOCTL_REG_MR, f_mr_ro_read, check_mr_stag, 0,
 	     "REG_MR of read-only memory for local read");
 VD_ROW_CHECK(reg_mr_ro_remote_read, VIADUCT_IOCTL_REG_MR, f_mr_ro_rread, check_mr_stag, 0,
-	     "REG_MR of read-only memory for remote read and MW bind");
+	     "REG_MR of read-only memory for remote read");
 VD_ROW(reg_mr_ro_local_write, VIADUCT_IOCTL_REG_MR, f_mr_ro_lw, -EACCES,
        "REG_MR of read-only memory with LOCAL_WRITE");
 VD_ROW(reg_mr_ro_remote_write, VIADUCT_IOCTL_REG_MR, f_mr_ro_rw, -EACCES,

@@ -35,6 +35,11 @@ static void f_qp_rr(FIXTURE_DATA(badarg) *s, union vd_arg *a)
 	qp_base(s, a);
 	a->qp.reliability = VIADUCT_RELIABILITY_RELIABLE_RECEPTION;
 }
+static void f_qp_unrel(FIXTURE_DATA(badarg) *s, union vd_arg *a)
+{
+	qp_base(s, a);
+	a->qp.reliability = VIADUCT_RELIABILITY_UNRELIABLE;
+}
 static void f_qp_limits(FIXTURE_DATA(badarg) *s, union vd_arg *a)
 {
 	const struct viaduct_device_attr *d = &s->dev.attr;
@@ -153,8 +158,10 @@ VD_ROW_CHECK(create_qp_send_private, VIADUCT_IOCTL_CREATE_QP, f_qp_spriv, check_
 	     "CREATE_QP with a private send ring and a receive CQ");
 VD_ROW_CHECK(create_qp_polled, VIADUCT_IOCTL_CREATE_QP, f_qp_polled, check_qp_created, 0,
 	     "CREATE_QP polled");
-VD_ROW_CHECK(create_qp_reliable_reception, VIADUCT_IOCTL_CREATE_QP, f_qp_rr, check_qp_created, 0,
-	     "CREATE_QP reliable reception");
+VD_ROW(create_qp_reliable_reception, VIADUCT_IOCTL_CREATE_QP, f_qp_rr, -EOPNOTSUPP,
+       "CREATE_QP reliable reception: not given by the module");
+VD_ROW_CHECK(create_qp_unreliable, VIADUCT_IOCTL_CREATE_QP, f_qp_unrel, check_qp_created, 0,
+	     "CREATE_QP unreliable (served by reliable delivery)");
 VD_ROW_CHECK(create_qp_at_limits, VIADUCT_IOCTL_CREATE_QP, f_qp_limits, check_qp_created, 0,
 	     "CREATE_QP with every limit of the device");
 VD_ROW(create_qp_sq_0, VIADUCT_IOCTL_CREATE_QP, f_qp_sq0, -EINVAL, "CREATE_QP SQ depth 0");

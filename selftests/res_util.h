@@ -31,7 +31,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include <uapi/viaduct_nl.h>
+#include <viaduct/viaduct-nl.h>
 
 #include "vd_util.h"
 #include "kselftest_harness.h"

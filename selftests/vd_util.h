@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <uapi/viaduct.h>
+#include <viaduct/viaduct-abi.h>
 
 #define VD_DEV_PATH "/dev/" VIADUCT_DEVICE_NAME
 

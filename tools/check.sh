@@ -215,12 +215,14 @@ host_checks() {
 	phase "style [beside the VM]"
 	if [[ -n $ksrc ]]; then
 		shopt -s nullglob
-		kfiles=(kernel/*.[ch] kernel/tests/*.[ch] include/uapi/*.h)
+		kfiles=(kernel/*.[ch] kernel/tests/*.[ch] include/uapi/viaduct/*.h)
 		shopt -u nullglob
 		step host/style/checkpatch "$out/checkpatch.log" checkpatch "${kfiles[@]}" || true
 	else
 		record FAIL host/style/checkpatch
 	fi
+	# calls against the layer table of Documentation/architecture.rst
+	step host/style/layers "$out/layers.log" tools/layers.sh || true
 	if [[ -f .clang-format ]]; then
 		mapfile -t cxx < <(find user tools -type f \( -name '*.cpp' -o -name '*.cc' \
 			-o -name '*.hpp' -o -name '*.h' \) -not -path '*/build/*' | sort)

@@ -15,7 +15,7 @@
 #include <linux/socket.h>
 #include <linux/stddef.h>
 
-#include <uapi/viaduct.h>
+#include <viaduct/viaduct-abi.h>
 
 #include "../device.h"
 #include "../viaduct.h"
@@ -119,7 +119,7 @@ static void abi_device_structs(struct kunit *test)
 		     FIELD(struct viaduct_device_attr, max_msg_size, 104, 8),
 		     FIELD(struct viaduct_device_attr, max_mr_size, 112, 8),
 		     FIELD(struct viaduct_device_attr, page_size, 120, 4),
-		     FIELD(struct viaduct_device_attr, reserved, 124, 4),
+		     FIELD(struct viaduct_device_attr, caps, 124, 4),
 		     FIELD(struct viaduct_device_attr, addrs, 128, 384));
 
 	KUNIT_EXPECT_EQ(test, sizeof_field(struct viaduct_device_attr, addrs),

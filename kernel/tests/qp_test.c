@@ -191,6 +191,13 @@ static void qp_test_caps(struct kunit *test)
 	EXPECT_BAD(max_msg_size, (u32)VD_MAX_MSG_SIZE + 1);
 	EXPECT_BAD(reserved, 1);
 #undef EXPECT_BAD
+
+	/* valid, but not what the module gives: refused, not ignored */
+	good_attr(&a);
+	a.reliability = VIADUCT_RELIABILITY_RELIABLE_RECEPTION;
+	KUNIT_EXPECT_EQ(test, vd_qp_caps(&a, &c), -EOPNOTSUPP);
+	a.reliability = VIADUCT_RELIABILITY_UNRELIABLE;
+	KUNIT_EXPECT_EQ(test, vd_qp_caps(&a, &c), 0);
 }
 
 /* --- WQE validation ----------------------------------------------------- */
@@ -699,10 +706,10 @@ static void qp_test_flush(struct kunit *test)
 
 	/* Posting in Error is safe: flushed at the doorbell. */
 	post_recv(qp, 300);
-	KUNIT_EXPECT_EQ(test, vd_doorbell_ring(qp, VIADUCT_DOORBELL_RQ), 0);
+	KUNIT_EXPECT_EQ(test, vd_qp_doorbell(qp, VIADUCT_DOORBELL_RQ), 0);
 	expect_cqe(test, VD_QP_RQ, 300, VIADUCT_WC_RECV, VIADUCT_WC_FLUSHED);
-	KUNIT_EXPECT_EQ(test, vd_doorbell_ring(qp, 0), -EINVAL);
-	KUNIT_EXPECT_EQ(test, vd_doorbell_ring(qp, 4), -EINVAL);
+	KUNIT_EXPECT_EQ(test, vd_qp_doorbell(qp, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, vd_qp_doorbell(qp, 4), -EINVAL);
 
 	/* Error -> Idle: flushes what the ring still holds, then reuse. */
 	post_send(qp, 400, WR, 0);
@@ -713,8 +720,8 @@ static void qp_test_flush(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, q.sq_outstanding, 0U);
 	KUNIT_EXPECT_EQ(test, q.rq_outstanding, 0U);
 	post_send(qp, 401, SND, SIG);
-	KUNIT_EXPECT_EQ(test, vd_doorbell_ring(qp, VIADUCT_DOORBELL_SQ |
-					       VIADUCT_DOORBELL_RQ), 0);
+	KUNIT_EXPECT_EQ(test, vd_qp_doorbell(qp, VIADUCT_DOORBELL_SQ |
+					     VIADUCT_DOORBELL_RQ), 0);
 	vd_qp_query(qp, &q);
 	KUNIT_EXPECT_EQ(test, q.sq_outstanding, 1U);
 	KUNIT_EXPECT_EQ(test, cqes_new(test, VD_QP_SQ), 0U);
@@ -802,7 +809,7 @@ static void qp_test_complete(struct kunit *test)
 			-ENOENT);
 	post_send(qp, 1, SND, 0);
 	post_send(qp, 2, WR, SIG);
-	KUNIT_EXPECT_EQ(test, vd_doorbell_ring(qp, VIADUCT_DOORBELL_SQ), 0);
+	KUNIT_EXPECT_EQ(test, vd_qp_doorbell(qp, VIADUCT_DOORBELL_SQ), 0);
 	cqe.status = VIADUCT_WC_SUCCESS;
 	cqe.byte_len = 64;
 	KUNIT_EXPECT_EQ(test, vd_qp_complete(qp, VD_QP_SQ, &cqe, false), 0);
@@ -864,8 +871,8 @@ static void qp_test_shared_cq(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, f->attr.rcq_entries, 0U);
 	post_send(qp, 5, SND, 0);
 	post_recv(qp, 6);
-	KUNIT_EXPECT_EQ(test, vd_doorbell_ring(qp, VIADUCT_DOORBELL_SQ |
-					       VIADUCT_DOORBELL_RQ), 0);
+	KUNIT_EXPECT_EQ(test, vd_qp_doorbell(qp, VIADUCT_DOORBELL_SQ |
+					     VIADUCT_DOORBELL_RQ), 0);
 	/* Destroyed with WRs outstanding: no CQEs, users back to 0. */
 	vd_qp_destroy(qp);
 	KUNIT_EXPECT_EQ(test, atomic_read(&cq->users), 0);
@@ -957,7 +964,7 @@ static void qp_test_polled(struct kunit *test)
 	user_fence();
 	KUNIT_EXPECT_TRUE(test, need_wakeup(qp));
 	/* DOORBELL takes the WQE itself, and wakes the worker. */
-	KUNIT_EXPECT_EQ(test, vd_doorbell_ring(qp, VIADUCT_DOORBELL_SQ), 0);
+	KUNIT_EXPECT_EQ(test, vd_qp_doorbell(qp, VIADUCT_DOORBELL_SQ), 0);
 	KUNIT_EXPECT_TRUE(test, sq_taken(qp));
 
 	/* Six more posts (the FIFO holds eight), each while it is awake. */
@@ -967,7 +974,7 @@ static void qp_test_polled(struct kunit *test)
 		post_send(qp, 10 + i, SND, 0);
 		user_fence();
 		if (need_wakeup(qp))
-			vd_doorbell_ring(qp, VIADUCT_DOORBELL_SQ);
+			vd_qp_doorbell(qp, VIADUCT_DOORBELL_SQ);
 		else
 			polled++;
 		KUNIT_EXPECT_TRUE_MSG(test, wait_for(sq_taken, qp),
@@ -979,7 +986,7 @@ static void qp_test_polled(struct kunit *test)
 	vd_qp_destroy(qp);
 	f->qp = NULL;
 	vd_doorbell_worker_stop(w);
-	KUNIT_EXPECT_TRUE(test, xa_empty(&w->qps));
+	KUNIT_EXPECT_TRUE(test, xa_empty(&w->clients));
 	KUNIT_EXPECT_NULL(test, w->task);
 }
 

@@ -10,7 +10,7 @@
 #include <linux/kernel.h>
 #include <linux/string.h>
 
-#include <uapi/viaduct.h>
+#include <viaduct/viaduct-abi.h>
 
 #include "../iwarp.h"
 #include "../terminate.h"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-// viaduct through its raw character-device ABI (include/uapi/viaduct.h):
+// viaduct through its raw character-device ABI (include/uapi/viaduct/viaduct-abi.h):
 // just the ioctls, rings and doorbell protocol the benchmark times, so that
 // the numbers do not depend on the library's resource classes.
 #pragma once
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include <uapi/viaduct.h>
+#include <viaduct/viaduct-abi.h>
 
 #include "common.hpp"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "args.hpp"
 
-#include <uapi/viaduct.h>
+#include <viaduct/viaduct-abi.h>
 
 #include "res.hpp"
 

@@ -3,8 +3,8 @@
 // Exit status: 0 success, 1 the request failed, 2 usage error.
 #include <iostream>
 
-#include <uapi/viaduct.h>
-#include <uapi/viaduct_nl.h>
+#include <viaduct/viaduct-abi.h>
+#include <viaduct/viaduct-nl.h>
 
 #include "args.hpp"
 #include "errors.hpp"

@@ -12,8 +12,8 @@
 #include <optional>
 #include <sys/socket.h>
 
-#include <uapi/viaduct.h>
-#include <uapi/viaduct_nl.h>
+#include <viaduct/viaduct-abi.h>
+#include <viaduct/viaduct-nl.h>
 
 namespace viaductctl {
 

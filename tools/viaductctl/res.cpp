@@ -3,8 +3,8 @@
 
 #include <sstream>
 
-#include <uapi/viaduct.h>
-#include <uapi/viaduct_nl.h>
+#include <viaduct/viaduct-abi.h>
+#include <viaduct/viaduct-nl.h>
 
 #include "json.hpp"
 

@@ -10,8 +10,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/usr" >"$tmp/install.log" 2>&1 ||
 	{ cat "$tmp/install.log"; exit 1; }
-for f in include/viaduct/viaduct.hpp include/viaduct/uapi/viaduct.h \
-	include/viaduct/uapi/viaduct_nl.h share/man/man8/viaductctl.8 share/man/man3/libviaduct.3; do
+for f in include/viaduct/viaduct.hpp include/viaduct/viaduct-abi.h \
+	include/viaduct/viaduct-nl.h share/man/man8/viaductctl.8 share/man/man3/libviaduct.3; do
 	[ -f "$tmp/usr/$f" ] || { echo "not installed: $f"; exit 1; }
 done
 pcfile=$(find "$tmp/usr" -name viaduct.pc | head -n1)

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <sys/ioctl.h>
 
-#include <uapi/viaduct.h>
+#include <viaduct/viaduct-abi.h>
 
 namespace viaduct::test {
 

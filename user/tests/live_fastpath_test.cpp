@@ -38,7 +38,7 @@
 
 #include <viaduct/viaduct.hpp>
 
-#include <uapi/viaduct_nl.h>
+#include <viaduct/viaduct-nl.h>
 
 #include "ioctl_trace.hpp"
 #include "nl_stats.hpp"

@@ -6,7 +6,7 @@
 #include <netlink/genl/genl.h>
 #include <stdexcept>
 
-#include <uapi/viaduct_nl.h>
+#include <viaduct/viaduct-nl.h>
 
 namespace viaduct::test {
 

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 #include <sstream>
 
-#include <uapi/viaduct.h>
+#include <viaduct/viaduct-abi.h>
 
 #include "errors.hpp"
 #include "output.hpp"

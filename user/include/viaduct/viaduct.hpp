@@ -51,7 +51,7 @@
 #include <system_error>
 #include <vector>
 
-#include <uapi/viaduct.h>
+#include <viaduct/viaduct-abi.h>
 
 #define VIADUCT_API __attribute__((visibility("default")))
 

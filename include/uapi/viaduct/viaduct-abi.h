@@ -2,12 +2,16 @@
 /*
  * viaduct: the VI Kernel Agent and software RNIC -- character device ABI.
  *
+ * Included as <viaduct/viaduct-abi.h> by the module, the library and
+ * installed programs alike: a directory of its own, so that nothing here
+ * can collide with the kernel's uapi headers.
+ *
  * Objects
  * -------
  * A *device* (vd0, vd1, ...) is a software RNIC bound to one network
  * interface. It lives in that interface's network namespace and its
  * addresses are the interface's IP addresses. Devices are created and
- * removed over the generic-netlink family described in viaduct_nl.h; a
+ * removed over the generic-netlink family described in viaduct-nl.h; a
  * device disappears when its interface is deleted or leaves its namespace.
  * Every device has a global index (never reused while the module is loaded)
  * and a name that is unique within its network namespace.
@@ -49,14 +53,27 @@
  *       Attributes and limits of the device whose index is given in @index
  *       on input, or of the selected device if @index is
  *       VIADUCT_INDEX_SELECTED. ENODEV: no such device (or none selected).
+ *       @caps (VIADUCT_DEV_CAP_*) says what the device does; a feature
+ *       whose bit is clear is refused with EOPNOTSUPP wherever the ABI
+ *       names it.
  *
- * Versioning
- * ----------
- * VIADUCT_ABI_VERSION is bumped only for incompatible changes. New
- * functionality comes as new commands, never as a changed structure.
+ * Growing the ABI
+ * ---------------
+ * A command's argument structure never changes size or layout: the size
+ * is part of the command number, and the kernel matches it exactly. A
+ * structure grows only into its reserved fields and unused flag bits,
+ * which the kernel checks to be zero on input: an old binary, which
+ * leaves them zero, keeps the old behaviour on a new module; a new binary
+ * that sets them on an old module gets EINVAL, never a request silently
+ * half done. A new output field may take the place of a reserved one; it
+ * is ignored on input (as @caps is). Whatever cannot grow that way comes
+ * as a new command, and the old one stays. What the ABI names but the
+ * module does not do is refused with EOPNOTSUPP and has a VIADUCT_DEV_CAP_*
+ * bit that is clear, so that a program can ask before it tries.
+ * VIADUCT_ABI_VERSION is bumped only for incompatible changes.
  */
-#ifndef _UAPI_VIADUCT_H
-#define _UAPI_VIADUCT_H
+#ifndef _VIADUCT_ABI_H
+#define _VIADUCT_ABI_H
 
 #include <linux/types.h>
 #include <linux/ioctl.h>
@@ -107,6 +124,20 @@ struct viaduct_addr {
 #define VIADUCT_DEV_F_UP		(1U << 0)	/* interface is administratively up */
 #define VIADUCT_DEV_F_RUNNING		(1U << 1)	/* and has carrier */
 
+/*
+ * struct viaduct_device_attr.caps: what the device does. A clear bit is a
+ * feature the ABI names and the module refuses (EOPNOTSUPP).
+ */
+#define VIADUCT_DEV_CAP_POLLED_DOORBELL	(1U << 0)	/* VIADUCT_QP_F_POLLED */
+#define VIADUCT_DEV_CAP_IMM_DATA	(1U << 1)	/* Send, RDMA Write with immediate */
+#define VIADUCT_DEV_CAP_ZERO_COPY	(1U << 2)	/* large sends by reference */
+#define VIADUCT_DEV_CAP_CONVERT_SOCKET	(1U << 3)	/* CM_CONVERT_SOCKET */
+#define VIADUCT_DEV_CAP_P2P		(1U << 4)	/* RFC 6581 peer-to-peer RTR */
+#define VIADUCT_DEV_CAP_MW		(1U << 5)	/* memory windows: MW_BIND */
+#define VIADUCT_DEV_CAP_SRQ		(1U << 6)	/* shared receive queues */
+#define VIADUCT_DEV_CAP_FAST_REG	(1U << 7)	/* fast registration WRs */
+#define VIADUCT_DEV_CAP_RELIABLE_RECEPTION (1U << 8)	/* VIPL Reliable Reception */
+
 struct viaduct_device_attr {
 	__u32 index;		/* in: device index or VIADUCT_INDEX_SELECTED */
 	__u32 abi_version;
@@ -132,7 +163,7 @@ struct viaduct_device_attr {
 	__aligned_u64 max_msg_size;	/* bytes per message */
 	__aligned_u64 max_mr_size;	/* bytes per registered region */
 	__u32 page_size;	/* registration granule */
-	__u32 reserved;
+	__u32 caps;		/* out: VIADUCT_DEV_CAP_*; ignored on input */
 
 	struct viaduct_addr addrs[VIADUCT_MAX_ADDRS];
 };
@@ -207,7 +238,7 @@ struct viaduct_device_attr {
 #define VIADUCT_ACCESS_LOCAL_WRITE	(1U << 0)
 #define VIADUCT_ACCESS_REMOTE_WRITE	(1U << 1)
 #define VIADUCT_ACCESS_REMOTE_READ	(1U << 2)
-#define VIADUCT_ACCESS_MW_BIND		(1U << 3)
+#define VIADUCT_ACCESS_MW_BIND		(1U << 3)	/* EOPNOTSUPP: no memory windows */
 #define VIADUCT_ACCESS_ALL		0xfU
 
 #define VIADUCT_STAG_KEY_MASK		0xffU
@@ -264,7 +295,13 @@ struct viaduct_arm_cq {
 #define VIADUCT_QPS_MAX			4
 /* VIPL's Pending Connect is an Idle QP with a connection request under way. */
 
-/* VIPL reliability levels (struct viaduct_create_qp.reliability) */
+/*
+ * VIPL reliability levels (struct viaduct_create_qp.reliability). A send
+ * completes when its last FPDU is in the TCP stream, so the module gives
+ * Reliable Delivery, which also serves an Unreliable VI; Reliable
+ * Reception (completion once placed at the peer) is refused with
+ * EOPNOTSUPP (VIADUCT_DEV_CAP_RELIABLE_RECEPTION is clear).
+ */
 #define VIADUCT_RELIABILITY_UNRELIABLE		(1U << 0)
 #define VIADUCT_RELIABILITY_RELIABLE_DELIVERY	(1U << 1)
 #define VIADUCT_RELIABILITY_RELIABLE_RECEPTION	(1U << 2)
@@ -293,7 +330,7 @@ struct viaduct_create_qp {
 	__u32 ird;		/* in: as responder */
 	__u32 max_msg_size;	/* in: VIPL MaxTransferSize, 0 for the device limit; out */
 	__u32 handle;		/* out */
-	__u32 qpn;		/* out: device-wide QP number */
+	__u32 qpn;		/* out: QP number, unique in the module */
 	__u32 sq_wqe_size;	/* out: bytes per SQ slot */
 	__u32 rq_wqe_size;	/* out: bytes per RQ slot */
 	__aligned_u64 db_key;	/* out: doorbell page */
@@ -494,10 +531,14 @@ struct viaduct_cq_event {
 #define VIADUCT_EVENT_QP_FATAL		2	/* QP entered Error on its own */
 #define VIADUCT_EVENT_QP_REQ_ERR	3	/* bad WQE posted */
 #define VIADUCT_EVENT_QP_ACCESS_ERR	4	/* remote access violation */
+/*
+ * The verbs face's numbering has room for these; this module never raises
+ * them (a removed device shows as ENODEV from every command instead).
+ */
 #define VIADUCT_EVENT_COMM_EST		5
 #define VIADUCT_EVENT_SQ_DRAINED	6
 #define VIADUCT_EVENT_QP_LAST_WQE	7
-#define VIADUCT_EVENT_DEVICE_FATAL	8	/* the device was removed */
+#define VIADUCT_EVENT_DEVICE_FATAL	8
 
 struct viaduct_async_event {
 	__aligned_u64 user_data;	/* the object's, 0 for device events */
@@ -696,4 +737,4 @@ struct viaduct_cm_event {
 	_IOW(VIADUCT_IOCTL_MAGIC, 0x28, struct viaduct_cm_convert_socket)
 #define VIADUCT_IOCTL_CM_ACK_EVENT	_IOW(VIADUCT_IOCTL_MAGIC, 0x29, struct viaduct_cm_ack)
 
-#endif /* _UAPI_VIADUCT_H */
+#endif /* _VIADUCT_ABI_H */

@@ -58,8 +58,8 @@
  *       Objects created or destroyed while a dump runs may or may not be
  *       listed; none is listed twice.
  */
-#ifndef _UAPI_VIADUCT_NL_H
-#define _UAPI_VIADUCT_NL_H
+#ifndef _VIADUCT_NL_H
+#define _VIADUCT_NL_H
 
 #define VIADUCT_GENL_NAME		"viaduct"
 #define VIADUCT_GENL_VERSION		1
@@ -175,4 +175,4 @@ enum viaduct_stat_attr {
 #define VIADUCT_RES_CQ			3
 #define VIADUCT_RES_QP			4
 
-#endif /* _UAPI_VIADUCT_NL_H */
+#endif /* _VIADUCT_NL_H */

@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Listeners and the passive side of the connection manager (cm_priv.h): a
+ * listener accepts TCP connections as children, each child waits for the
+ * initiator's MPA request, which becomes a CONNECT_REQUEST (the owner
+ * gives the child a handle) and is then accepted or rejected.
+ */
+#include <linux/err.h>
+#include <linux/fcntl.h>
+#include <linux/net.h>
+#include <linux/slab.h>
+#include <net/sock.h>
+
+#include "addr.h"
+#include "cm_priv.h"
+
+#define VD_CM_BACKLOG		64
+#define VD_CM_BACKLOG_MAX	1024
+
+/*
+ * Passive side: sends the reply to the request in @id->peer_info,
+ * accepting with @flags (the negotiated parameters go to @id->mpa) or
+ * rejecting. @pd_len is within vd_mpa_pd_max() of the reply (checked by
+ * the caller; vd_mpa_rr_build() checks it again).
+ */
+int vd_cm_send_reply(struct vd_cm_id *id, bool reject, u32 flags,
+		     const u8 *pd, u32 pd_len)
+{
+	struct vd_mpa_info info;
+	struct vd_mpa_ours ours;
+
+	vd_mpa_reply_info(&id->peer_info, reject, flags, &info);
+	info.pd_len = pd_len;
+	if (!reject) {
+		vd_cm_ours(id, flags, &ours);
+		vd_mpa_accept(&id->peer_info, &ours, &info, &id->mpa);
+	}
+	return vd_cm_send_frame(id, &info, pd);
+}
+
+/* The reply's private data fits the reply @flags ask for. */
+static bool reply_pd_fits(struct vd_cm_id *id, u32 flags, u32 pd_len)
+{
+	struct vd_mpa_info rep;
+
+	vd_mpa_reply_info(&id->peer_info, false, flags, &rep);
+	return pd_len <= vd_mpa_pd_max(rep.enhanced);
+}
+
+/* A child that never became a CONNECT_REQUEST: gone without a trace. */
+void vd_cm_child_drop(struct vd_cm_id *id)
+{
+	struct vd_cm_id *l = id->parent;
+	bool listed = false;
+
+	lockdep_assert_held(&id->lock);
+	vd_cm_teardown(id, true);
+	id->state = VD_CM_DEAD;
+	spin_lock_bh(&l->children_lock);
+	if (!list_empty(&id->child_node)) {
+		list_del_init(&id->child_node);
+		l->nchildren--;
+		listed = true;
+	}
+	spin_unlock_bh(&l->children_lock);
+	if (listed)
+		vd_cm_id_put(id);	/* the listener's list reference */
+	vd_cm_id_put(id);		/* the owner's, never published */
+}
+
+/* Leaves the listener's list once answered (or published and closed). */
+void vd_cm_child_unlist(struct vd_cm_id *id)
+{
+	struct vd_cm_id *l = id->parent;
+	bool listed = false;
+
+	if (!l)
+		return;
+	spin_lock_bh(&l->children_lock);
+	if (!list_empty(&id->child_node)) {
+		list_del_init(&id->child_node);
+		l->nchildren--;
+		listed = true;
+	}
+	spin_unlock_bh(&l->children_lock);
+	if (listed)
+		vd_cm_id_put(id);	/* the caller holds another */
+}
+
+void vd_cm_got_request(struct vd_cm_id *id)
+{
+	const struct vd_mpa_info *req = &id->peer_info;
+	int ret;
+
+	id->mpa.revision = req->rev;
+	id->mpa.enhanced = req->enhanced;
+	id->mpa.peer_ird = req->ird;
+	id->mpa.peer_ord = req->ord;
+
+	if (id->auto_accept) {
+		/* CONVERT_SOCKET as responder: accept with our parameters */
+		ret = -EINVAL;
+		if (reply_pd_fits(id, id->param.flags, id->param.pd_len))
+			ret = vd_cm_send_reply(id, false, id->param.flags,
+					       id->param.pd, id->param.pd_len);
+		if (!ret)
+			ret = vd_cm_establish(id);
+		if (ret) {
+			vd_cm_fail(id, VIADUCT_CM_EVENT_CONNECT_ERROR, ret);
+			return;
+		}
+		vd_cm_report(id, VIADUCT_CM_EVENT_ESTABLISHED, 0,
+			     vd_cm_frame_pd(id), req->pd_len);
+		return;
+	}
+
+	vd_cm_disarm_timeout(id);
+	/* the owner's reference becomes the table's */
+	ret = id->owner.publish(id->owner.arg, id);
+	if (ret) {
+		vd_cm_child_drop(id);
+		return;
+	}
+	id->state = VD_CM_REQ_RCVD;
+	vd_cm_report(id, VIADUCT_CM_EVENT_CONNECT_REQUEST, 0,
+		     vd_cm_frame_pd(id), req->pd_len);
+}
+
+static void cm_accept_one(struct vd_cm_id *l, struct socket *nsock)
+{
+	struct vd_cm_id *c;
+	bool full;
+
+	spin_lock_bh(&l->children_lock);
+	full = l->nchildren >= l->backlog;
+	spin_unlock_bh(&l->children_lock);
+	if (full)
+		goto drop;
+	c = vd_cm_id_create(&l->owner, l->ch, l->user_data);
+	if (IS_ERR(c))
+		goto drop;
+	c->parent = vd_cm_id_get(l);
+	kernel_getsockname(nsock, (struct sockaddr *)&c->local);
+	kernel_getpeername(nsock, (struct sockaddr *)&c->peer);
+
+	/* a fresh socket has no other user: attaching cannot fail */
+	if (WARN_ON_ONCE(vd_cm_sock_attach(c, nsock, l))) {
+		vd_cm_id_put(c);
+		goto drop;
+	}
+	/* listener -> child, the only place two ids are locked */
+	mutex_lock_nested(&c->lock, SINGLE_DEPTH_NESTING);
+	c->state = VD_CM_REQ_WAIT;
+	spin_lock_bh(&l->children_lock);
+	list_add_tail(&c->child_node, &l->children);
+	l->nchildren++;
+	vd_cm_id_get(c);		/* the list's */
+	spin_unlock_bh(&l->children_lock);
+	vd_cm_arm_timeout(c, VD_CM_REQ_TIMEOUT_MS);
+	/* the request may be there already */
+	vd_cm_queue(c);
+	mutex_unlock(&c->lock);
+	return;
+drop:
+	vd_cm_sock_abort(nsock);
+	sock_release(nsock);
+}
+
+void vd_cm_listen_work(struct vd_cm_id *l)
+{
+	struct socket *nsock;
+
+	lockdep_assert_held(&l->lock);
+	while (!kernel_accept(l->sock, &nsock, O_NONBLOCK))
+		cm_accept_one(l, nsock);
+}
+
+int vd_cm_listen(struct vd_cm_id *id, struct viaduct_sockaddr *addr,
+		 u32 backlog)
+{
+	struct sockaddr_storage ss;
+	struct socket *sock;
+	int len, ifindex, ret;
+
+	ret = vd_addr_from_user(addr, &ss, &len);
+	if (ret)
+		return ret;
+	if (backlog > VD_CM_BACKLOG_MAX)
+		backlog = VD_CM_BACKLOG_MAX;
+	mutex_lock(&id->lock);
+	ret = -EINVAL;
+	if (id->state != VD_CM_IDLE)
+		goto out;
+	ifindex = vd_addr_check(id->owner.dev, id->owner.net, &ss, true);
+	if (ifindex < 0) {
+		ret = ifindex;
+		goto out;
+	}
+	ret = vd_cm_sock_create(id, ss.ss_family, &sock);
+	if (ret)
+		goto out;
+	sock_set_reuseaddr(sock->sk);
+	/* the any-address means the device's addresses, not every one */
+	if (vd_addr_is_any(&ss))
+		ret = sock_bindtoindex(sock->sk, ifindex, true);
+	if (!ret)
+		ret = kernel_bind(sock, (struct sockaddr *)&ss, len);
+	if (ret)
+		goto release;
+	id->backlog = backlog ?: VD_CM_BACKLOG;
+	ret = vd_cm_sock_attach(id, sock, NULL);
+	if (ret)
+		goto release;
+	ret = kernel_listen(sock, id->backlog);
+	if (ret) {
+		vd_cm_sock_detach(id);
+		id->sock = NULL;
+		goto release;
+	}
+	kernel_getsockname(sock, (struct sockaddr *)&id->local);
+	vd_addr_to_user(&id->local, addr);
+	id->state = VD_CM_LISTEN;
+	vd_dbg_cm(id, "listening\n");
+	goto out;
+release:
+	sock_release(sock);
+out:
+	mutex_unlock(&id->lock);
+	return ret;
+}
+
+/*
+ * Closes a listener: no new children; those waiting for their request go
+ * away, those whose CONNECT_REQUEST is unanswered are rejected.
+ */
+void vd_cm_listener_close(struct vd_cm_id *l)
+{
+	struct vd_cm_id *c;
+
+	lockdep_assert_held(&l->lock);
+	/* nothing is accepted any more: the listener's work needs a socket */
+	vd_cm_sock_close(l, false);
+	spin_lock_bh(&l->children_lock);
+	l->closing = true;
+	spin_unlock_bh(&l->children_lock);
+
+	/*
+	 * One child at a time off the list, under the lock under which
+	 * children take themselves off, so that each is handled once.
+	 */
+	for (;;) {
+		spin_lock_bh(&l->children_lock);
+		c = list_first_entry_or_null(&l->children, struct vd_cm_id,
+					     child_node);
+		if (c) {
+			list_del_init(&c->child_node);
+			l->nchildren--;
+		}
+		spin_unlock_bh(&l->children_lock);
+		if (!c)
+			break;
+		/* the list's reference is ours now */
+		mutex_lock_nested(&c->lock, SINGLE_DEPTH_NESTING);
+		if (c->state == VD_CM_REQ_WAIT) {
+			vd_cm_child_drop(c);
+		} else if (c->state == VD_CM_REQ_RCVD) {
+			vd_cm_send_reply(c, true, 0, NULL, 0);
+			vd_cm_teardown(c, false);
+			c->state = VD_CM_CLOSED;
+		}
+		mutex_unlock(&c->lock);
+		vd_cm_id_put(c);
+	}
+}
+
+int vd_cm_accept(struct vd_cm_id *id, struct vd_qp *qp,
+		 const struct vd_cm_param *p)
+{
+	int ret;
+
+	mutex_lock(&id->lock);
+	ret = -EINVAL;
+	if (id->state != VD_CM_REQ_RCVD)
+		goto out;
+	if (id->peer_closed) {
+		ret = -ECONNRESET;
+		goto out;
+	}
+	if (!reply_pd_fits(id, p->flags, p->pd_len))
+		goto out;
+	ret = vd_cm_take_qp(id, qp);
+	if (ret)
+		goto out;
+	id->param = *p;
+	ret = vd_cm_send_reply(id, false, p->flags, p->pd, p->pd_len);
+	if (!ret)
+		ret = vd_cm_establish(id);
+	if (ret) {
+		/* the peer learns from the RST; this id is done */
+		vd_cm_teardown(id, true);
+		id->state = VD_CM_CLOSED;
+		vd_cm_child_unlist(id);
+		goto out;
+	}
+	vd_cm_child_unlist(id);
+	vd_cm_report(id, VIADUCT_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+	/* the transport or our watch takes it from here */
+	vd_cm_queue(id);
+out:
+	mutex_unlock(&id->lock);
+	return ret;
+}
+
+int vd_cm_reject(struct vd_cm_id *id, const u8 *pd, u32 pd_len)
+{
+	int ret;
+
+	mutex_lock(&id->lock);
+	ret = -EINVAL;
+	if (id->state != VD_CM_REQ_RCVD)
+		goto out;
+	if (!reply_pd_fits(id, 0, pd_len))
+		goto out;
+	ret = vd_cm_send_reply(id, true, 0, pd, pd_len);
+	vd_cm_teardown(id, false);
+	id->state = VD_CM_CLOSED;
+	vd_cm_child_unlist(id);
+	if (id->peer_closed)
+		ret = -ECONNRESET;
+out:
+	mutex_unlock(&id->lock);
+	return ret;
+}

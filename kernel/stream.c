@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The life of a stream: start() and stop() for the connection manager
+ * (struct vd_stream_ops, conn.h), the table that leads socket callbacks to
+ * their stream, the ops installed on the QP, and the transport's
+ * workqueue. tx.c and rx.c do the work. transport.h has the API and the
+ * locking, Documentation/transport.rst the design.
+ */
+#include <linux/bvec.h>
+#include <linux/hashtable.h>
+#include <linux/minmax.h>
+#include <linux/mm.h>
+#include <linux/net.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
+#include <net/sock.h>
+
+#include "mem.h"
+#include "qp.h"
+#include "transport.h"
+#include "zcopy.h"
+
+struct workqueue_struct *vd_tp_wq;
+
+/*
+ * Socket -> stream. The connection manager keeps sk_user_data, so the
+ * callbacks find their stream here. Lookups run under sk_callback_lock
+ * (read) and RCU; start() and stop() change the table under that socket's
+ * sk_callback_lock (write) and the table lock.
+ */
+static DEFINE_HASHTABLE(vd_tp_table, 6);
+static DEFINE_SPINLOCK(vd_tp_table_lock);
+
+void vd_tp_queue_tx(struct vd_tp *tp)
+{
+	if (!READ_ONCE(tp->stopping))
+		queue_work(vd_tp_wq, &tp->tx_work);
+}
+
+void vd_tp_queue_rx(struct vd_tp *tp)
+{
+	if (!READ_ONCE(tp->stopping))
+		queue_work(vd_tp_wq, &tp->rx_work);
+}
+
+struct vd_tp *vd_tp_lookup(struct sock *sk)
+{
+	struct vd_tp *tp;
+
+	hash_for_each_possible_rcu(vd_tp_table, tp, node, (unsigned long)sk)
+		if (tp->sk == sk)
+			return tp;
+	return NULL;
+}
+
+/*
+ * struct vd_qp_tp_ops.sq_work, under qp->lock: the SQ has new WRs, or the
+ * QP's state changed. The stream is found through the QP, never through
+ * qp->conn, which the transport does not own.
+ */
+static void tp_sq_work(void *tp)
+{
+	vd_tp_queue_tx(tp);
+}
+
+static const struct vd_qp_tp_ops tp_qp_ops = {
+	.sq_work = tp_sq_work,
+};
+
+/* The zero-copy completion of a message: its WR may retire now. */
+static void tp_zc_ready(struct vd_tp *tp)
+{
+	vd_tp_queue_tx(tp);
+}
+
+static void tp_write_space(struct sock *sk)
+{
+	struct vd_tp *tp;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	rcu_read_lock();
+	tp = vd_tp_lookup(sk);
+	if (tp && sk_stream_is_writeable(sk)) {
+		clear_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
+		vd_tp_queue_tx(tp);
+	}
+	rcu_read_unlock();
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+static void tp_free(struct vd_tp *tp)
+{
+	u32 i;
+
+	for (i = tp->irq_head; i != tp->irq_tail; i++)
+		if (tp->irq[i % VD_MAX_IRD].mr)
+			vd_mr_put(tp->irq[i % VD_MAX_IRD].mr);
+	if (tp->tx_bvec)
+		vd_zc_release_batch(tp);
+	if (tp->zmsg)
+		vd_zc_msg_put(tp->zmsg);
+	if (tp->zc)
+		vd_zc_release(tp->zc);
+	if (tp->hdr_page)
+		put_page(tp->hdr_page);
+	kfree(tp->tx_bvec);
+	kvfree(tp->sq_rec);
+	kvfree(tp->tx_buf);
+	kvfree(tp->rx_buf);
+	kfree(tp->sqe);
+	kfree(tp->rqe);
+	if (tp->conn)
+		vd_conn_put(tp->conn);
+	kfree_rcu(tp, rcu);
+}
+
+static int tp_start(struct vd_conn *conn)
+{
+	struct vd_qp *qp = conn->qp;
+	struct sock *sk = conn->sock->sk;
+	struct vd_tp *tp;
+	u32 i;
+
+	tp = kzalloc(sizeof(*tp), GFP_KERNEL);
+	if (!tp)
+		return -ENOMEM;
+	tp->tx_buf = kvmalloc(VD_TP_BUF_SIZE, GFP_KERNEL);
+	tp->rx_buf = kvmalloc(VD_TP_BUF_SIZE, GFP_KERNEL);
+	tp->sqe = kmalloc(qp->sq.wqe_size, GFP_KERNEL);
+	tp->rqe = kmalloc(qp->rq.wqe_size, GFP_KERNEL);
+	tp->sq_rec = kvcalloc(qp->sq.depth, sizeof(*tp->sq_rec), GFP_KERNEL);
+	if (!tp->tx_buf || !tp->rx_buf || !tp->sqe || !tp->rqe ||
+	    !tp->sq_rec) {
+		tp_free(tp);
+		return -ENOMEM;
+	}
+	tp->conn = vd_conn_get(conn);
+	tp->qp = qp;
+	tp->dev = conn->dev;
+	tp->sock = conn->sock;
+	tp->sk = sk;
+	tp->sq_mask = qp->sq.depth - 1;
+	spin_lock_init(&tp->lock);
+	INIT_WORK(&tp->tx_work, vd_tx_work);
+	INIT_WORK(&tp->rx_work, vd_rx_work);
+	/* without them, every message is copied */
+	tp->tx_bvec = kcalloc(VD_TP_ZC_SEGS, sizeof(*tp->tx_bvec), GFP_KERNEL);
+	if (tp->tx_bvec)
+		tp->zc = vd_zc_create(tp, tp_zc_ready);
+	tp->crc_tx = conn->mpa.crc_tx;
+	tp->crc_rx = conn->mpa.crc_rx;
+	tp->ord = min_t(u32, conn->mpa.ord, VD_MAX_ORD);
+	tp->ird = min_t(u32, conn->mpa.ird, VD_MAX_IRD);
+	for (i = 0; i < VD_QN_NR; i++) {
+		tp->msn[i] = VD_MSN_INITIAL;
+		tp->rx_msn[i] = VD_MSN_INITIAL;
+	}
+	if (conn->mpa.rtr != VD_RTR_NONE) {
+		if (conn->mpa.active) {
+			tp->tx_rtr = true;
+		} else {
+			/* RFC 6581: the responder waits for the RTR */
+			tp->tx_hold = true;
+			tp->rx_rtr = true;
+		}
+	}
+
+	write_lock_bh(&sk->sk_callback_lock);
+	tp->saved_data_ready = sk->sk_data_ready;
+	tp->saved_write_space = sk->sk_write_space;
+	spin_lock(&vd_tp_table_lock);
+	hash_add_rcu(vd_tp_table, &tp->node, (unsigned long)sk);
+	spin_unlock(&vd_tp_table_lock);
+	sk->sk_data_ready = vd_rx_data_ready;
+	sk->sk_write_space = tp_write_space;
+	write_unlock_bh(&sk->sk_callback_lock);
+
+	spin_lock_bh(&qp->lock);
+	conn->tp = tp;
+	qp->tp_ops = &tp_qp_ops;
+	qp->tp = tp;
+	spin_unlock_bh(&qp->lock);
+
+	pr_debug("qp%u: transport started: crc %d/%d ord %u ird %u rtr %d\n",
+		 qp->qpn, tp->crc_tx, tp->crc_rx, tp->ord, tp->ird,
+		 conn->mpa.rtr);
+	/* FPDUs may be waiting behind the MPA exchange, WRs in the SQ */
+	vd_tp_queue_rx(tp);
+	vd_tp_queue_tx(tp);
+	return 0;
+}
+
+static void tp_stop(struct vd_conn *conn, bool abort)
+{
+	struct vd_qp *qp = conn->qp;
+	struct vd_tp *tp;
+	struct sock *sk;
+
+	spin_lock_bh(&qp->lock);
+	tp = conn->tp;
+	conn->tp = NULL;
+	if (tp && qp->tp == tp)
+		qp->tp = NULL;
+	spin_unlock_bh(&qp->lock);
+	if (!tp)
+		return;
+
+	WRITE_ONCE(tp->stopping, true);
+	sk = tp->sk;
+	write_lock_bh(&sk->sk_callback_lock);
+	sk->sk_data_ready = tp->saved_data_ready;
+	sk->sk_write_space = tp->saved_write_space;
+	spin_lock(&vd_tp_table_lock);
+	hash_del_rcu(&tp->node);
+	spin_unlock(&vd_tp_table_lock);
+	write_unlock_bh(&sk->sk_callback_lock);
+
+	/* completions of messages sent by reference no longer queue tx */
+	if (tp->zc)
+		vd_zc_detach(tp->zc);
+	/* rx queues tx, tx never queues rx; each may requeue itself */
+	cancel_work_sync(&tp->rx_work);
+	cancel_work_sync(&tp->tx_work);
+	/* WRs whose pages TCP released before: they are done */
+	if (tp->zc)
+		vd_tx_zc_retire(tp);
+	pr_debug("qp%u: transport stopped%s\n", qp->qpn,
+		 abort ? " (abort)" : "");
+	tp_free(tp);
+}
+
+const struct vd_stream_ops vd_transport_ops = {
+	.start = tp_start,
+	.stop = tp_stop,
+};
+
+int vd_transport_init(void)
+{
+	vd_tp_wq = alloc_workqueue("viaduct_tp", WQ_UNBOUND | WQ_MEM_RECLAIM,
+				   0);
+	if (!vd_tp_wq)
+		return -ENOMEM;
+	return 0;
+}
+
+void vd_transport_uninit(void)
+{
+	destroy_workqueue(vd_tp_wq);
+	/* skbs of closed sockets may still hold our ubufs */
+	vd_zc_drain();
+}

@@ -73,6 +73,20 @@ const char *to_string(WcStatus status) noexcept {
     return "unknown status";
 }
 
+detail::CompletionRing &CompletionQueue::State::current_ring() {
+    if (unmapped) {
+        check_ring(unmapped->entries, unmapped->size, handle);
+        // Mapped into a local first: a failure leaves the state as it was.
+        detail::Mapping m(dev->fd.get(), unmapped->key, static_cast<std::size_t>(unmapped->size),
+                          "resized ring of " + cq_name(handle) +
+                              " (the CQ cannot be polled until it is mapped)");
+        ring = detail::CompletionRing(m.data(), unmapped->entries);
+        map = std::move(m);
+        unmapped.reset();
+    }
+    return ring;
+}
+
 CompletionQueue::State::~State() {
     detail::destroy_handle(dev.get(), VIADUCT_IOCTL_DESTROY_CQ, handle);
 }
@@ -118,16 +132,17 @@ std::uint32_t CompletionQueue::handle() const {
 std::uint32_t CompletionQueue::entries() const {
     State &s = detail::checked(state_, "CompletionQueue");
     std::lock_guard<std::mutex> guard(s.lock);
-    return s.ring.entries();
+    return s.unmapped ? s.unmapped->entries : s.ring.entries();
 }
 
 namespace {
 
 template <class T> std::size_t poll_locked(CompletionQueue::State &s, std::span<T> out) {
     std::lock_guard<std::mutex> guard(s.lock);
-    std::size_t n = s.ring.poll(out);
+    detail::CompletionRing &ring = s.current_ring();
+    std::size_t n = ring.poll(out);
     // Every CQE before the overflow is handed out first.
-    if (n == 0 && !out.empty() && s.ring.overflowed() && s.ring.empty())
+    if (n == 0 && !out.empty() && ring.overflowed() && ring.empty())
         throw overflow_error(s.handle);
     return n;
 }
@@ -145,7 +160,7 @@ std::size_t CompletionQueue::poll(std::span<viaduct_cqe> out) {
 bool CompletionQueue::overflowed() const {
     State &s = detail::checked(state_, "CompletionQueue");
     std::lock_guard<std::mutex> guard(s.lock);
-    return s.ring.overflowed();
+    return s.current_ring().overflowed();
 }
 
 void CompletionQueue::arm(bool solicited_only) {
@@ -212,7 +227,7 @@ std::uint32_t CompletionQueue::resize(std::uint32_t entries) {
     State &s = detail::checked(state_, "CompletionQueue");
     std::lock_guard<std::mutex> guard(s.lock);
     // CQEs already taken must not move to the new ring.
-    s.ring.publish_consumer();
+    s.current_ring().publish_consumer();
     viaduct_resize_cq r{};
     r.handle = s.handle;
     r.entries = entries;
@@ -225,11 +240,12 @@ std::uint32_t CompletionQueue::resize(std::uint32_t entries) {
                                  " entries: out of range, or fewer than it holds");
         throw detail::call_error(err, "resize " + cq_name(s.handle));
     }
-    // The old ring is never written again; its mapping goes now.
-    check_ring(r.entries, r.mmap_size, s.handle);
-    s.map = detail::Mapping(s.dev->fd.get(), r.mmap_key, static_cast<std::size_t>(r.mmap_size),
-                            "resized ring of " + cq_name(s.handle));
-    s.ring = detail::CompletionRing(s.map.data(), r.entries);
+    // The kernel writes only the new ring from here on: the old one must
+    // not be polled again, whatever happens next.
+    s.ring = detail::CompletionRing();
+    s.map = detail::Mapping();
+    s.unmapped = State::NewRing{r.mmap_key, r.mmap_size, r.entries};
+    s.current_ring();
     return r.entries;
 }
 

@@ -10,6 +10,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include <viaduct/viaduct.hpp>
 
@@ -109,6 +110,19 @@ struct VIADUCT_LOCAL CompletionQueue::State {
     std::mutex lock;
     detail::Mapping map;
     detail::CompletionRing ring;
+
+    // The ring the kernel switched to in a RESIZE_CQ whose mmap failed: the
+    // old ring is never written again, so nothing is polled until this one
+    // is mapped (retried by the next poll, which throws if it fails again).
+    struct NewRing {
+        std::uint64_t key = 0;
+        std::uint64_t size = 0;
+        std::uint32_t entries = 0;
+    };
+    std::optional<NewRing> unmapped;
+
+    // The ring, mapping the resized one first if a resize left it unmapped.
+    detail::CompletionRing &current_ring();
 
     ~State();
 };

@@ -41,6 +41,7 @@
 #include <uapi/viaduct_nl.h>
 
 #include "ioctl_trace.hpp"
+#include "mmap_fault.hpp"
 #include "nl_stats.hpp"
 
 using namespace std::chrono_literals;
@@ -359,6 +360,42 @@ TEST_F(LiveFastPath, ResizeKeepsUnreadCompletions) {
     ASSERT_EQ(18u, rest.size());
     for (std::uint64_t i = 0; i < 18; ++i)
         EXPECT_EQ(i + 2, rest[i].wr_id);
+}
+
+// The kernel switches a CQ to its new ring in RESIZE_CQ, before the library
+// maps it: a mapping that fails then is an error from resize() and from
+// every poll() until one maps it, never the old ring read as if current.
+TEST_F(LiveFastPath, ResizeWhoseMappingFailsIsAnErrorNotSilence) {
+    Device dev = open();
+    ProtectionDomain pd(dev);
+    CompletionQueue cq(dev, 8);
+    QpConfig c;
+    c.send_cq = &cq;
+    c.recv_cq = &cq;
+    c.rq_depth = 8;
+    QueuePair qp(pd, c);
+    qp.modify(QpState::Error);
+    for (std::uint64_t i = 0; i < 3; ++i)
+        qp.post_recv(RecvWr{.wr_id = i});
+    std::array<Completion, 1> one{};
+    ASSERT_EQ(1u, poll_cq(cq, 1).size());
+    {
+        viaduct::test::MmapFault fault(ENOMEM, 2);
+        std::string msg = expect_error(ENOMEM, [&] { cq.resize(40); });
+        EXPECT_TRUE(contains(msg, "resized ring")) << msg;
+        EXPECT_EQ(64u, cq.entries()) << "the kernel's size, mapped or not";
+        msg = expect_error(ENOMEM, [&] { cq.poll(one); });
+        EXPECT_TRUE(contains(msg, "cannot be polled until it is mapped")) << msg;
+        EXPECT_EQ(2, fault.failed());
+    }
+    // Mapped at the next poll: the unread completions and the new ones.
+    for (std::uint64_t i = 3; i < 5; ++i)
+        qp.post_recv(RecvWr{.wr_id = i});
+    auto rest = poll_cq(cq, 4);
+    ASSERT_EQ(4u, rest.size());
+    for (std::uint64_t i = 0; i < 4; ++i)
+        EXPECT_EQ(i + 1, rest[i].wr_id);
+    EXPECT_EQ(64u, cq.entries());
 }
 
 TEST_F(LiveFastPath, WaitTimesOutOnAnEmptyCq) {

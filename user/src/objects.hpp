@@ -63,6 +63,10 @@ void destroy_handle(const Device::State *dev, unsigned long cmd, std::uint32_t h
 bool read_record(int fd, void *buf, std::size_t size, std::chrono::milliseconds timeout,
                  const std::string &what);
 
+// Whether @id's channel maps its handle to its state: the entry the
+// channel's events are matched with (a check for the tests).
+bool cm_id_registered(const ConnectionId &id);
+
 } // namespace detail
 
 // The states are the library's own business: none of their members is

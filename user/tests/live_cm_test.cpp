@@ -7,6 +7,7 @@
 // no IPv4 address.
 #include <algorithm>
 #include <arpa/inet.h>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -15,11 +16,13 @@
 #include <poll.h>
 #include <string>
 #include <sys/socket.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
 #include <viaduct/viaduct.hpp>
 
+#include "objects.hpp"
 #include "syscall.hpp"
 
 using namespace std::chrono_literals;
@@ -294,6 +297,122 @@ TEST_F(LiveCm, DestroyedIdWithUnreadEvents) {
     a.handle = handle;
     EXPECT_EQ(ENOENT, raw(client_->dev, VIADUCT_IOCTL_CM_ACK_EVENT, &a)) << "id not destroyed";
     server_->expect(CmEventType::Disconnected);
+}
+
+// Handles are reused as soon as the kernel destroys an id. Threads that
+// create and destroy ids on one channel at once, while its reader takes
+// CONNECT_REQUESTs (ids the kernel makes), must leave every live id mapped
+// to its own state: an id whose entry a concurrent destroy erased has
+// events that carry no state.
+TEST_F(LiveCm, ConcurrentCreateDestroyKeepsEveryIdRegistered) {
+    constexpr int threads = 4, rounds = 300;
+    std::atomic<int> lost{0};
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+        workers.emplace_back([&] {
+            std::vector<ConnectionId> kept;
+            for (int i = 0; i < rounds; ++i) {
+                ConnectionId gone(server_->channel);
+                ConnectionId stays(server_->channel);
+                { ConnectionId brief = std::move(gone); } // destroyed beside the others' creates
+                if (!viaduct::detail::cm_id_registered(stays))
+                    lost.fetch_add(1);
+                kept.push_back(std::move(stays));
+                if (kept.size() > 8)
+                    kept.erase(kept.begin());
+            }
+            for (const ConnectionId &id : kept)
+                if (!viaduct::detail::cm_id_registered(id))
+                    lost.fetch_add(1);
+        });
+    }
+    // Incoming connections beside them: their ids are registered by read().
+    std::vector<std::unique_ptr<ConnectionId>> conns;
+    std::vector<std::unique_ptr<Side>> clients;
+    for (int i = 0; i < 4; ++i) {
+        clients.push_back(std::make_unique<Side>(name_));
+        conns.push_back(std::make_unique<ConnectionId>(clients.back()->channel));
+        conns.back()->connect(clients.back()->qp, addr_, port_);
+    }
+    std::vector<ConnectionId> requests;
+    for (int i = 0; i < 4; ++i) {
+        CmEvent req = server_->expect(CmEventType::ConnectRequest);
+        requests.push_back(req.connection());
+    }
+    for (std::thread &w : workers)
+        w.join();
+    EXPECT_EQ(0, lost.load()) << "ids whose channel entry was erased by another's destroy";
+    for (const ConnectionId &r : requests)
+        EXPECT_TRUE(viaduct::detail::cm_id_registered(r));
+    for (ConnectionId &r : requests)
+        r.reject();
+    for (auto &c : clients)
+        c->expect(CmEventType::Rejected);
+}
+
+// A moved-from event: its accessors throw EBADF rather than read through a
+// null pointer, and it acknowledges nothing.
+TEST_F(LiveCm, MovedFromEventThrowsEbadf) {
+    ConnectionId conn(client_->channel);
+    conn.connect(client_->qp, addr_, port_);
+    CmEvent req = server_->expect(CmEventType::ConnectRequest);
+    CmEvent held = std::move(req);
+    EXPECT_FALSE(req); // NOLINT(bugprone-use-after-move): the point of the test
+    EXPECT_TRUE(held);
+    auto ebadf = [](auto &&fn) {
+        try {
+            fn();
+            ADD_FAILURE() << "no error from a moved-from CmEvent";
+        } catch (const viaduct::Error &e) {
+            EXPECT_EQ(EBADF, e.errnum()) << e.what();
+        }
+    };
+    ebadf([&] { (void)req.type(); });
+    ebadf([&] { (void)req.status(); });
+    ebadf([&] { (void)req.handle(); });
+    ebadf([&] { (void)req.seq(); });
+    ebadf([&] { (void)req.private_data(); });
+    ebadf([&] { (void)req.peer(); });
+    ebadf([&] { (void)req.raw(); });
+    ebadf([&] { (void)req.connection(); });
+    req.ack(); // nothing to acknowledge
+    EXPECT_EQ(CmEventType::ConnectRequest, held.type());
+    held.connection().reject();
+    client_->expect(CmEventType::Rejected);
+}
+
+// listen("") is every address of the device: IPv4 here, and IPv6 where the
+// device's interface has an IPv6 address.
+TEST_F(LiveCm, ListenOnEveryAddressTakesIpv4AndIpv6) {
+    ConnectionId any(server_->channel, 0xa11);
+    const std::uint16_t port = any.listen("", 0);
+    ASSERT_NE(0, port);
+    std::vector<std::string> dests{addr_};
+    for (const auto &a : client_->dev.attributes().addresses)
+        if (a.family == AF_INET6) {
+            const bool link_local = a.address.rfind("fe80:", 0) == 0;
+            dests.push_back(a.address + (link_local ? "%" + client_->dev.attributes().ifname : ""));
+            break;
+        }
+    for (const std::string &dest : dests) {
+        SCOPED_TRACE(dest);
+        Side client(name_);
+        ConnectionId conn(client.channel);
+        conn.connect(client.qp, dest, port);
+        CmEvent req = server_->expect(CmEventType::ConnectRequest);
+        EXPECT_EQ(0xa11u, req.user_data());
+        EXPECT_EQ(port, req.local().port);
+        ConnectionId accepted = req.connection();
+        req.ack();
+        QueuePair qp(server_->pd, viaduct::QpConfig{});
+        accepted.accept(qp);
+        client.expect(CmEventType::Established);
+        server_->expect(CmEventType::Established);
+        EXPECT_EQ(QpState::Rts, qp.query().state);
+        conn.disconnect(true);
+        client.expect(CmEventType::Disconnected);
+        server_->expect(CmEventType::Disconnected);
+    }
 }
 
 TEST_F(LiveCm, BadArguments) {

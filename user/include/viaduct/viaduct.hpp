@@ -655,8 +655,12 @@ public:
     explicit operator bool() const noexcept { return state_ != nullptr; }
     std::uint32_t handle() const;
 
-    // Listens on @address ("" or "0.0.0.0" or "::": every address of the
-    // device) and @port (0: the kernel picks one). Returns the port.
+    // Listens on @address and @port (0: the kernel picks one); returns the
+    // port. "" is every address of the device, IPv4 and IPv6 (one IPv6
+    // socket that takes IPv4 connections too, unless the system's
+    // net.ipv6.bindv6only says otherwise; IPv4 only on a kernel without
+    // IPv6); "0.0.0.0" every IPv4 address, "::" every IPv6 one (and IPv4
+    // as for "").
     std::uint16_t listen(std::string_view address, std::uint16_t port, std::uint32_t backlog = 0);
 
     // Connects @qp (Idle) to @address:@port. The outcome is an event:
@@ -692,8 +696,8 @@ private:
 };
 
 // One event of a CM channel, acknowledged when it is destroyed. Move-only:
-// a moved-from event acknowledges nothing and may only be destroyed or
-// assigned to.
+// a moved-from event acknowledges nothing, ack() on it does nothing, and
+// every accessor throws Error(EBADF).
 class VIADUCT_API CmEvent {
 public:
     CmEvent(CmEvent &&other) noexcept;
@@ -702,19 +706,21 @@ public:
     CmEvent &operator=(const CmEvent &) = delete;
     ~CmEvent(); // acks if not done yet; errors are ignored
 
-    CmEventType type() const noexcept { return static_cast<CmEventType>(ev_->type); }
-    int status() const noexcept { return ev_->status; } // 0 or a negative errno
-    std::uint64_t user_data() const noexcept { return ev_->user_data; }
-    std::uint32_t handle() const noexcept { return ev_->handle; }
-    std::uint32_t listen_handle() const noexcept { return ev_->listen_handle; }
-    std::uint32_t seq() const noexcept { return ev_->seq; }
-    std::uint32_t ird() const noexcept { return ev_->ird; } // the peer's
-    std::uint32_t ord() const noexcept { return ev_->ord; }
-    std::uint32_t flags() const noexcept { return ev_->flags; } // VIADUCT_CM_F_*
+    explicit operator bool() const noexcept { return ev_ != nullptr; }
+
+    CmEventType type() const { return static_cast<CmEventType>(event().type); }
+    int status() const { return event().status; } // 0 or a negative errno
+    std::uint64_t user_data() const { return event().user_data; }
+    std::uint32_t handle() const { return event().handle; }
+    std::uint32_t listen_handle() const { return event().listen_handle; }
+    std::uint32_t seq() const { return event().seq; }
+    std::uint32_t ird() const { return event().ird; } // the peer's
+    std::uint32_t ord() const { return event().ord; }
+    std::uint32_t flags() const { return event().flags; } // VIADUCT_CM_F_*
     SocketAddress local() const;
     SocketAddress peer() const;
-    std::span<const std::byte> private_data() const noexcept;
-    const viaduct_cm_event &raw() const noexcept { return *ev_; }
+    std::span<const std::byte> private_data() const;
+    const viaduct_cm_event &raw() const { return event(); }
 
     // The id the event is about: for a CONNECT_REQUEST the new one, to
     // accept or reject. Shares the state of the ConnectionId the event came
@@ -728,6 +734,7 @@ public:
 
 private:
     friend class CmChannel;
+    const viaduct_cm_event &event() const; // Error(EBADF) if moved from
     CmEvent(std::unique_ptr<viaduct_cm_event> ev, std::shared_ptr<Device::State> dev,
             std::shared_ptr<ConnectionId::State> id) noexcept;
 

@@ -83,6 +83,8 @@ struct VIADUCT_LOCAL ConnectionId::State {
 namespace {
 
 int ack_event(const Device::State &dev, std::uint32_t handle, std::uint32_t seq) noexcept {
+    if (dev.inherited()) // the parent's event, in a child of fork()
+        return 0;
     viaduct_cm_ack a{};
     a.handle = handle;
     a.seq = seq;
@@ -225,6 +227,8 @@ std::string SocketAddress::to_string() const {
 // --- Channels -----------------------------------------------------------
 
 void CmChannel::State::destroy_id(std::uint32_t handle) noexcept {
+    if (dev->inherited()) // the parent's id, in a child of fork()
+        return;
     viaduct_handle h{};
     h.handle = handle;
     // The kernel reuses a handle as soon as it is destroyed: the entry goes
@@ -256,7 +260,7 @@ CmChannel::State::~State() {
     // belongs to orphans: ack it and destroy them now rather than with the
     // context.
     viaduct_cm_event ev{};
-    while (!orphans.empty()) {
+    while (!orphans.empty() && !dev->inherited()) {
         ssize_t n = ::read(fd.get(), &ev, sizeof(ev));
         if (n != static_cast<ssize_t>(sizeof(ev))) {
             if (n < 0 && errno == EINTR)

@@ -43,19 +43,36 @@ private:
 
     void *addr_ = nullptr;
     std::size_t size_ = 0;
+    // A child of fork() does not inherit the mapping (VM_DONTCOPY): its
+    // range may hold something else there, which is not unmapped.
+    std::uint64_t generation_ = 0;
 };
 
-// The state of a handle object, or Error(EBADF) for a moved-from one. No
-// reference is taken: the caller's object holds one.
+// Whether the object of @s belongs to the parent of this child of fork().
+template <class S> bool inherited(const S &s) noexcept {
+    if constexpr (requires { s.dev; })
+        return s.dev && s.dev->inherited();
+    else if constexpr (requires { s.pd; })
+        return s.pd && s.pd->dev && s.pd->dev->inherited();
+    else
+        return false;
+}
+
+// The state of a handle object; Error(EBADF) for a moved-from one and
+// Error(EPERM) for one inherited across fork(). No reference is taken: the
+// caller's object holds one.
 template <class S> S &checked(const std::shared_ptr<S> &state, const char *type) {
     if (!state)
         throw Error(EBADF, std::string("viaduct::") + type + " used after it was moved from");
+    if (inherited(*state))
+        throw inherited_error(type);
     return *state;
 }
 
 // DESTROY_* of a handle from a destructor: errors are ignored, since the
 // kernel frees whatever is left when the context closes. Nothing to do for
-// a state whose construction failed before it had a context or a handle.
+// a state whose construction failed before it had a context or a handle,
+// nor in a child of fork(), where the handle is the parent's.
 void destroy_handle(const Device::State *dev, unsigned long cmd, std::uint32_t handle) noexcept;
 
 // Reads one record of @size bytes from the non-blocking @fd into @buf,

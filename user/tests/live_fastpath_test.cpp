@@ -32,6 +32,7 @@
 #include <pthread.h>
 #include <set>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -396,6 +397,78 @@ TEST_F(LiveFastPath, ResizeWhoseMappingFailsIsAnErrorNotSilence) {
     for (std::uint64_t i = 0; i < 4; ++i)
         EXPECT_EQ(i + 1, rest[i].wr_id);
     EXPECT_EQ(64u, cq.entries());
+}
+
+// fork(): the child shares the context's descriptor but not its rings.
+// Whatever it inherited refuses to be used (EPERM) and is not destroyed in
+// the kernel when the child lets it go; the child opens a context of its
+// own; the parent's objects keep working.
+TEST_F(LiveFastPath, ForkedChildNeitherUsesNorDestroysTheParentsObjects) {
+    Device dev = open();
+    ProtectionDomain pd(dev);
+    CompletionQueue cq(dev, 8);
+    Buffer buf(4096);
+    MemoryRegion mr(pd, buf.data(), buf.size());
+    QpConfig c;
+    c.send_cq = &cq;
+    c.recv_cq = &cq;
+    QueuePair qp(pd, c);
+    const std::uint32_t qp_handle = qp.handle();
+
+    const pid_t pid = ::fork();
+    ASSERT_LE(0, pid);
+    if (pid == 0) {
+        int bad = 0;
+        auto eperm = [&bad](int bit, auto &&fn) {
+            try {
+                fn();
+                bad |= bit;
+            } catch (const Error &e) {
+                if (e.errnum() != EPERM)
+                    bad |= bit;
+            } catch (...) {
+                bad |= bit;
+            }
+        };
+        std::array<Completion, 1> one{};
+        eperm(1, [&] { qp.post_recv(RecvWr{.wr_id = 1}); });
+        eperm(2, [&] { cq.poll(one); });
+        eperm(4, [&] { (void)qp.query(); });
+        eperm(8, [&] { ProtectionDomain other(dev); });
+        eperm(16, [&] { (void)mr.sge(); });
+        {
+            // Destroyed here: in the parent's context that would be the
+            // parent's objects.
+            QueuePair q = std::move(qp);
+            CompletionQueue cq2 = std::move(cq);
+            MemoryRegion m = std::move(mr);
+            ProtectionDomain p = std::move(pd);
+            Device d = std::move(dev);
+        }
+        try {
+            Device own = open();
+            ProtectionDomain p(own);
+            CompletionQueue q(own, 4);
+        } catch (...) {
+            bad |= 32;
+        }
+        ::_exit(bad);
+    }
+    int status = 0;
+    ASSERT_EQ(pid, ::waitpid(pid, &status, 0));
+    ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status);
+    EXPECT_EQ(0, WEXITSTATUS(status)) << "bits: 1 post, 2 poll, 4 query, 8 new PD, "
+                                         "16 MR, 32 own context";
+
+    // Still the parent's, all of them.
+    EXPECT_EQ(qp_handle, qp.handle());
+    EXPECT_EQ(QpState::Idle, qp.query().state);
+    qp.modify(QpState::Error);
+    qp.post_recv(RecvWr{.wr_id = 7});
+    auto got = poll_cq(cq, 1);
+    ASSERT_EQ(1u, got.size());
+    EXPECT_EQ(7u, got[0].wr_id);
+    EXPECT_EQ(WcStatus::Flushed, got[0].status);
 }
 
 TEST_F(LiveFastPath, WaitTimesOutOnAnEmptyCq) {

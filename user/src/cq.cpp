@@ -92,11 +92,17 @@ CompletionQueue::State::~State() {
 }
 
 CompletionQueue::CompletionQueue(const Device &dev, std::uint32_t entries,
-                                 const CompletionChannel *channel, std::uint64_t user_data) {
+                                 const CompletionChannel *channel, std::uint64_t user_data)
+    : CompletionQueue(dev, CqConfig{entries, channel, user_data, false}) {}
+
+CompletionQueue::CompletionQueue(const Device &dev, const CqConfig &config) {
+    const std::uint32_t entries = config.entries;
+    const std::uint64_t user_data = config.user_data;
     auto s = std::make_shared<State>();
     s->dev = dev.state();
-    if (channel)
-        s->channel = channel->state();
+    if (config.channel)
+        s->channel = config.channel->state();
+    s->single_threaded = config.single_threaded;
     const std::uint32_t max_cqe = s->dev->attr.limits.max_cqe;
     if (entries == 0 || entries > max_cqe)
         throw Error(EINVAL, "cannot create a CQ of " + std::to_string(entries) + " entries: 1 to " +
@@ -131,14 +137,14 @@ std::uint32_t CompletionQueue::handle() const {
 
 std::uint32_t CompletionQueue::entries() const {
     State &s = detail::checked(state_, "CompletionQueue");
-    std::lock_guard<std::mutex> guard(s.lock);
+    auto guard = s.guard();
     return s.unmapped ? s.unmapped->entries : s.ring.entries();
 }
 
 namespace {
 
 template <class T> std::size_t poll_locked(CompletionQueue::State &s, std::span<T> out) {
-    std::lock_guard<std::mutex> guard(s.lock);
+    auto guard = s.guard();
     detail::CompletionRing &ring = s.current_ring();
     std::size_t n = ring.poll(out);
     // Every CQE before the overflow is handed out first.
@@ -159,7 +165,7 @@ std::size_t CompletionQueue::poll(std::span<viaduct_cqe> out) {
 
 bool CompletionQueue::overflowed() const {
     State &s = detail::checked(state_, "CompletionQueue");
-    std::lock_guard<std::mutex> guard(s.lock);
+    auto guard = s.guard();
     return s.current_ring().overflowed();
 }
 
@@ -225,7 +231,7 @@ std::size_t CompletionQueue::wait(std::span<Completion> out, std::chrono::millis
 
 std::uint32_t CompletionQueue::resize(std::uint32_t entries) {
     State &s = detail::checked(state_, "CompletionQueue");
-    std::lock_guard<std::mutex> guard(s.lock);
+    auto guard = s.guard();
     // CQEs already taken must not move to the new ring.
     s.current_ring().publish_consumer();
     viaduct_resize_cq r{};

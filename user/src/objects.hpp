@@ -48,6 +48,12 @@ private:
     std::uint64_t generation_ = 0;
 };
 
+// The object's own lock, or none for one its user serialises.
+inline std::unique_lock<std::mutex> lock_unless(std::mutex &m, bool single_threaded) {
+    return single_threaded ? std::unique_lock<std::mutex>(m, std::defer_lock)
+                           : std::unique_lock<std::mutex>(m);
+}
+
 // Whether the object of @s belongs to the parent of this child of fork().
 template <class S> bool inherited(const S &s) noexcept {
     if constexpr (requires { s.dev; })
@@ -125,6 +131,9 @@ struct VIADUCT_LOCAL CompletionQueue::State {
     std::shared_ptr<CompletionChannel::State> channel; // may be null
     std::uint32_t handle = 0;
     std::uint64_t user_data = 0;
+    bool single_threaded = false; // no lock taken
+
+    std::unique_lock<std::mutex> guard() { return detail::lock_unless(lock, single_threaded); }
 
     // Serialises poll, wait and resize: the ring and its mapping change in
     // a resize, and the consumer index has one writer.

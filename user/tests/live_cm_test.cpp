@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <span>
 #include <string>
 #include <sys/socket.h>
 #include <thread>
@@ -413,6 +414,136 @@ TEST_F(LiveCm, ListenOnEveryAddressTakesIpv4AndIpv6) {
         client.expect(CmEventType::Disconnected);
         server_->expect(CmEventType::Disconnected);
     }
+}
+
+namespace {
+
+// One end of a data-moving connection: a CQ, a QP allowing remote reads
+// and writes, and a registered buffer.
+struct Endpoint {
+    Endpoint(Side &side, std::size_t size, bool single_threaded)
+        : cq(side.dev, viaduct::CqConfig{.entries = 64, .single_threaded = single_threaded}),
+          qp(side.pd, config(cq, single_threaded)), buf(size),
+          mr(side.pd, buf.data(), buf.size(),
+             viaduct::access::local_write | viaduct::access::remote_write |
+                 viaduct::access::remote_read) {}
+
+    static viaduct::QpConfig config(const viaduct::CompletionQueue &cq, bool single_threaded) {
+        viaduct::QpConfig c;
+        c.send_cq = &cq;
+        c.recv_cq = &cq;
+        c.access = VIADUCT_QP_ACCESS_REMOTE_WRITE | VIADUCT_QP_ACCESS_REMOTE_READ;
+        c.ord = 4;
+        c.ird = 4;
+        c.single_threaded = single_threaded;
+        return c;
+    }
+
+    // The next completion, which must be a success; fails after 10 s.
+    viaduct::Completion next() {
+        std::array<viaduct::Completion, 1> wc{};
+        const auto deadline = std::chrono::steady_clock::now() + 10s;
+        while (std::chrono::steady_clock::now() < deadline) {
+            if (cq.poll(wc) == 1) {
+                EXPECT_TRUE(wc[0].ok()) << viaduct::to_string(wc[0].status);
+                return wc[0];
+            }
+            std::this_thread::sleep_for(1ms);
+        }
+        throw std::runtime_error("no completion within 10 s");
+    }
+
+    void fill(std::uint32_t seed) {
+        for (std::size_t i = 0; i < buf.size(); ++i)
+            buf[i] = static_cast<std::byte>((i * 131 + seed) >> 3);
+    }
+
+    viaduct::CompletionQueue cq;
+    QueuePair qp;
+    std::vector<std::byte> buf;
+    viaduct::MemoryRegion mr;
+};
+
+// The index of the first byte where @a and @b differ, or -1.
+std::ptrdiff_t first_difference(std::span<const std::byte> a, std::span<const std::byte> b) {
+    auto [ia, ib] = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
+    return ia == a.end() && ib == b.end() ? -1 : ia - a.begin();
+}
+
+} // namespace
+
+// Connected QPs moving data: Send into a posted receive, Send with
+// immediate data, RDMA Write and RDMA Read, every byte checked. The
+// initiator's QP and CQ are single-threaded, the responder's locked.
+TEST_F(LiveCm, ConnectedQpsMoveDataEveryByteChecked) {
+    const std::size_t size = 1 << 20;
+    Endpoint client(*client_, size, true), server(*server_, size, false);
+    client.fill(1);
+
+    ConnectionId conn(client_->channel);
+    conn.connect(client.qp, addr_, port_);
+    CmEvent req = server_->expect(CmEventType::ConnectRequest);
+    ConnectionId accepted = req.connection();
+    req.ack();
+    accepted.accept(server.qp);
+    client_->expect(CmEventType::Established);
+    server_->expect(CmEventType::Established);
+
+    // Send: 64 KiB into a receive of the whole buffer.
+    const std::uint32_t send_len = 64 << 10;
+    server.qp.post_recv(viaduct::RecvWr{.wr_id = 1, .sge = std::array{server.mr.sge()}});
+    auto sge = client.mr.sge(0, send_len);
+    ASSERT_TRUE(client.qp.try_post_send(viaduct::SendWr{.wr_id = 2, .sge = {&sge, 1}}));
+    EXPECT_EQ(2u, client.next().wr_id);
+    viaduct::Completion rc = server.next();
+    EXPECT_EQ(1u, rc.wr_id);
+    EXPECT_TRUE(rc.is_recv());
+    EXPECT_EQ(send_len, rc.byte_len);
+    EXPECT_EQ(-1, first_difference(std::span(server.buf).first(send_len),
+                                   std::span(client.buf).first(send_len)));
+
+    // Send with immediate data and no payload.
+    server.qp.post_recv(viaduct::RecvWr{.wr_id = 3});
+    client.qp.post_send(viaduct::SendWr{.wr_id = 4, .imm_data = 0xfeedu});
+    EXPECT_EQ(4u, client.next().wr_id);
+    rc = server.next();
+    EXPECT_TRUE(rc.has_imm());
+    EXPECT_EQ(0xfeedu, rc.imm_data);
+    EXPECT_EQ(0u, rc.byte_len);
+
+    // RDMA Write of the whole buffer: no completion at the target.
+    auto all = client.mr.sge();
+    client.qp.post_send(viaduct::SendWr{.wr_id = 5,
+                                        .opcode = viaduct::SendOp::RdmaWrite,
+                                        .sge = {&all, 1},
+                                        .remote_addr = server.mr.addr(),
+                                        .remote_stag = server.mr.rkey()});
+    viaduct::Completion wc = client.next();
+    EXPECT_EQ(viaduct::WcOpcode::RdmaWrite, wc.opcode);
+    // Ordered after the Write on the same connection.
+    server.qp.post_recv(viaduct::RecvWr{.wr_id = 6});
+    client.qp.post_send(viaduct::SendWr{.wr_id = 7});
+    client.next();
+    server.next();
+    EXPECT_EQ(-1, first_difference(server.buf, client.buf));
+
+    // RDMA Read of the responder's buffer, changed first, into the
+    // initiator's.
+    server.fill(77);
+    client.qp.post_send(viaduct::SendWr{.wr_id = 8,
+                                        .opcode = viaduct::SendOp::RdmaRead,
+                                        .sge = {&all, 1},
+                                        .remote_addr = server.mr.addr(),
+                                        .remote_stag = server.mr.rkey()});
+    wc = client.next();
+    EXPECT_EQ(8u, wc.wr_id);
+    EXPECT_EQ(viaduct::WcOpcode::RdmaRead, wc.opcode);
+    EXPECT_EQ(size, wc.byte_len);
+    EXPECT_EQ(-1, first_difference(client.buf, server.buf));
+
+    conn.disconnect();
+    client_->expect(CmEventType::Disconnected);
+    server_->expect(CmEventType::Disconnected);
 }
 
 TEST_F(LiveCm, BadArguments) {

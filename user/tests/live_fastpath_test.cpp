@@ -1065,6 +1065,52 @@ TEST_F(LiveFastPath, FullQueueIsRefused) {
     EXPECT_EQ(4u, qp.send_queue_room());
 }
 
+// try_post_*: a full queue is a false return, with nothing posted and no
+// doorbell; on a single-threaded QP and CQ, which take no lock.
+TEST_F(LiveFastPath, TryPostReportsAFullQueueWithoutThrowing) {
+    Device dev = open();
+    ProtectionDomain pd(dev);
+    viaduct::CqConfig cc;
+    cc.entries = 64;
+    cc.single_threaded = true;
+    CompletionQueue cq(dev, cc);
+    QpConfig c;
+    c.send_cq = &cq;
+    c.recv_cq = &cq;
+    c.sq_depth = 4;
+    c.rq_depth = 4;
+    c.single_threaded = true;
+    QueuePair qp(pd, c);
+    EXPECT_TRUE(qp.caps().single_threaded);
+    for (std::uint64_t i = 0; i < 8; ++i)
+        ASSERT_TRUE(qp.try_post_send(SendWr{.wr_id = i})) << i;
+    const std::uint64_t doorbells = qp.doorbell_calls();
+    EXPECT_FALSE(qp.try_post_send(SendWr{.wr_id = 8}));
+    EXPECT_EQ(doorbells, qp.doorbell_calls()) << "a refused post rang the doorbell";
+    // A WR the QP cannot hold is still an error, full queue or not.
+    std::array<std::byte, 4> data{};
+    expect_error(EINVAL, [&] { qp.try_post_send(SendWr{.wr_id = 9, .inline_data = data}); });
+
+    std::array<RecvWr, 5> five{};
+    for (std::uint64_t i = 0; i < five.size(); ++i)
+        five[i].wr_id = 100 + i;
+    // Idle: the kernel takes 4 receives, 4 more wait in the ring.
+    ASSERT_TRUE(qp.try_post_recv(std::span<const RecvWr>(five).first(4)));
+    EXPECT_FALSE(qp.try_post_recv(five)) << "5 WRs in 4 free slots";
+    ASSERT_TRUE(qp.try_post_recv(std::span<const RecvWr>(five).first(4)));
+    EXPECT_FALSE(qp.try_post_recv(five[4]));
+
+    qp.modify(QpState::Error);
+    auto got = poll_cq(cq, 16);
+    ASSERT_EQ(16u, got.size());
+    std::size_t sends = 0;
+    for (const Completion &wc : got) {
+        EXPECT_EQ(WcStatus::Flushed, wc.status);
+        sends += !wc.is_recv();
+    }
+    EXPECT_EQ(8u, sends);
+}
+
 TEST_F(LiveFastPath, MovedFromObjectsThrowEbadf) {
     Device dev = open();
     ProtectionDomain pd(dev);

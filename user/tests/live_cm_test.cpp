@@ -23,6 +23,7 @@
 
 #include <viaduct/viaduct.hpp>
 
+#include "live_env.hpp"
 #include "objects.hpp"
 #include "syscall.hpp"
 
@@ -76,17 +77,7 @@ struct Side {
 class LiveCm : public ::testing::Test {
 protected:
     void SetUp() override {
-        if (::access(viaduct::device_path().c_str(), F_OK) != 0)
-            GTEST_SKIP() << "no " << viaduct::device_path() << ": viaduct.ko not loaded";
-        auto devs = Device::list();
-        const char *want = std::getenv("VIADUCT_TEST_DEVICE");
-        if (want && *want) {
-            name_ = want;
-        } else if (!devs.empty()) {
-            name_ = devs.front().name;
-        } else {
-            GTEST_SKIP() << "no viaduct device";
-        }
+        VIADUCT_LIVE_DEVICE(name_);
         auto attr = Device::open(name_).attributes();
         for (const auto &a : attr.addresses) {
             if (a.family == AF_INET) {
@@ -95,7 +86,7 @@ protected:
             }
         }
         if (addr_.empty())
-            GTEST_SKIP() << name_ << " (" << attr.ifname << ") has no IPv4 address";
+            VIADUCT_LIVE_UNAVAILABLE(name_ << " (" << attr.ifname << ") has no IPv4 address");
         server_ = std::make_unique<Side>(name_);
         client_ = std::make_unique<Side>(name_);
         listener_ = std::make_unique<ConnectionId>(server_->channel, 0x1157);

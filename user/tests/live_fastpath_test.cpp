@@ -42,6 +42,7 @@
 #include <uapi/viaduct_nl.h>
 
 #include "ioctl_trace.hpp"
+#include "live_env.hpp"
 #include "mmap_fault.hpp"
 #include "nl_stats.hpp"
 
@@ -66,10 +67,6 @@ using viaduct::WcStatus;
 using viaduct::test::IoctlTrace;
 
 namespace {
-
-bool have_module() {
-    return ::access(viaduct::device_path().c_str(), F_OK) == 0;
-}
 
 bool is_open(int fd) {
     return ::fcntl(fd, F_GETFD) != -1;
@@ -134,22 +131,7 @@ private:
 
 class LiveFastPath : public ::testing::Test {
 protected:
-    void SetUp() override {
-        if (!have_module())
-            GTEST_SKIP() << "no " << viaduct::device_path() << ": viaduct.ko not loaded";
-        auto devs = Device::list();
-        const char *want = std::getenv("VIADUCT_TEST_DEVICE");
-        if (want && *want) {
-            auto it = std::find_if(devs.begin(), devs.end(),
-                                   [&](const viaduct::DeviceEntry &d) { return d.name == want; });
-            ASSERT_NE(devs.end(), it) << "VIADUCT_TEST_DEVICE=" << want << " is not listed";
-            name_ = want;
-        } else if (!devs.empty()) {
-            name_ = devs.front().name;
-        } else {
-            GTEST_SKIP() << "no viaduct device in this namespace and no VIADUCT_TEST_DEVICE";
-        }
-    }
+    void SetUp() override { VIADUCT_LIVE_DEVICE(name_); }
 
     Device open() const { return Device::open(name_); }
 

@@ -72,7 +72,7 @@ run() {
 }
 
 echo "TAP version 13"
-echo "1..9"
+echo "1..10"
 
 if [ ! -x "$ctl" ] || [ ! -x "$ping" ]; then
 	echo "Bail out! viaductctl or viaduct-ping not built under $bin"
@@ -94,6 +94,9 @@ ok $? "two namespaces joined by veth, a viaduct device in each"
 run "viaduct-ping -c to viaduct-ping -s, 100 bytes, verified" \
 	"$A" "$ping" -s -a 192.0.2.1 -S 100 -C 10 -V -- \
 	"$B" "$ping" -c -a 192.0.2.1 -S 100 -C 10 -V
+run "viaduct-ping -c from a source address with a TOS, -s with a TOS" \
+	"$A" "$ping" -s -a 192.0.2.1 -t 0x10 -S 100 -C 3 -V -- \
+	"$B" "$ping" -c -a 192.0.2.1 -I 192.0.2.2 -t 16 -S 100 -C 3 -V
 run "viaduct to viaduct with MPA v1 and CRC, 4000 bytes" \
 	"$A" "$ping" -s -a 192.0.2.1 -S 4000 -C 5 -V --crc -- \
 	"$B" "$ping" -c -a 192.0.2.1 -S 4000 -C 5 -V --mpa-v1 --crc

@@ -51,7 +51,9 @@
 #include <system_error>
 #include <vector>
 
-#include <uapi/viaduct.h>
+// Next to this header when installed, under the -I of the source tree
+// otherwise.
+#include "uapi/viaduct.h"
 
 #define VIADUCT_API __attribute__((visibility("default")))
 

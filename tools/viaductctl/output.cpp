@@ -9,12 +9,14 @@ namespace viaductctl {
 
 namespace {
 
+// rdma(8)'s keys: "ifindex" and "ifname" are the RDMA device's, "netdev"
+// and "netdev_index" the network interface's.
 void link_fields(JsonWriter &j, const LinkInfo &l) {
-    j.field("index", l.index)
-        .field("name", l.name)
+    j.field("ifindex", l.index)
+        .field("ifname", l.name)
+        .field("state", link_state(l))
         .field("netdev", l.ifname)
-        .field("ifindex", l.ifindex)
-        .field("state", link_state(l));
+        .field("netdev_index", l.ifindex);
 }
 
 void device_fields(JsonWriter &j, const LinkInfo &l) {

@@ -27,8 +27,9 @@ void owner_text(std::ostream &out, const Owner &o) {
         << " ctx " << o.ctx;
 }
 
+// rdma(8)'s keys: the device is "ifname", a context "ctxn".
 void owner_json(JsonWriter &j, const Owner &o) {
-    j.field("dev", o.dev).field("pid", o.pid).field("comm", o.comm).field("ctx", o.ctx);
+    j.field("ifname", o.dev).field("pid", o.pid).field("comm", o.comm).field("ctxn", o.ctx);
 }
 
 std::string doorbell_mode(std::uint32_t flags) {
@@ -67,7 +68,7 @@ std::vector<Row> rows(const ResInfo &r) {
         num("cqe", "cqe", r.cqe);
         break;
     case VIADUCT_RES_QP:
-        num("qpn", "qpn", r.qpn);
+        num("lqpn", "lqpn", r.qpn);
         if (r.state)
             v.push_back({"state", "state", qp_state_name(*r.state), 0});
         num("sq", "sq_depth", r.sq_depth);
@@ -147,6 +148,28 @@ std::string access_names(std::uint32_t access) {
         s += hex(access);
     }
     return s.empty() ? "-" : s;
+}
+
+bool res_matches(const ResInfo &r, const std::vector<ResFilter> &filters) {
+    for (const ResFilter &f : filters) {
+        auto number = [&f](std::uint64_t v) { return std::to_string(v) == f.value; };
+        bool ok = false;
+        if (f.key == "ifname")
+            ok = r.owner.dev == f.value;
+        else if (f.key == "pid")
+            ok = number(r.owner.pid);
+        else if (f.key == "comm")
+            ok = r.owner.comm == f.value;
+        else if (f.key == "ctxn")
+            ok = number(r.owner.ctx);
+        else if (f.key == "handle")
+            ok = number(r.handle);
+        else if (f.key == "lqpn")
+            ok = r.qpn && number(*r.qpn);
+        if (!ok)
+            return false;
+    }
+    return true;
 }
 
 void print_stats(std::ostream &out, const Stats &stats, OutputStyle style) {

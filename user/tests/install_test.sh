@@ -52,7 +52,7 @@ int main() {
     return 1;
 }
 CPP
-export PKG_CONFIG_PATH=$pcdir
+export PKG_CONFIG_PATH="$pcdir"
 # The include path is the pkg-config one alone: <viaduct/viaduct.hpp> finds
 # its uapi header next to itself.
 cflags=$(pkg-config --cflags viaduct | sed "s/ *$//")

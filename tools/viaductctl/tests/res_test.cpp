@@ -140,9 +140,9 @@ TEST(Stats, Text) {
 TEST(Stats, JsonGlobalFirst) {
     std::string out = stats(sample_stats(), {true, false});
     EXPECT_EQ(R"({"global":{"contexts":2,"pds":1,"pinned_pages":16,"worker_polls":7},)"
-              R"("contexts":[{"ifname":"vd0","pid":123,"comm":"foo","ctxn":4,"pds":1,)"
+              R"("contexts":[{"ctxn":4,"ifname":"vd0","pid":123,"comm":"foo","pds":1,)"
               R"("pinned_pages":16,"doorbells":3},)"
-              R"({"ifname":"","pid":0,"comm":"","ctxn":5,"pds":0,"pinned_pages":0,"doorbells":0}]})"
+              R"({"ctxn":5,"ifname":"","pid":0,"comm":"","pds":0,"pinned_pages":0,"doorbells":0}]})"
               "\n",
               out);
     // Scripts take the first "pinned_pages" for the module-wide number.

@@ -8,13 +8,17 @@
 #  - the CMake package: find_package(viaduct) and the imported target,
 #    which brings C++20 with it;
 #  - installed programs that start with no LD_LIBRARY_PATH.
-# Each program built against it runs. Exit 77 (skip) without pkg-config.
+# Each program built against it runs. The prefix and the programs stay in
+# BUILD/install-test, where selftests/install_test.sh runs them against the
+# module in the VM (whose root file system is read-only: it cannot install
+# there itself). Exit 77 (skip) without pkg-config.
 set -eu
 build=$1
 cxx=$2
 command -v pkg-config >/dev/null || exit 77
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+tmp=$build/install-test
+rm -rf "$tmp"
+mkdir -p "$tmp"
 prefix=$tmp/usr
 cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1 ||
 	{ cat "$tmp/install.log"; exit 1; }
@@ -40,16 +44,35 @@ ls "$libdir"/libviaduct.so.0 "$libdir"/libviaduct.a "$libdir"/cmake/viaduct/viad
 	>/dev/null || exit 1
 grep -qx "prefix=$prefix" "$pcfile" || { cat "$pcfile"; fail "viaduct.pc does not name $prefix"; }
 
+# Without an argument: the library's error for a missing device node.
+# With a device name (in the VM): a PD, CQ and QP, and one completion.
 cat >"$tmp/main.cpp" <<'CPP'
 #include <cerrno>
+#include <iostream>
 #include <viaduct/viaduct.hpp>
-int main() {
+int main(int argc, char **argv) {
     try {
-        viaduct::Device::list("/nonexistent/viaduct");
+        if (argc < 2) {
+            viaduct::Device::list("/nonexistent/viaduct");
+            return 1;
+        }
+        viaduct::Device dev = viaduct::Device::open(argv[1]);
+        viaduct::ProtectionDomain pd(dev);
+        viaduct::CompletionQueue cq(dev, 16);
+        viaduct::QueuePair qp(pd, viaduct::QpConfig{.send_cq = &cq, .recv_cq = &cq});
+        qp.modify(viaduct::QpState::Error);
+        qp.post_recv(viaduct::RecvWr{.wr_id = 42});
+        std::array<viaduct::Completion, 1> wc{};
+        for (int i = 0; i < 1000000 && cq.poll(wc) == 0; i++) {
+        }
+        std::cout << dev.name() << " qpn " << qp.qpn() << " wr_id " << wc[0].wr_id << "\n";
+        return wc[0].wr_id == 42 ? 0 : 1;
     } catch (const viaduct::Error &e) {
-        return e.errnum() == ENOENT && VIADUCT_ABI_VERSION >= 1 ? 0 : 1;
+        if (argc < 2)
+            return e.errnum() == ENOENT && VIADUCT_ABI_VERSION >= 1 ? 0 : 1;
+        std::cerr << e.what() << "\n";
+        return 1;
     }
-    return 1;
 }
 CPP
 export PKG_CONFIG_PATH="$pcdir"

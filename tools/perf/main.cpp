@@ -158,6 +158,7 @@ struct Options {
     std::vector<std::uint32_t> sizes;
     std::uint32_t qps = 1;
     std::uint32_t tx_depth = kSqDepth;
+    std::uint32_t inline_size = 0;
     bool polled = false;
     bool check_all = false;
     bool gbits = false;
@@ -180,6 +181,7 @@ void print_usage(std::ostream &os) {
        << "  -n, --iters=N        work requests per QP and size (default 1000)\n"
        << "  -q, --qp=N           data queue pairs (default 1, at most 64)\n"
        << "  -t, --tx-depth=N     send queue depth, 1 to 128 (default 128)\n"
+       << "  -I, --inline_size=N  send messages of up to N bytes inline (write, send)\n"
        << "      --report_gbits   bandwidth in Gb/s (10^9 bits) instead of MB/s (2^20 bytes)\n"
        << "      --test=TEST      the test (-t TEST too)\n"
        << "      --addr=A         server: the address to listen on (default: every one)\n"
@@ -188,7 +190,7 @@ void print_usage(std::ostream &os) {
        << "      --check=ends     check the first and last byte of each buffer (default)\n"
        << "      --check=all      check every byte\n"
        << "  -h, --help           this text\n"
-       << "Not supported (refused): -D duration, -I inline, -e events, -b bidirectional,\n"
+       << "Not supported (refused): -D duration, -e events, -b bidirectional,\n"
        << "-Q CQ moderation.\n"
        << "The test parameters are the client's; the server takes them from the\n"
        << "connection request. Latency is half the round trip.\n";
@@ -366,8 +368,10 @@ Options parse_args(int argc, char **argv) {
         case opt_gbits:
             o.gbits = true;
             break;
-        case 'D':
         case 'I':
+            o.inline_size = static_cast<std::uint32_t>(parse_number("-I", optarg, 0, 4096));
+            break;
+        case 'D':
         case 'e':
         case 'b':
         case 'Q':
@@ -475,7 +479,8 @@ struct Side {
     std::vector<viaduct::QueuePair> qps; // [0]: control
     std::uint64_t ctrl_sent = 0;
 
-    Side(viaduct::Device device, std::uint32_t nqps, std::uint64_t max_size, Test test, bool polled)
+    Side(viaduct::Device device, std::uint32_t nqps, std::uint64_t max_size, Test test, bool polled,
+         std::uint32_t inline_size = 0)
         : dev(std::move(device)), pd(dev),
           slot(std::max<std::uint64_t>(4096, (max_size + 4095) & ~std::uint64_t(4095))),
           buf(2 * slot * nqps), mr(pd, buf.data(), buf.size(),
@@ -498,6 +503,11 @@ struct Side {
         c.access = VIADUCT_QP_ACCESS_REMOTE_WRITE | VIADUCT_QP_ACCESS_REMOTE_READ;
         c.ord = std::min<std::uint32_t>(lim.max_ord ? lim.max_ord : 1, 16);
         c.ird = std::min<std::uint32_t>(lim.max_ird ? lim.max_ird : 1, 16);
+        if (inline_size > lim.max_inline)
+            throw Error(EINVAL, "inline data of " + std::to_string(inline_size) +
+                                    " bytes exceeds " + dev.name() + "'s limit of " +
+                                    std::to_string(lim.max_inline));
+        c.max_inline = inline_size;
         for (std::uint32_t i = 0; i < nqps; i++)
             qps.emplace_back(pd, c);
     }
@@ -751,7 +761,11 @@ private:
 // The client streams @count WRs of @size on every data QP, at most the send
 // queue depth in flight per QP.
 void stream(Side &s, const Peer &p, Test test, std::uint32_t size, std::uint32_t count,
-            std::uint32_t depth, PeakMeter &peak, std::uint64_t &all_done) {
+            std::uint32_t depth, std::uint32_t inline_size, PeakMeter &peak,
+            std::uint64_t &all_done) {
+    // perftest's -I: messages of up to @inline_size go inline (copied into
+    // the WQE); the QP was made to take that many bytes.
+    const bool inl = test != Test::Read && size <= inline_size;
     const std::uint32_t n = s.nqps();
     std::vector<std::uint32_t> posted(n), done(n);
     std::vector<viaduct::Sge> sge(n);
@@ -775,12 +789,18 @@ void stream(Side &s, const Peer &p, Test test, std::uint32_t size, std::uint32_t
             room = std::min<std::uint32_t>(room, 32);
             if (room) {
                 batch.clear();
-                for (std::uint32_t k = 0; k < room; k++)
-                    batch.push_back({.wr_id = posted[i] + k,
-                                     .opcode = op,
-                                     .sge = {&sge[i], 1},
-                                     .remote_addr = test == Test::Send ? 0 : p.dst(i),
-                                     .remote_stag = test == Test::Send ? 0 : p.stag});
+                for (std::uint32_t k = 0; k < room; k++) {
+                    viaduct::SendWr wr{.wr_id = posted[i] + k,
+                                       .opcode = op,
+                                       .sge = {&sge[i], 1},
+                                       .remote_addr = test == Test::Send ? 0 : p.dst(i),
+                                       .remote_stag = test == Test::Send ? 0 : p.stag};
+                    if (inl) {
+                        wr.sge = {};
+                        wr.inline_data = {reinterpret_cast<const std::byte *>(s.src(i)), size};
+                    }
+                    batch.push_back(wr);
+                }
                 s.qp(i).post_send(batch);
                 posted[i] += room;
             }
@@ -995,6 +1015,7 @@ void print_header(const Options &o, const Side &s) {
               << " Number of qps  : " << o.qps << "\t\tTransport type : iWARP\n"
               << " TX depth       : " << (is_latency(*o.test) ? kSqDepth : o.tx_depth)
               << "\t\tDoorbell       : " << (o.polled ? "polled" : "system call") << "\n"
+              << " Inline data    : " << (is_latency(*o.test) ? 0 : o.inline_size) << " bytes\n"
               << " Server         : " << o.addr << " port " << o.port << "\n"
               << " Buffer STag    : 0x" << std::hex << s.mr.stag() << std::dec << "\n"
               << line << "\n";
@@ -1013,7 +1034,8 @@ void print_header(const Options &o, const Side &s) {
 int run_client(const Options &o) {
     const Test test = *o.test;
     std::uint32_t max = *std::max_element(o.sizes.begin(), o.sizes.end());
-    Side s(viaduct::Device::open(o.dev), o.qps, max, test, o.polled);
+    Side s(viaduct::Device::open(o.dev), o.qps, max, test, o.polled,
+           is_latency(test) ? 0 : o.inline_size);
     viaduct::CmChannel ch(s.dev);
     std::vector<viaduct::ConnectionId> ids;
 
@@ -1088,11 +1110,11 @@ int run_client(const Options &o) {
                     t0 = steady_clock::now();
                     peak.start();
                 }
-                stream(s, peer, test, size, n, o.tx_depth, peak, all_done);
+                stream(s, peer, test, size, n, o.tx_depth, o.inline_size, peak, all_done);
                 left -= n;
             }
         } else {
-            stream(s, peer, test, size, o.iters, o.tx_depth, peak, all_done);
+            stream(s, peer, test, size, o.iters, o.tx_depth, o.inline_size, peak, all_done);
         }
         double secs = duration<double>(steady_clock::now() - t0).count();
         if (test == Test::Read)

@@ -159,6 +159,7 @@ struct Options {
     std::uint32_t qps = 1;
     std::uint32_t tx_depth = kSqDepth;
     std::uint32_t inline_size = 0;
+    std::uint32_t cq_mod = 1;
     bool polled = false;
     bool check_all = false;
     bool gbits = false;
@@ -182,6 +183,7 @@ void print_usage(std::ostream &os) {
        << "  -q, --qp=N           data queue pairs (default 1, at most 64)\n"
        << "  -t, --tx-depth=N     send queue depth, 1 to 128 (default 128)\n"
        << "  -I, --inline_size=N  send messages of up to N bytes inline (write, send)\n"
+       << "  -Q, --cq-mod=N       a completion every N work requests (bandwidth tests)\n"
        << "      --report_gbits   bandwidth in Gb/s (10^9 bits) instead of MB/s (2^20 bytes)\n"
        << "      --test=TEST      the test (-t TEST too)\n"
        << "      --addr=A         server: the address to listen on (default: every one)\n"
@@ -190,8 +192,7 @@ void print_usage(std::ostream &os) {
        << "      --check=ends     check the first and last byte of each buffer (default)\n"
        << "      --check=all      check every byte\n"
        << "  -h, --help           this text\n"
-       << "Not supported (refused): -D duration, -e events, -b bidirectional,\n"
-       << "-Q CQ moderation.\n"
+       << "Not supported (refused): -D duration, -e events, -b bidirectional.\n"
        << "The test parameters are the client's; the server takes them from the\n"
        << "connection request. Latency is half the round trip.\n";
 }
@@ -371,10 +372,12 @@ Options parse_args(int argc, char **argv) {
         case 'I':
             o.inline_size = static_cast<std::uint32_t>(parse_number("-I", optarg, 0, 4096));
             break;
+        case 'Q':
+            o.cq_mod = static_cast<std::uint32_t>(parse_number("-Q", optarg, 1, kSqDepth));
+            break;
         case 'D':
         case 'e':
         case 'b':
-        case 'Q':
             usage("option '-" + std::string(1, static_cast<char>(c)) +
                   "' of perftest is not supported by viaduct-perf");
         case ':':
@@ -403,6 +406,9 @@ Options parse_args(int argc, char **argv) {
             usage("latency tests run on one queue pair: drop -q");
         if (o.sizes.empty())
             o.sizes = {is_latency(*o.test) ? 2U : 65536U};
+        if (o.cq_mod > o.tx_depth)
+            usage("-Q " + std::to_string(o.cq_mod) + " is more than the TX depth (-t) of " +
+                  std::to_string(o.tx_depth) + ": the queue would fill before a completion");
     }
     return o;
 }
@@ -760,8 +766,10 @@ private:
 
 // The client streams @count WRs of @size on every data QP, at most the send
 // queue depth in flight per QP.
+// With @cq_mod > 1 only every cq_mod-th WR (and the last) is signaled, as
+// perftest's -Q: a completion stands for the WRs before it too.
 void stream(Side &s, const Peer &p, Test test, std::uint32_t size, std::uint32_t count,
-            std::uint32_t depth, std::uint32_t inline_size, PeakMeter &peak,
+            std::uint32_t depth, std::uint32_t inline_size, std::uint32_t cq_mod, PeakMeter &peak,
             std::uint64_t &all_done) {
     // perftest's -I: messages of up to @inline_size go inline (copied into
     // the WQE); the QP was made to take that many bytes.
@@ -790,8 +798,10 @@ void stream(Side &s, const Peer &p, Test test, std::uint32_t size, std::uint32_t
             if (room) {
                 batch.clear();
                 for (std::uint32_t k = 0; k < room; k++) {
-                    viaduct::SendWr wr{.wr_id = posted[i] + k,
+                    const std::uint32_t idx = posted[i] + k;
+                    viaduct::SendWr wr{.wr_id = idx,
                                        .opcode = op,
+                                       .signaled = (idx + 1) % cq_mod == 0 || idx + 1 == count,
                                        .sge = {&sge[i], 1},
                                        .remote_addr = test == Test::Send ? 0 : p.dst(i),
                                        .remote_stag = test == Test::Send ? 0 : p.stag};
@@ -805,12 +815,15 @@ void stream(Side &s, const Peer &p, Test test, std::uint32_t size, std::uint32_t
                 posted[i] += room;
             }
             std::size_t got = s.qp(i).poll_send(c);
-            for (std::size_t k = 0; k < got; k++)
+            std::uint32_t before = done[i];
+            for (std::size_t k = 0; k < got; k++) {
                 check_ok(c[k], what);
-            done[i] += static_cast<std::uint32_t>(got);
+                // In order on one QP: everything up to this WR is done.
+                done[i] = static_cast<std::uint32_t>(c[k].wr_id) + 1;
+            }
             if (got) {
                 w.kick();
-                all_done += got;
+                all_done += done[i] - before;
                 peak.update(all_done);
             }
             if (done[i] == count)
@@ -1110,11 +1123,12 @@ int run_client(const Options &o) {
                     t0 = steady_clock::now();
                     peak.start();
                 }
-                stream(s, peer, test, size, n, o.tx_depth, o.inline_size, peak, all_done);
+                stream(s, peer, test, size, n, o.tx_depth, o.inline_size, o.cq_mod, peak, all_done);
                 left -= n;
             }
         } else {
-            stream(s, peer, test, size, o.iters, o.tx_depth, o.inline_size, peak, all_done);
+            stream(s, peer, test, size, o.iters, o.tx_depth, o.inline_size, o.cq_mod, peak,
+                   all_done);
         }
         double secs = duration<double>(steady_clock::now() - t0).count();
         if (test == Test::Read)

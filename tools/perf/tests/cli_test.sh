@@ -34,7 +34,7 @@ expect 2 "option '-D' of perftest is not supported" -D 5 --test write 192.0.2.1
 expect 2 "option '-b' of perftest is not supported" -b --test write 192.0.2.1
 expect 2 "option '-e' of perftest is not supported" -e --test write 192.0.2.1
 expect 2 "-I: 5000 is out of range [0, 4096]" -I 5000 --test write 192.0.2.1
-expect 2 "option '-Q' of perftest is not supported" -Q 4 --test write 192.0.2.1
+expect 2 "-Q 64 is more than the TX depth (-t) of 16" -Q 64 -t 16 --test write 192.0.2.1
 expect 2 "--check: 'some' is not ends or all" --check=some --test write 192.0.2.1
 expect 2 "latency tests run on one queue pair" --test lat-send -q 2 192.0.2.1
 expect 2 "the server's address twice" --addr 192.0.2.1 --test write 192.0.2.2

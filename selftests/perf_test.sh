@@ -84,7 +84,7 @@ lat() {
 }
 
 echo "TAP version 13"
-echo "1..18"
+echo "1..20"
 
 for f in "$ctl" "$perf"; do
 	if [ ! -x "$f" ]; then
@@ -114,6 +114,7 @@ run_pair "RDMA Write latency, polled doorbell" "$(lat 2)" -- -t lat-write -n 200
 run_pair "RDMA Read, -s, -t 8, every byte checked" "$(bw 1)" -- --test read -s 65536 -n 300 -t 8 --check=all
 run_pair "RDMA Write in Gb/s, a completion every 8 (-Q), every byte checked" "$(bwg 2)" -- --test write --sizes 4096,65536 -n 300 -Q 8 --check=all --report_gbits
 run_pair "Send inline (-I 64), every byte checked" "$(bw 2)" -- --test send --sizes 16,64 -I 64 -n 300 --check=all
+run_pair "Send for a second (-D 1), in bursts" "$(bw 1)" -- --test send -s 4096 -n 100 -D 1
 
 # A client without a server fails, and says why.
 timeout 60 ip netns exec "$A" "$perf" -d vd0 --addr 192.0.2.2 -p 9 -t write -n 1 \
@@ -123,5 +124,5 @@ sed 's/^/#   /' "$tmp/client"
 [ $rc -eq 1 ] && grep -q 'cannot connect\|no answer\|rejected' "$tmp/client"
 ok $? "a client without a server exits 1 with a reason"
 
-[ "$n" -eq 18 ] || echo "# planned 18 tests, ran $n"
+[ "$n" -eq 20 ] || echo "# planned 20 tests, ran $n"
 exit $((failed != 0))

@@ -31,7 +31,7 @@
 // Latency is half the round trip. After each size the receiving side checks
 // the first and last bytes of the data against the pattern sent, or with
 // --check=all every byte. Bandwidth is reported as perftest does: the peak
-// (the best of 16 consecutive windows of the run) and the average.
+// (the best rate over intervals of at least 10 ms) and the average.
 // The connection manager is libviaduct's (CmChannel, ConnectionId).
 // Exit status: 0 done, 1 failure (setup, transfer or data check), 2 usage.
 #include <algorithm>
@@ -160,6 +160,7 @@ struct Options {
     std::uint32_t tx_depth = kSqDepth;
     std::uint32_t inline_size = 0;
     std::uint32_t cq_mod = 1;
+    std::uint32_t duration = 0; // seconds per size; 0: -n work requests
     bool polled = false;
     bool check_all = false;
     bool gbits = false;
@@ -184,6 +185,7 @@ void print_usage(std::ostream &os) {
        << "  -t, --tx-depth=N     send queue depth, 1 to 128 (default 128)\n"
        << "  -I, --inline_size=N  send messages of up to N bytes inline (write, send)\n"
        << "  -Q, --cq-mod=N       a completion every N work requests (bandwidth tests)\n"
+       << "  -D, --duration=S     each size for S seconds, in rounds of -n (bandwidth tests)\n"
        << "      --report_gbits   bandwidth in Gb/s (10^9 bits) instead of MB/s (2^20 bytes)\n"
        << "      --test=TEST      the test (-t TEST too)\n"
        << "      --addr=A         server: the address to listen on (default: every one)\n"
@@ -192,7 +194,7 @@ void print_usage(std::ostream &os) {
        << "      --check=ends     check the first and last byte of each buffer (default)\n"
        << "      --check=all      check every byte\n"
        << "  -h, --help           this text\n"
-       << "Not supported (refused): -D duration, -e events, -b bidirectional.\n"
+       << "Not supported (refused): -e events, -b bidirectional.\n"
        << "The test parameters are the client's; the server takes them from the\n"
        << "connection request. Latency is half the round trip.\n";
 }
@@ -376,6 +378,8 @@ Options parse_args(int argc, char **argv) {
             o.cq_mod = static_cast<std::uint32_t>(parse_number("-Q", optarg, 1, kSqDepth));
             break;
         case 'D':
+            o.duration = static_cast<std::uint32_t>(parse_number("-D", optarg, 1, 3600));
+            break;
         case 'e':
         case 'b':
             usage("option '-" + std::string(1, static_cast<char>(c)) +
@@ -406,6 +410,8 @@ Options parse_args(int argc, char **argv) {
             usage("latency tests run on one queue pair: drop -q");
         if (o.sizes.empty())
             o.sizes = {is_latency(*o.test) ? 2U : 65536U};
+        if (o.duration && is_latency(*o.test))
+            usage("-D is for the bandwidth tests: the latency tests run -n round trips");
         if (o.cq_mod > o.tx_depth)
             usage("-Q " + std::to_string(o.cq_mod) + " is more than the TX depth (-t) of " +
                   std::to_string(o.tx_depth) + ": the queue would fill before a completion");
@@ -732,24 +738,26 @@ std::uint32_t lat_write(Side &s, const Peer &p, std::uint32_t size, std::uint32_
 
 // --- Bandwidth ------------------------------------------------------------
 
-// perftest's peak bandwidth, as the best rate over windows of consecutive
-// completions: the run is cut into 16 windows by completion count, each
-// timed from the completion that ended the one before.
+// perftest's peak bandwidth, as the best rate over intervals of at least
+// 10 ms of the run, each timed between the polls that end them. (Shorter
+// windows would measure how completions bunch up in one poll, not the
+// link.) A run shorter than one interval reports its average.
 class PeakMeter {
 public:
-    PeakMeter(std::uint64_t total, std::uint32_t size)
-        : window_(std::max<std::uint64_t>(1, total / 16)), size_(size) {}
+    explicit PeakMeter(std::uint32_t size) : size_(size) {}
 
-    void start() { last_t_ = steady_clock::now(); }
+    void start() {
+        last_t_ = steady_clock::now();
+        last_done_ = 0;
+    }
 
     // @done completions in all so far.
     void update(std::uint64_t done) {
-        if (done < last_done_ + window_)
-            return;
         auto now = steady_clock::now();
         double secs = duration<double>(now - last_t_).count();
-        if (secs > 0)
-            best_ = std::max(best_, static_cast<double>(done - last_done_) * size_ / secs);
+        if (secs < 0.010)
+            return;
+        best_ = std::max(best_, static_cast<double>(done - last_done_) * size_ / secs);
         last_done_ = done;
         last_t_ = now;
     }
@@ -757,7 +765,6 @@ public:
     double bytes_per_sec() const { return best_; }
 
 private:
-    std::uint64_t window_;
     std::uint32_t size_;
     std::uint64_t last_done_ = 0;
     steady_clock::time_point last_t_{};
@@ -1102,7 +1109,8 @@ int run_client(const Options &o) {
         s.ctrl_expect(Op::Ready, "READY");
         std::vector<double> us;
         std::uint32_t bad = 0, checked = 0;
-        PeakMeter peak(std::uint64_t{o.iters} * o.qps, size);
+        PeakMeter peak(size);
+        std::uint64_t iters_done = o.iters; // per data QP
         std::uint64_t all_done = 0;
         auto t0 = steady_clock::now();
         peak.start();
@@ -1115,20 +1123,34 @@ int run_client(const Options &o) {
             bad = lat_write(s, peer, size, o.iters, true, us);
             checked = o.iters;
         } else if (test == Test::Send) {
-            for (std::uint32_t left = o.iters; left;) {
-                std::uint32_t n = std::min(left, kSendBurst);
+            // -n receives in bursts, or with -D bursts until the time is up.
+            iters_done = 0;
+            auto deadline = t0;
+            for (std::uint32_t left = o.iters; o.duration || left;) {
+                if (o.duration && iters_done && steady_clock::now() >= deadline)
+                    break;
+                std::uint32_t n = o.duration ? kSendBurst : std::min(left, kSendBurst);
                 s.ctrl_send({Op::Post, size, n, 0, 0});
                 s.ctrl_expect(Op::Ready, "READY");
-                if (left == o.iters) { // the first burst's receives come before the clock
+                if (!iters_done) { // the first burst's receives come before the clock
                     t0 = steady_clock::now();
+                    deadline = t0 + seconds(o.duration);
                     peak.start();
                 }
                 stream(s, peer, test, size, n, o.tx_depth, o.inline_size, o.cq_mod, peak, all_done);
-                left -= n;
+                iters_done += n;
+                if (!o.duration)
+                    left -= n;
             }
         } else {
-            stream(s, peer, test, size, o.iters, o.tx_depth, o.inline_size, o.cq_mod, peak,
-                   all_done);
+            // -n work requests, or with -D rounds of -n until the time is up.
+            iters_done = 0;
+            const auto deadline = t0 + seconds(o.duration);
+            do {
+                stream(s, peer, test, size, o.iters, o.tx_depth, o.inline_size, o.cq_mod, peak,
+                       all_done);
+                iters_done += o.iters;
+            } while (o.duration && steady_clock::now() < deadline);
         }
         double secs = duration<double>(steady_clock::now() - t0).count();
         if (test == Test::Read)
@@ -1150,13 +1172,13 @@ int run_client(const Options &o) {
                           size, o.iters, st.min, st.max, st.typical, st.avg, st.stdev, st.p99,
                           st.p999);
         } else {
-            double msgs = static_cast<double>(o.iters) * o.qps;
+            double msgs = static_cast<double>(iters_done) * o.qps;
             // MB/s of 2^20 bytes, or Gb/s of 10^9 bits.
             const double unit = o.gbits ? 1e9 / 8 : 1024.0 * 1024.0;
             double avg = msgs * size / secs / unit;
             double pk = std::max(peak.bytes_per_sec() / unit, avg);
-            std::snprintf(row, sizeof(row), " %-10u %-14u %-20.2f %-20.2f %-16.6f", size, o.iters,
-                          pk, avg, msgs / secs / 1e6);
+            std::snprintf(row, sizeof(row), " %-10u %-14llu %-20.2f %-20.2f %-16.6f", size,
+                          static_cast<unsigned long long>(iters_done), pk, avg, msgs / secs / 1e6);
         }
         std::cout << row << std::endl;
     }

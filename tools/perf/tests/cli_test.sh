@@ -30,7 +30,8 @@ expect 2 "the client needs --test" -s 4096 192.0.2.1
 expect 2 "unknown test 'frob'" --test frob 192.0.2.1
 expect 2 "-s: 'x' is not a number" -s x 192.0.2.1 --test write
 expect 2 "-t: 129 is out of range [1, 128]" -t 129 --test write 192.0.2.1
-expect 2 "option '-D' of perftest is not supported" -D 5 --test write 192.0.2.1
+expect 2 "-D is for the bandwidth tests" -D 5 --test lat-send 192.0.2.1
+expect 2 "-D: 0 is out of range [1, 3600]" -D 0 --test write 192.0.2.1
 expect 2 "option '-b' of perftest is not supported" -b --test write 192.0.2.1
 expect 2 "option '-e' of perftest is not supported" -e --test write 192.0.2.1
 expect 2 "-I: 5000 is out of range [0, 4096]" -I 5000 --test write 192.0.2.1

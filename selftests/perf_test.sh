@@ -111,7 +111,7 @@ run_pair "Send, more than a burst of receives" "$(bw 2)" -- -t send -n 600 --siz
 run_pair "Send latency" "$(lat 2)" -- -t lat-send -n 200 --sizes 2,4096
 run_pair "RDMA Write latency, polled doorbell" "$(lat 2)" -- -t lat-write -n 200 --sizes 1,4096 --polled
 # perftest's options: -s size, -t TX depth, --report_gbits; every byte checked.
-run_pair "RDMA Read, -s, -t 8, every byte checked" "$(bw 1)" -- --test read -s 65536 -n 300 -t 8 --check=all
+run_pair "RDMA Read on 2 QPs, -s, -t 8, events (-e), every byte checked" "$(bw 1)" -- --test read -s 65536 -n 300 -t 8 -q 2 -e --check=all
 run_pair "RDMA Write in Gb/s, a completion every 8 (-Q), every byte checked" "$(bwg 2)" -- --test write --sizes 4096,65536 -n 300 -Q 8 --check=all --report_gbits
 run_pair "Send inline (-I 64), every byte checked" "$(bw 2)" -- --test send --sizes 16,64 -I 64 -n 300 --check=all
 run_pair "Send for a second (-D 1), in bursts" "$(bw 1)" -- --test send -s 4096 -n 100 -D 1

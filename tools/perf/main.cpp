@@ -45,6 +45,7 @@
 #include <optional>
 #include <string>
 #include <sys/mman.h>
+#include <unordered_map>
 #include <vector>
 
 #include <viaduct/viaduct.hpp>
@@ -161,6 +162,7 @@ struct Options {
     std::uint32_t inline_size = 0;
     std::uint32_t cq_mod = 1;
     std::uint32_t duration = 0; // seconds per size; 0: -n work requests
+    bool events = false;
     bool polled = false;
     bool check_all = false;
     bool gbits = false;
@@ -186,6 +188,7 @@ void print_usage(std::ostream &os) {
        << "  -I, --inline_size=N  send messages of up to N bytes inline (write, send)\n"
        << "  -Q, --cq-mod=N       a completion every N work requests (bandwidth tests)\n"
        << "  -D, --duration=S     each size for S seconds, in rounds of -n (bandwidth tests)\n"
+       << "  -e, --events         sleep on a completion channel for send completions\n"
        << "      --report_gbits   bandwidth in Gb/s (10^9 bits) instead of MB/s (2^20 bytes)\n"
        << "      --test=TEST      the test (-t TEST too)\n"
        << "      --addr=A         server: the address to listen on (default: every one)\n"
@@ -194,7 +197,7 @@ void print_usage(std::ostream &os) {
        << "      --check=ends     check the first and last byte of each buffer (default)\n"
        << "      --check=all      check every byte\n"
        << "  -h, --help           this text\n"
-       << "Not supported (refused): -e events, -b bidirectional.\n"
+       << "Not supported (refused): -b bidirectional.\n"
        << "The test parameters are the client's; the server takes them from the\n"
        << "connection request. Latency is half the round trip.\n";
 }
@@ -381,6 +384,8 @@ Options parse_args(int argc, char **argv) {
             o.duration = static_cast<std::uint32_t>(parse_number("-D", optarg, 1, 3600));
             break;
         case 'e':
+            o.events = true;
+            break;
         case 'b':
             usage("option '-" + std::string(1, static_cast<char>(c)) +
                   "' of perftest is not supported by viaduct-perf");
@@ -410,6 +415,8 @@ Options parse_args(int argc, char **argv) {
             usage("latency tests run on one queue pair: drop -q");
         if (o.sizes.empty())
             o.sizes = {is_latency(*o.test) ? 2U : 65536U};
+        if (o.events && is_latency(*o.test))
+            usage("-e is for the bandwidth tests: the latency tests poll");
         if (o.duration && is_latency(*o.test))
             usage("-D is for the bandwidth tests: the latency tests run -n round trips");
         if (o.cq_mod > o.tx_depth)
@@ -488,11 +495,14 @@ struct Side {
     viaduct::MemoryRegion mr;
     Buffer ctrl_buf;
     viaduct::MemoryRegion ctrl_mr;
+    std::optional<viaduct::CompletionChannel> channel; // -e
+    std::optional<viaduct::CompletionQueue> send_cq;   // -e: the data QPs' sends
+    std::unordered_map<std::uint32_t, std::uint32_t> qp_index;
     std::vector<viaduct::QueuePair> qps; // [0]: control
     std::uint64_t ctrl_sent = 0;
 
     Side(viaduct::Device device, std::uint32_t nqps, std::uint64_t max_size, Test test, bool polled,
-         std::uint32_t inline_size = 0)
+         std::uint32_t inline_size = 0, bool events = false)
         : dev(std::move(device)), pd(dev),
           slot(std::max<std::uint64_t>(4096, (max_size + 4095) & ~std::uint64_t(4095))),
           buf(2 * slot * nqps), mr(pd, buf.data(), buf.size(),
@@ -520,8 +530,26 @@ struct Side {
                                     " bytes exceeds " + dev.name() + "'s limit of " +
                                     std::to_string(lim.max_inline));
         c.max_inline = inline_size;
-        for (std::uint32_t i = 0; i < nqps; i++)
+        if (events) {
+            // perftest's -e: the data QPs' send completions go to one CQ on a
+            // completion channel, and the client sleeps on it.
+            channel.emplace(dev);
+            std::uint32_t entries = std::min(kSqDepth * nqps, lim.max_cqe ? lim.max_cqe : 4096);
+            send_cq.emplace(dev, entries, &*channel);
+            c.send_cq = &*send_cq;
+        }
+        for (std::uint32_t i = 0; i < nqps; i++) {
             qps.emplace_back(pd, c);
+            qp_index[qps.back().handle()] = i;
+        }
+    }
+
+    // The data QP a completion of the shared send CQ is about.
+    std::uint32_t index_of(std::uint32_t qp_handle) const {
+        auto it = qp_index.find(qp_handle);
+        if (it == qp_index.end())
+            fail("a completion for QP handle " + std::to_string(qp_handle) + ", not a data QP");
+        return it->second;
     }
 
     std::uint32_t nqps() const { return static_cast<std::uint32_t>(qps.size() - 1); }
@@ -821,6 +849,8 @@ void stream(Side &s, const Peer &p, Test test, std::uint32_t size, std::uint32_t
                 s.qp(i).post_send(batch);
                 posted[i] += room;
             }
+            if (s.send_cq)
+                continue; // reaped below, for every QP
             std::size_t got = s.qp(i).poll_send(c);
             std::uint32_t before = done[i];
             for (std::size_t k = 0; k < got; k++) {
@@ -833,9 +863,24 @@ void stream(Side &s, const Peer &p, Test test, std::uint32_t size, std::uint32_t
                 all_done += done[i] - before;
                 peak.update(all_done);
             }
-            if (done[i] == count)
-                finished++;
         }
+        if (s.send_cq) {
+            // Sleeps on the channel until a completion (or 200 ms).
+            std::size_t got = s.send_cq->wait(c, milliseconds(200));
+            for (std::size_t k = 0; k < got; k++) {
+                check_ok(c[k], what);
+                const std::uint32_t j = s.index_of(c[k].qp_handle);
+                const auto upto = static_cast<std::uint32_t>(c[k].wr_id) + 1;
+                all_done += upto - done[j];
+                done[j] = upto;
+            }
+            if (got) {
+                w.kick();
+                peak.update(all_done);
+            }
+        }
+        finished = static_cast<std::uint32_t>(std::count_if(
+            done.begin(), done.end(), [count](std::uint32_t d) { return d == count; }));
         w.check();
     }
 }
@@ -1035,7 +1080,8 @@ void print_header(const Options &o, const Side &s) {
               << " Number of qps  : " << o.qps << "\t\tTransport type : iWARP\n"
               << " TX depth       : " << (is_latency(*o.test) ? kSqDepth : o.tx_depth)
               << "\t\tDoorbell       : " << (o.polled ? "polled" : "system call") << "\n"
-              << " Inline data    : " << (is_latency(*o.test) ? 0 : o.inline_size) << " bytes\n"
+              << " Inline data    : " << (is_latency(*o.test) ? 0 : o.inline_size) << " bytes"
+              << "\t\tCompletions    : " << (s.send_cq ? "events" : "polling") << "\n"
               << " Server         : " << o.addr << " port " << o.port << "\n"
               << " Buffer STag    : 0x" << std::hex << s.mr.stag() << std::dec << "\n"
               << line << "\n";
@@ -1055,7 +1101,7 @@ int run_client(const Options &o) {
     const Test test = *o.test;
     std::uint32_t max = *std::max_element(o.sizes.begin(), o.sizes.end());
     Side s(viaduct::Device::open(o.dev), o.qps, max, test, o.polled,
-           is_latency(test) ? 0 : o.inline_size);
+           is_latency(test) ? 0 : o.inline_size, o.events && !is_latency(test));
     viaduct::CmChannel ch(s.dev);
     std::vector<viaduct::ConnectionId> ids;
 

@@ -17,12 +17,17 @@ module:
 module-install: module
 	$(MAKE) -C $(KERNELDIR) M=$(CURDIR) modules_install
 
+# The prefix is set at configure time too: the library directory
+# (lib/<multiarch> under /usr) and the programs' RPATH depend on it.
 user:
-	cmake -S . -B $(BUILD)/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake -S . -B $(BUILD)/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=$(PREFIX)
 	cmake --build $(BUILD)/cmake -j
 
+# DESTDIR=... stages the install (packaging); otherwise root refreshes the
+# dynamic linker's cache for the new library.
 install: user
 	cmake --install $(BUILD)/cmake --prefix $(PREFIX)
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
 
 # Everything: host tests, portability builds, style, and the VM suites.
 check:

@@ -70,7 +70,7 @@ python3 -c '
 import json, sys
 d = json.loads(sys.argv[1])
 assert isinstance(d, list) and len(d) == 1, d
-assert d[0]["name"] == "vd0" and d[0]["netdev"] == "eth0", d
+assert d[0]["ifname"] == "vd0" and d[0]["netdev"] == "eth0", d
 ' "$json"
 ok $? "$B lists exactly its own device as JSON"
 
@@ -89,16 +89,16 @@ assert dev["limits"]["max_qp"] > 0, dev
 ' "$json"
 ok $? "dev --json reports addresses and limits"
 
-expect 1 "duplicate name is refused" -- ip netns exec "$A" "$ctl" link add vd0 netdev lo
+expect 2 "duplicate name is refused" -- ip netns exec "$A" "$ctl" link add vd0 netdev lo
 printf '%s\n' "$out" | grep -qi 'exist'
 ok $? "duplicate name error says so"
 
-expect 1 "second device on one interface is refused" -- ip netns exec "$A" "$ctl" link add vd1 netdev eth0
-expect 1 "unknown interface is refused" -- ip netns exec "$A" "$ctl" link add vd1 netdev nosuch0
+expect 2 "second device on one interface is refused" -- ip netns exec "$A" "$ctl" link add vd1 netdev eth0
+expect 2 "unknown interface is refused" -- ip netns exec "$A" "$ctl" link add vd1 netdev nosuch0
 printf '%s\n' "$out" | grep -qi 'not found\|no such'
 ok $? "unknown interface error names the problem"
 
-expect 1 "unprivileged add is refused" -- ip netns exec "$A" setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$ctl" link add vd2 netdev lo
+expect 2 "unprivileged add is refused" -- ip netns exec "$A" setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$ctl" link add vd2 netdev lo
 
 expect 0 "del vd0 in $A" -- ip netns exec "$A" "$ctl" link del vd0
 [ -z "$(ip netns exec "$A" "$ctl" link show)" ] &&

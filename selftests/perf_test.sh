@@ -36,13 +36,14 @@ run_pair() {
 	local desc=$1 check=$2 rc src
 	shift 3
 	port=$((port + 1))
-	ip netns exec "$B" "$perf" -d vd0 -s --addr 192.0.2.2 -p "$port" >"$tmp/server" 2>&1 &
+	ip netns exec "$B" "$perf" -d vd0 --server --addr 192.0.2.2 -p "$port" >"$tmp/server" 2>&1 &
 	spid=$!
 	for _ in $(seq 100); do
 		grep -q 'waiting for a client' "$tmp/server" && break
 		sleep 0.1
 	done
-	timeout 120 ip netns exec "$A" "$perf" -d vd0 --addr 192.0.2.2 -p "$port" "$@" \
+	# perftest's form: the server's address is the argument.
+	timeout 120 ip netns exec "$A" "$perf" -d vd0 -p "$port" "$@" 192.0.2.2 \
 		>"$tmp/client" 2>&1
 	rc=$?
 	timeout 30 tail --pid="$spid" -f /dev/null
@@ -60,14 +61,21 @@ run_pair() {
 	ok $? "$desc: every size reports a nonzero result"
 }
 
-# Rows of a bandwidth table: bytes iters BW MsgRate, $want rows, each with a
-# nonzero message rate and a bandwidth that agrees with it (BW is printed
-# with two decimals, so a slow run of tiny messages shows 0.00; MsgRate
-# with six).
+# Rows of a bandwidth table, as perftest's: bytes iters peak average
+# MsgRate, $want rows, each with a nonzero message rate, an average that
+# agrees with it (BW is printed with two decimals, so a slow run of tiny
+# messages shows 0.00; MsgRate with six) and a peak no lower than it.
 bw() {
-	echo "BEGIN { r = 0 } \$1 ~ /^[0-9]+\$/ && NF == 4 {
-		c = \$1 * \$4 * 1000000 / 1048576; d = \$3 - c; if (d < 0) d = -d
-		if (\$4 > 0 && d <= 0.006 + 0.05 * c) r++; else exit 1
+	echo "BEGIN { r = 0 } \$1 ~ /^[0-9]+\$/ && NF == 5 {
+		c = \$1 * \$5 * 1000000 / 1048576; d = \$4 - c; if (d < 0) d = -d
+		if (\$5 > 0 && d <= 0.006 + 0.05 * c && \$3 >= \$4) r++; else exit 1
+	} END { exit r != $1 }"
+}
+# The same in Gb/s (--report_gbits): 10^9 bits, not 2^20 bytes.
+bwg() {
+	echo "BEGIN { r = 0 } \$1 ~ /^[0-9]+\$/ && NF == 5 {
+		c = \$1 * \$5 * 8 / 1000; d = \$4 - c; if (d < 0) d = -d
+		if (\$5 > 0 && d <= 0.006 + 0.05 * c && \$3 >= \$4) r++; else exit 1
 	} END { exit r != $1 }"
 }
 # Rows of a latency table: bytes iters and 7 times, t_min > 0.
@@ -76,7 +84,7 @@ lat() {
 }
 
 echo "TAP version 13"
-echo "1..12"
+echo "1..20"
 
 for f in "$ctl" "$perf"; do
 	if [ ! -x "$f" ]; then
@@ -102,6 +110,11 @@ run_pair "RDMA Read" "$(bw 2)" -- -t read -n 300 --sizes 64,65536
 run_pair "Send, more than a burst of receives" "$(bw 2)" -- -t send -n 600 --sizes 2,8192
 run_pair "Send latency" "$(lat 2)" -- -t lat-send -n 200 --sizes 2,4096
 run_pair "RDMA Write latency, polled doorbell" "$(lat 2)" -- -t lat-write -n 200 --sizes 1,4096 --polled
+# perftest's options: -s size, -t TX depth, --report_gbits; every byte checked.
+run_pair "RDMA Read on 2 QPs, -s, -t 8, events (-e), every byte checked" "$(bw 1)" -- --test read -s 65536 -n 300 -t 8 -q 2 -e --check=all
+run_pair "RDMA Write in Gb/s, a completion every 8 (-Q), every byte checked" "$(bwg 2)" -- --test write --sizes 4096,65536 -n 300 -Q 8 --check=all --report_gbits
+run_pair "Send inline (-I 64), every byte checked" "$(bw 2)" -- --test send --sizes 16,64 -I 64 -n 300 --check=all
+run_pair "Send for a second (-D 1), in bursts" "$(bw 1)" -- --test send -s 4096 -n 100 -D 1
 
 # A client without a server fails, and says why.
 timeout 60 ip netns exec "$A" "$perf" -d vd0 --addr 192.0.2.2 -p 9 -t write -n 1 \
@@ -111,5 +124,5 @@ sed 's/^/#   /' "$tmp/client"
 [ $rc -eq 1 ] && grep -q 'cannot connect\|no answer\|rejected' "$tmp/client"
 ok $? "a client without a server exits 1 with a reason"
 
-[ "$n" -eq 12 ] || echo "# planned 12 tests, ran $n"
+[ "$n" -eq 20 ] || echo "# planned 20 tests, ran $n"
 exit $((failed != 0))

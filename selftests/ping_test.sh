@@ -72,7 +72,7 @@ run() {
 }
 
 echo "TAP version 13"
-echo "1..9"
+echo "1..12"
 
 if [ ! -x "$ctl" ] || [ ! -x "$ping" ]; then
 	echo "Bail out! viaductctl or viaduct-ping not built under $bin"
@@ -85,6 +85,8 @@ ip netns add "$A" && ip netns add "$B" &&
 	ip link set vpe$$b netns "$B" name eth0 &&
 	ip -n "$A" addr add 192.0.2.1/24 dev eth0 &&
 	ip -n "$B" addr add 192.0.2.2/24 dev eth0 &&
+	ip -n "$A" addr add 2001:db8::1/64 dev eth0 nodad &&
+	ip -n "$B" addr add 2001:db8::2/64 dev eth0 nodad &&
 	ip -n "$A" link set eth0 up && ip -n "$B" link set eth0 up &&
 	ip -n "$A" link set lo up && ip -n "$B" link set lo up &&
 	ip netns exec "$A" "$ctl" link add vd0 netdev eth0 >/dev/null &&
@@ -94,6 +96,16 @@ ok $? "two namespaces joined by veth, a viaduct device in each"
 run "viaduct-ping -c to viaduct-ping -s, 100 bytes, verified" \
 	"$A" "$ping" -s -a 192.0.2.1 -S 100 -C 10 -V -- \
 	"$B" "$ping" -c -a 192.0.2.1 -S 100 -C 10 -V
+# A server on every address of its device takes IPv4 and IPv6 clients.
+run "viaduct-ping -s on every address, an IPv4 client" \
+	"$A" "$ping" -s -S 100 -C 3 -V -- \
+	"$B" "$ping" -c -a 192.0.2.1 -S 100 -C 3 -V
+run "viaduct-ping -s on every address, an IPv6 client" \
+	"$A" "$ping" -s -S 100 -C 3 -V -- \
+	"$B" "$ping" -c -a 2001:db8::1 -S 100 -C 3 -V
+run "viaduct-ping -c from a source address with a TOS, -s with a TOS" \
+	"$A" "$ping" -s -a 192.0.2.1 -t 0x10 -S 100 -C 3 -V -- \
+	"$B" "$ping" -c -a 192.0.2.1 -I 192.0.2.2 -t 16 -S 100 -C 3 -V
 run "viaduct to viaduct with MPA v1 and CRC, 4000 bytes" \
 	"$A" "$ping" -s -a 192.0.2.1 -S 4000 -C 5 -V --crc -- \
 	"$B" "$ping" -c -a 192.0.2.1 -S 4000 -C 5 -V --mpa-v1 --crc

@@ -105,7 +105,7 @@ check "res --json lists exactly the holder's PD, MR, CQ and QP" '
 pid = int(sys.argv[2])
 mine = [r for r in d if r["pid"] == pid]
 assert sorted(r["type"] for r in mine) == ["cq", "mr", "pd", "qp"], mine
-assert all(r["dev"] == "vdres0" and r["comm"] == "res_holder" for r in mine), mine
+assert all(r["ifname"] == "vdres0" and r["comm"] == "res_holder" for r in mine), mine
 h = {r["type"]: r["handle"] for r in mine}
 assert h == dict(pd=int(sys.argv[3]), mr=int(sys.argv[4]), cq=int(sys.argv[5]),
                  qp=int(sys.argv[6])), h
@@ -121,7 +121,7 @@ assert mr["stag"].startswith("0x"), mr
 
 check "QP: qpn, IDLE, depths 16, polled doorbell, its PD and CQ" '
 qp = [r for r in d if r["pid"] == int(sys.argv[2]) and r["type"] == "qp"][0]
-assert qp["qpn"] == int(sys.argv[3]) and qp["state"] == "IDLE", qp
+assert qp["lqpn"] == int(sys.argv[3]) and qp["state"] == "IDLE", qp
 assert qp["sq_depth"] == 16 and qp["rq_depth"] == 16, qp
 assert qp["doorbell"] == "polled", qp
 assert qp["pd"] == int(sys.argv[4]), qp
@@ -134,7 +134,7 @@ assert cq["cqe"] >= 64, cq
 ' "$json" "$hpid"
 
 out=$(in_ns "$ctl" res qp)
-printf '%s\n' "$out" | grep -Eq "^qp $DEV pid $hpid comm res_holder ctx [0-9]+ handle $qp qpn $qpn state IDLE sq 16 rq 16 doorbell polled pd $pd scq $cq rcq $cq\$"
+printf '%s\n' "$out" | grep -Eq "^qp $DEV pid $hpid comm res_holder ctx [0-9]+ handle $qp lqpn $qpn state IDLE sq 16 rq 16 doorbell polled pd $pd scq $cq rcq $cq\$"
 ok $? "res qp prints the rdma-style line"
 [ "$(printf '%s\n' "$out" | grep -c "pid $hpid ")" -eq 1 ] && ! printf '%s\n' "$out" | grep -q '^pd\|^mr\|^cq'
 ok $? "res qp lists QPs only"
@@ -155,7 +155,7 @@ check "stats: the holder's context has 1 PD, MR, CQ, QP and $pages pinned pages"
 c = [c for c in d["contexts"] if c["pid"] == int(sys.argv[2])]
 assert len(c) == 1, d["contexts"]
 c = c[0]
-assert c["dev"] == "vdres0" and c["comm"] == "res_holder", c
+assert c["ifname"] == "vdres0" and c["comm"] == "res_holder", c
 assert (c["pds"], c["mrs"], c["cqs"], c["qps"]) == (1, 1, 1, 1), c
 assert c["pinned_pages"] == int(sys.argv[3]) and c["doorbells"] == 0, c
 ' "$json" "$hpid" "$pages"

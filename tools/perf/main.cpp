@@ -3,9 +3,14 @@
 // viaduct-perf: bandwidth, message rate and latency between two viaduct
 // devices, in the manner of perftest.
 //
-//   server: viaduct-perf -d vd0 -s [--addr A] [-p PORT]
-//   client: viaduct-perf -d vd0 --addr SERVER [-p PORT] -t TEST
-//                        [-n ITERS] [-S SIZE | --sizes A,B,C] [-q QPS] [--polled]
+//   server: viaduct-perf -d vd0 [--addr A] [-p PORT]
+//   client: viaduct-perf -d vd0 [-p PORT] --test TEST [-n ITERS]
+//                        [-s SIZE | -a | --sizes A,B,C] [-q QPS] [--polled] SERVER
+//
+// The options are perftest's where it has them, with its meanings: -s size,
+// -a all sizes, -n, -q, -t TX depth, -p, -d, --report_gbits, the server's
+// address as the argument; a client is a run with one. The older spellings
+// (-s without a size for the server, -S and --addr, -t TEST) still work.
 //
 // The client connects QPS + 1 queue pairs with the connection manager: one
 // control QP (Send/Receive of small messages that pace the test and carry
@@ -24,7 +29,9 @@
 //                      the last byte of its buffer.
 //
 // Latency is half the round trip. After each size the receiving side checks
-// the first and last bytes of the data against the pattern sent.
+// the first and last bytes of the data against the pattern sent, or with
+// --check=all every byte. Bandwidth is reported as perftest does: the peak
+// (the best rate over intervals of at least 10 ms) and the average.
 // The connection manager is libviaduct's (CmChannel, ConnectionId).
 // Exit status: 0 done, 1 failure (setup, transfer or data check), 2 usage.
 #include <algorithm>
@@ -32,11 +39,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <getopt.h>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
 #include <sys/mman.h>
+#include <unordered_map>
 #include <vector>
 
 #include <viaduct/viaduct.hpp>
@@ -105,8 +114,8 @@ struct Hello {
     std::uint32_t test;
     std::uint32_t iters;
     std::uint32_t nsizes;
-    std::uint32_t reserved;
-    std::uint64_t addr; // the client's buffer: 2 * slot bytes per data QP
+    std::uint32_t flags; // kCheckAll
+    std::uint64_t addr;  // the client's buffer: 2 * slot bytes per data QP
     std::uint64_t slot;
     std::uint32_t stag;
     std::uint32_t reserved2;
@@ -126,6 +135,8 @@ struct Welcome {
 static_assert(sizeof(Hello) <= VIADUCT_CM_PRIVATE_DATA_MAX);
 
 enum class Op : std::uint32_t { Start = 1, Ready, Post, Done, Verified, Bye };
+
+constexpr std::uint32_t kCheckAll = 1; // Hello::flags: check every byte
 
 // A control message, Send/Receive on the control QP.
 struct Ctrl {
@@ -147,29 +158,48 @@ struct Options {
     std::uint32_t iters = 1000;
     std::vector<std::uint32_t> sizes;
     std::uint32_t qps = 1;
+    std::uint32_t tx_depth = kSqDepth;
+    std::uint32_t inline_size = 0;
+    std::uint32_t cq_mod = 1;
+    std::uint32_t duration = 0; // seconds per size; 0: -n work requests
+    bool events = false;
     bool polled = false;
+    bool check_all = false;
+    bool gbits = false;
 };
 
 void print_usage(std::ostream &os) {
-    os << "usage: viaduct-perf -d DEV -s [--addr A] [-p PORT]            (server)\n"
-       << "       viaduct-perf -d DEV --addr SERVER [-p PORT] -t TEST [-n ITERS]\n"
-       << "                    [-S SIZE | --sizes A,B,C] [-q QPS] [--polled]  (client)\n"
+    os << "usage: viaduct-perf [-d DEV] [--server --addr A] [-p PORT]        (server)\n"
+       << "       viaduct-perf [-d DEV] [-p PORT] --test TEST [-n ITERS] [-q QPS]\n"
+       << "                    [-s SIZE | -a | --sizes A,B,C] [-t DEPTH] [--polled]\n"
+       << "                    [--check=ends|all] [--report_gbits] SERVER      (client)\n"
        << "\n"
        << "TEST: write, read, send (bandwidth and message rate over QPS queue pairs),\n"
        << "      lat-send, lat-write (ping-pong latency on one queue pair).\n"
-       << "  -d, --dev DEV      viaduct device (default vd0)\n"
-       << "  -s, --server       wait for one client, run its test, exit\n"
-       << "  --addr A           server: address to listen on (default: all);\n"
-       << "                     client: the server's address (IPv4 or IPv6)\n"
-       << "  -p, --port PORT    TCP port of the connection manager (default 18515)\n"
-       << "  -n, --iters N      work requests per QP and size (default 1000)\n"
-       << "  -S, --size N       message size in bytes (default 65536; 2 for latency)\n"
-       << "  --sizes A,B,C      several sizes, in order (at most 32)\n"
-       << "  -q, --qps N        data queue pairs (default 1, at most 64)\n"
-       << "  --polled           polled doorbells (the kernel polls the doorbell page)\n"
-       << "  -h, --help         this text\n"
+       << "Options as perftest's (ib_write_bw and friends) where it has them:\n"
+       << "  -d, --ib-dev=DEV     viaduct device (default vd0)\n"
+       << "  -p, --port=PORT      TCP port of the connection manager (default 18515)\n"
+       << "  -s, --size=SIZE      message size in bytes (default 65536; 2 for latency)\n"
+       << "  -a, --all            every size from 2 to 2^23 bytes\n"
+       << "      --sizes=A,B,C    these sizes, in order (at most 32)\n"
+       << "  -n, --iters=N        work requests per QP and size (default 1000)\n"
+       << "  -q, --qp=N           data queue pairs (default 1, at most 64)\n"
+       << "  -t, --tx-depth=N     send queue depth, 1 to 128 (default 128)\n"
+       << "  -I, --inline_size=N  send messages of up to N bytes inline (write, send)\n"
+       << "  -Q, --cq-mod=N       a completion every N work requests (bandwidth tests)\n"
+       << "  -D, --duration=S     each size for S seconds, in rounds of -n (bandwidth tests)\n"
+       << "  -e, --events         sleep on a completion channel for send completions\n"
+       << "      --report_gbits   bandwidth in Gb/s (10^9 bits) instead of MB/s (2^20 bytes)\n"
+       << "      --test=TEST      the test (-t TEST too)\n"
+       << "      --addr=A         server: the address to listen on (default: every one)\n"
+       << "      --server         be the server even with an address argument\n"
+       << "      --polled         polled doorbells (the kernel polls the doorbell page)\n"
+       << "      --check=ends     check the first and last byte of each buffer (default)\n"
+       << "      --check=all      check every byte\n"
+       << "  -h, --help           this text\n"
+       << "Not supported (refused): -b bidirectional.\n"
        << "The test parameters are the client's; the server takes them from the\n"
-       << "connection request. MB is 2^20 bytes; latency is half the round trip.\n";
+       << "connection request. Latency is half the round trip.\n";
 }
 
 [[noreturn]] void usage(const std::string &why) {
@@ -183,7 +213,11 @@ std::uint64_t parse_number(const std::string &opt, const std::string &s, std::ui
     std::size_t end = 0;
     unsigned long long v = 0;
     try {
-        v = std::stoull(s, &end, 0);
+        // Decimal ("010" is ten, never octal), or hex with 0x.
+        const bool hex = s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+        v = std::stoull(hex ? s.substr(2) : s, &end, hex ? 16 : 10);
+        if (hex)
+            end += 2;
     } catch (const std::exception &) {
         end = 0;
     }
@@ -195,54 +229,99 @@ std::uint64_t parse_number(const std::string &opt, const std::string &s, std::ui
     return v;
 }
 
+std::optional<Test> test_from_name(const std::string &t) {
+    if (t == "write")
+        return Test::Write;
+    if (t == "read")
+        return Test::Read;
+    if (t == "send")
+        return Test::Send;
+    if (t == "lat-send")
+        return Test::LatSend;
+    if (t == "lat-write")
+        return Test::LatWrite;
+    return std::nullopt;
+}
+
 Options parse_args(int argc, char **argv) {
+    enum {
+        opt_sizes = 256,
+        opt_test,
+        opt_addr,
+        opt_server,
+        opt_polled,
+        opt_check,
+        opt_gbits,
+    };
+    static const option longs[] = {
+        {"ib-dev", required_argument, nullptr, 'd'},
+        {"dev", required_argument, nullptr, 'd'},
+        {"port", required_argument, nullptr, 'p'},
+        {"size", required_argument, nullptr, 's'},
+        {"all", no_argument, nullptr, 'a'},
+        {"iters", required_argument, nullptr, 'n'},
+        {"qp", required_argument, nullptr, 'q'},
+        {"qps", required_argument, nullptr, 'q'},
+        {"tx-depth", required_argument, nullptr, 't'},
+        {"duration", required_argument, nullptr, 'D'},
+        {"inline_size", required_argument, nullptr, 'I'},
+        {"events", no_argument, nullptr, 'e'},
+        {"bidirectional", no_argument, nullptr, 'b'},
+        {"cq-mod", required_argument, nullptr, 'Q'},
+        {"sizes", required_argument, nullptr, opt_sizes},
+        {"test", required_argument, nullptr, opt_test},
+        {"addr", required_argument, nullptr, opt_addr},
+        {"server", no_argument, nullptr, opt_server},
+        {"polled", no_argument, nullptr, opt_polled},
+        {"check", required_argument, nullptr, opt_check},
+        {"report_gbits", no_argument, nullptr, opt_gbits},
+        {"report-gbits", no_argument, nullptr, opt_gbits},
+        {"help", no_argument, nullptr, 'h'},
+        {nullptr, 0, nullptr, 0},
+    };
+    // The older "-s" for the server takes no value: a "-s" that is not
+    // followed by a size is that.
+    std::vector<char *> args(argv, argv + argc);
+    static char server_opt[] = "--server";
+    for (std::size_t i = 1; i < args.size(); i++) {
+        std::string a = args[i];
+        if (a == "--")
+            break;
+        if (a == "-s" && (i + 1 == args.size() || args[i + 1][0] == '-'))
+            args[i] = server_opt;
+    }
+    args.push_back(nullptr);
+    const int n = argc;
+
     Options o;
-    for (int i = 1; i < argc; i++) {
-        std::string arg = argv[i], val;
-        bool has_val = false;
-        if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
-            val = arg.substr(arg.find('=') + 1);
-            arg = arg.substr(0, arg.find('='));
-            has_val = true;
-        }
-        auto value = [&]() -> std::string {
-            if (has_val)
-                return val;
-            if (i + 1 >= argc)
-                usage(arg + " needs a value");
-            return argv[++i];
-        };
-        if (arg == "-h" || arg == "--help") {
+    bool addr_given = false;
+    opterr = 0;
+    int c;
+    while ((c = ::getopt_long(n, args.data(), ":d:p:s:an:q:t:D:I:ebQ:S:h", longs, nullptr)) != -1) {
+        const std::string name = optopt > 0 && optopt < 256
+                                     ? std::string("-") + static_cast<char>(optopt)
+                                     : std::string(args[static_cast<std::size_t>(optind - 1)]);
+        switch (c) {
+        case 'h':
             print_usage(std::cout);
             std::exit(0);
-        } else if (arg == "-d" || arg == "--dev") {
-            o.dev = value();
-        } else if (arg == "-s" || arg == "--server") {
-            o.server = true;
-        } else if (arg == "--addr") {
-            o.addr = value();
-        } else if (arg == "-p" || arg == "--port") {
-            o.port = static_cast<std::uint16_t>(parse_number(arg, value(), 1, 65535));
-        } else if (arg == "-t" || arg == "--test") {
-            std::string t = value();
-            if (t == "write")
-                o.test = Test::Write;
-            else if (t == "read")
-                o.test = Test::Read;
-            else if (t == "send")
-                o.test = Test::Send;
-            else if (t == "lat-send")
-                o.test = Test::LatSend;
-            else if (t == "lat-write")
-                o.test = Test::LatWrite;
-            else
-                usage("unknown test '" + t + "'");
-        } else if (arg == "-n" || arg == "--iters") {
-            o.iters = static_cast<std::uint32_t>(parse_number(arg, value(), 1, 100000000));
-        } else if (arg == "-S" || arg == "--size") {
-            o.sizes = {static_cast<std::uint32_t>(parse_number(arg, value(), 1, 1U << 30))};
-        } else if (arg == "--sizes") {
-            std::string list = value();
+        case 'd':
+            o.dev = optarg;
+            break;
+        case 'p':
+            o.port = static_cast<std::uint16_t>(parse_number("-p", optarg, 1, 65535));
+            break;
+        case 's':
+        case 'S':
+            o.sizes = {static_cast<std::uint32_t>(parse_number("-s", optarg, 1, 1U << 30))};
+            break;
+        case 'a':
+            o.sizes.clear();
+            for (std::uint32_t sz = 2; sz <= (1U << 23); sz *= 2)
+                o.sizes.push_back(sz);
+            break;
+        case opt_sizes: {
+            std::string list = optarg;
             o.sizes.clear();
             std::size_t pos = 0;
             while (pos <= list.size()) {
@@ -250,28 +329,99 @@ Options parse_args(int argc, char **argv) {
                 if (comma == std::string::npos)
                     comma = list.size();
                 o.sizes.push_back(static_cast<std::uint32_t>(
-                    parse_number(arg, list.substr(pos, comma - pos), 1, 1U << 30)));
+                    parse_number("--sizes", list.substr(pos, comma - pos), 1, 1U << 30)));
                 pos = comma + 1;
             }
             if (o.sizes.size() > kMaxSizes)
                 usage("--sizes: at most " + std::to_string(kMaxSizes) + " sizes");
-        } else if (arg == "-q" || arg == "--qps") {
-            o.qps = static_cast<std::uint32_t>(parse_number(arg, value(), 1, kMaxQps));
-        } else if (arg == "--polled") {
+            break;
+        }
+        case 'n':
+            o.iters = static_cast<std::uint32_t>(parse_number("-n", optarg, 1, 100000000));
+            break;
+        case 'q':
+            o.qps = static_cast<std::uint32_t>(parse_number("-q", optarg, 1, kMaxQps));
+            break;
+        case 't':
+            // perftest's TX depth; a test name is the older -t TEST.
+            if (auto t = test_from_name(optarg))
+                o.test = t;
+            else
+                o.tx_depth = static_cast<std::uint32_t>(parse_number("-t", optarg, 1, kSqDepth));
+            break;
+        case opt_test:
+            o.test = test_from_name(optarg);
+            if (!o.test)
+                usage(std::string("unknown test '") + optarg +
+                      "': write, read, send, lat-send or lat-write");
+            break;
+        case opt_addr:
+            o.addr = optarg;
+            addr_given = true;
+            break;
+        case opt_server:
+            o.server = true;
+            break;
+        case opt_polled:
             o.polled = true;
-        } else {
-            usage("unknown option '" + arg + "'");
+            break;
+        case opt_check:
+            if (std::string(optarg) == "all")
+                o.check_all = true;
+            else if (std::string(optarg) != "ends")
+                usage(std::string("--check: '") + optarg + "' is not ends or all");
+            break;
+        case opt_gbits:
+            o.gbits = true;
+            break;
+        case 'I':
+            o.inline_size = static_cast<std::uint32_t>(parse_number("-I", optarg, 0, 4096));
+            break;
+        case 'Q':
+            o.cq_mod = static_cast<std::uint32_t>(parse_number("-Q", optarg, 1, kSqDepth));
+            break;
+        case 'D':
+            o.duration = static_cast<std::uint32_t>(parse_number("-D", optarg, 1, 3600));
+            break;
+        case 'e':
+            o.events = true;
+            break;
+        case 'b':
+            usage("option '-" + std::string(1, static_cast<char>(c)) +
+                  "' of perftest is not supported by viaduct-perf");
+        case ':':
+            usage("option '" + name + "' needs a value");
+        default:
+            usage("unknown option '" + name + "'");
         }
     }
+    if (optind < n) {
+        if (optind + 1 < n)
+            usage(std::string("unexpected argument '") +
+                  args[static_cast<std::size_t>(optind) + 1] + "'");
+        if (addr_given)
+            usage("the server's address twice: as --addr and as the argument");
+        o.addr = args[static_cast<std::size_t>(optind)];
+        addr_given = true;
+    }
+    // perftest: with a server address, a client. The older spelling: -s
+    // (--server) with --addr as the listening address.
+    if (!o.server && !addr_given)
+        o.server = true;
     if (!o.server) {
-        if (o.addr.empty())
-            usage("the client needs --addr SERVER (or -s for the server)");
         if (!o.test)
-            usage("the client needs -t write|read|send|lat-send|lat-write");
+            usage("the client needs --test write|read|send|lat-send|lat-write");
         if (is_latency(*o.test) && o.qps != 1)
             usage("latency tests run on one queue pair: drop -q");
         if (o.sizes.empty())
             o.sizes = {is_latency(*o.test) ? 2U : 65536U};
+        if (o.events && is_latency(*o.test))
+            usage("-e is for the bandwidth tests: the latency tests poll");
+        if (o.duration && is_latency(*o.test))
+            usage("-D is for the bandwidth tests: the latency tests run -n round trips");
+        if (o.cq_mod > o.tx_depth)
+            usage("-Q " + std::to_string(o.cq_mod) + " is more than the TX depth (-t) of " +
+                  std::to_string(o.tx_depth) + ": the queue would fill before a completion");
     }
     return o;
 }
@@ -345,10 +495,14 @@ struct Side {
     viaduct::MemoryRegion mr;
     Buffer ctrl_buf;
     viaduct::MemoryRegion ctrl_mr;
+    std::optional<viaduct::CompletionChannel> channel; // -e
+    std::optional<viaduct::CompletionQueue> send_cq;   // -e: the data QPs' sends
+    std::unordered_map<std::uint32_t, std::uint32_t> qp_index;
     std::vector<viaduct::QueuePair> qps; // [0]: control
     std::uint64_t ctrl_sent = 0;
 
-    Side(viaduct::Device device, std::uint32_t nqps, std::uint64_t max_size, Test test, bool polled)
+    Side(viaduct::Device device, std::uint32_t nqps, std::uint64_t max_size, Test test, bool polled,
+         std::uint32_t inline_size = 0, bool events = false)
         : dev(std::move(device)), pd(dev),
           slot(std::max<std::uint64_t>(4096, (max_size + 4095) & ~std::uint64_t(4095))),
           buf(2 * slot * nqps), mr(pd, buf.data(), buf.size(),
@@ -371,8 +525,31 @@ struct Side {
         c.access = VIADUCT_QP_ACCESS_REMOTE_WRITE | VIADUCT_QP_ACCESS_REMOTE_READ;
         c.ord = std::min<std::uint32_t>(lim.max_ord ? lim.max_ord : 1, 16);
         c.ird = std::min<std::uint32_t>(lim.max_ird ? lim.max_ird : 1, 16);
-        for (std::uint32_t i = 0; i < nqps; i++)
+        if (inline_size > lim.max_inline)
+            throw Error(EINVAL, "inline data of " + std::to_string(inline_size) +
+                                    " bytes exceeds " + dev.name() + "'s limit of " +
+                                    std::to_string(lim.max_inline));
+        c.max_inline = inline_size;
+        if (events) {
+            // perftest's -e: the data QPs' send completions go to one CQ on a
+            // completion channel, and the client sleeps on it.
+            channel.emplace(dev);
+            std::uint32_t entries = std::min(kSqDepth * nqps, lim.max_cqe ? lim.max_cqe : 4096);
+            send_cq.emplace(dev, entries, &*channel);
+            c.send_cq = &*send_cq;
+        }
+        for (std::uint32_t i = 0; i < nqps; i++) {
             qps.emplace_back(pd, c);
+            qp_index[qps.back().handle()] = i;
+        }
+    }
+
+    // The data QP a completion of the shared send CQ is about.
+    std::uint32_t index_of(std::uint32_t qp_handle) const {
+        auto it = qp_index.find(qp_handle);
+        if (it == qp_index.end())
+            fail("a completion for QP handle " + std::to_string(qp_handle) + ", not a data QP");
+        return it->second;
     }
 
     std::uint32_t nqps() const { return static_cast<std::uint32_t>(qps.size() - 1); }
@@ -461,10 +638,17 @@ struct Side {
                 dst(i)[b] = pattern(size, b);
     }
 
-    // First and last byte of every dst area against the pattern.
-    std::uint32_t check_dst(std::uint32_t size, std::uint32_t &checked) const {
+    // First and last byte of every dst area against the pattern, or with
+    // @all every byte; @checked counts the bytes compared.
+    std::uint32_t check_dst(std::uint32_t size, std::uint32_t &checked, bool all) const {
         std::uint32_t bad = 0;
         for (std::uint32_t i = 0; i < nqps(); i++) {
+            if (all) {
+                for (std::uint32_t b = 0; b < size; b++)
+                    bad += dst(i)[b] != pattern(size, b);
+                checked += size;
+                continue;
+            }
             bad += dst(i)[0] != pattern(size, 0);
             bad += dst(i)[size - 1] != pattern(size, size - 1);
             checked += 2;
@@ -540,7 +724,7 @@ std::uint32_t lat_send(Side &s, std::uint32_t size, std::uint32_t iters, bool cl
     }
     s.reap_sends(0, outstanding, true, "a Send (lat-send)");
     std::uint32_t checked = 0;
-    return s.check_dst(size, checked);
+    return s.check_dst(size, checked, false);
 }
 
 // RDMA Write ping-pong: each side writes the peer's dst and spins on the
@@ -582,9 +766,49 @@ std::uint32_t lat_write(Side &s, const Peer &p, std::uint32_t size, std::uint32_
 
 // --- Bandwidth ------------------------------------------------------------
 
+// perftest's peak bandwidth, as the best rate over intervals of at least
+// 10 ms of the run, each timed between the polls that end them. (Shorter
+// windows would measure how completions bunch up in one poll, not the
+// link.) A run shorter than one interval reports its average.
+class PeakMeter {
+public:
+    explicit PeakMeter(std::uint32_t size) : size_(size) {}
+
+    void start() {
+        last_t_ = steady_clock::now();
+        last_done_ = 0;
+    }
+
+    // @done completions in all so far.
+    void update(std::uint64_t done) {
+        auto now = steady_clock::now();
+        double secs = duration<double>(now - last_t_).count();
+        if (secs < 0.010)
+            return;
+        best_ = std::max(best_, static_cast<double>(done - last_done_) * size_ / secs);
+        last_done_ = done;
+        last_t_ = now;
+    }
+
+    double bytes_per_sec() const { return best_; }
+
+private:
+    std::uint32_t size_;
+    std::uint64_t last_done_ = 0;
+    steady_clock::time_point last_t_{};
+    double best_ = 0;
+};
+
 // The client streams @count WRs of @size on every data QP, at most the send
 // queue depth in flight per QP.
-void stream(Side &s, const Peer &p, Test test, std::uint32_t size, std::uint32_t count) {
+// With @cq_mod > 1 only every cq_mod-th WR (and the last) is signaled, as
+// perftest's -Q: a completion stands for the WRs before it too.
+void stream(Side &s, const Peer &p, Test test, std::uint32_t size, std::uint32_t count,
+            std::uint32_t depth, std::uint32_t inline_size, std::uint32_t cq_mod, PeakMeter &peak,
+            std::uint64_t &all_done) {
+    // perftest's -I: messages of up to @inline_size go inline (copied into
+    // the WQE); the QP was made to take that many bytes.
+    const bool inl = test != Test::Read && size <= inline_size;
     const std::uint32_t n = s.nqps();
     std::vector<std::uint32_t> posted(n), done(n);
     std::vector<viaduct::Sge> sge(n);
@@ -604,28 +828,59 @@ void stream(Side &s, const Peer &p, Test test, std::uint32_t size, std::uint32_t
         for (std::uint32_t i = 0; i < n; i++) {
             if (done[i] == count)
                 continue;
-            std::uint32_t room = std::min(count - posted[i], kSqDepth - (posted[i] - done[i]));
+            std::uint32_t room = std::min(count - posted[i], depth - (posted[i] - done[i]));
             room = std::min<std::uint32_t>(room, 32);
             if (room) {
                 batch.clear();
-                for (std::uint32_t k = 0; k < room; k++)
-                    batch.push_back({.wr_id = posted[i] + k,
-                                     .opcode = op,
-                                     .sge = {&sge[i], 1},
-                                     .remote_addr = test == Test::Send ? 0 : p.dst(i),
-                                     .remote_stag = test == Test::Send ? 0 : p.stag});
+                for (std::uint32_t k = 0; k < room; k++) {
+                    const std::uint32_t idx = posted[i] + k;
+                    viaduct::SendWr wr{.wr_id = idx,
+                                       .opcode = op,
+                                       .signaled = (idx + 1) % cq_mod == 0 || idx + 1 == count,
+                                       .sge = {&sge[i], 1},
+                                       .remote_addr = test == Test::Send ? 0 : p.dst(i),
+                                       .remote_stag = test == Test::Send ? 0 : p.stag};
+                    if (inl) {
+                        wr.sge = {};
+                        wr.inline_data = {reinterpret_cast<const std::byte *>(s.src(i)), size};
+                    }
+                    batch.push_back(wr);
+                }
                 s.qp(i).post_send(batch);
                 posted[i] += room;
             }
+            if (s.send_cq)
+                continue; // reaped below, for every QP
             std::size_t got = s.qp(i).poll_send(c);
-            for (std::size_t k = 0; k < got; k++)
+            std::uint32_t before = done[i];
+            for (std::size_t k = 0; k < got; k++) {
                 check_ok(c[k], what);
-            done[i] += static_cast<std::uint32_t>(got);
-            if (got)
+                // In order on one QP: everything up to this WR is done.
+                done[i] = static_cast<std::uint32_t>(c[k].wr_id) + 1;
+            }
+            if (got) {
                 w.kick();
-            if (done[i] == count)
-                finished++;
+                all_done += done[i] - before;
+                peak.update(all_done);
+            }
         }
+        if (s.send_cq) {
+            // Sleeps on the channel until a completion (or 200 ms).
+            std::size_t got = s.send_cq->wait(c, milliseconds(200));
+            for (std::size_t k = 0; k < got; k++) {
+                check_ok(c[k], what);
+                const std::uint32_t j = s.index_of(c[k].qp_handle);
+                const auto upto = static_cast<std::uint32_t>(c[k].wr_id) + 1;
+                all_done += upto - done[j];
+                done[j] = upto;
+            }
+            if (got) {
+                w.kick();
+                peak.update(all_done);
+            }
+        }
+        finished = static_cast<std::uint32_t>(std::count_if(
+            done.begin(), done.end(), [count](std::uint32_t d) { return d == count; }));
         w.check();
     }
 }
@@ -794,7 +1049,7 @@ int run_server(const Options &o) {
                 pending = 0;
             }
             if (test == Test::Write || test == Test::Send) {
-                bad = s.check_dst(size, checked);
+                bad = s.check_dst(size, checked, (first.flags & kCheckAll) != 0);
             } else if (test == Test::LatSend) {
                 bad = lat_bad;
                 checked = 2;
@@ -823,8 +1078,10 @@ void print_header(const Options &o, const Side &s) {
               << "                    " << test_title(*o.test) << "\n"
               << " Device         : " << o.dev << "\n"
               << " Number of qps  : " << o.qps << "\t\tTransport type : iWARP\n"
-              << " TX depth       : " << kSqDepth
+              << " TX depth       : " << (is_latency(*o.test) ? kSqDepth : o.tx_depth)
               << "\t\tDoorbell       : " << (o.polled ? "polled" : "system call") << "\n"
+              << " Inline data    : " << (is_latency(*o.test) ? 0 : o.inline_size) << " bytes"
+              << "\t\tCompletions    : " << (s.send_cq ? "events" : "polling") << "\n"
               << " Server         : " << o.addr << " port " << o.port << "\n"
               << " Buffer STag    : 0x" << std::hex << s.mr.stag() << std::dec << "\n"
               << line << "\n";
@@ -834,15 +1091,17 @@ void print_header(const Options &o, const Side &s) {
                       "#bytes", "#iterations", "t_min[us]", "t_max[us]", "t_typical[us]",
                       "t_avg[us]", "t_stdev[us]", "99%[us]", "99.9%[us]");
     else
-        std::snprintf(row, sizeof(row), " %-10s %-14s %-20s %-16s", "#bytes", "#iterations",
-                      "BW average[MB/sec]", "MsgRate[Mpps]");
+        std::snprintf(row, sizeof(row), " %-10s %-14s %-20s %-20s %-16s", "#bytes", "#iterations",
+                      o.gbits ? "BW peak[Gb/sec]" : "BW peak[MB/sec]",
+                      o.gbits ? "BW average[Gb/sec]" : "BW average[MB/sec]", "MsgRate[Mpps]");
     std::cout << row << std::endl;
 }
 
 int run_client(const Options &o) {
     const Test test = *o.test;
     std::uint32_t max = *std::max_element(o.sizes.begin(), o.sizes.end());
-    Side s(viaduct::Device::open(o.dev), o.qps, max, test, o.polled);
+    Side s(viaduct::Device::open(o.dev), o.qps, max, test, o.polled,
+           is_latency(test) ? 0 : o.inline_size, o.events && !is_latency(test));
     viaduct::CmChannel ch(s.dev);
     std::vector<viaduct::ConnectionId> ids;
 
@@ -853,6 +1112,7 @@ int run_client(const Options &o) {
     h.test = static_cast<std::uint32_t>(test);
     h.iters = o.iters;
     h.nsizes = static_cast<std::uint32_t>(o.sizes.size());
+    h.flags = o.check_all ? kCheckAll : 0;
     h.addr = reinterpret_cast<std::uintptr_t>(s.buf.data());
     h.slot = s.slot;
     h.stag = s.mr.stag();
@@ -895,7 +1155,11 @@ int run_client(const Options &o) {
         s.ctrl_expect(Op::Ready, "READY");
         std::vector<double> us;
         std::uint32_t bad = 0, checked = 0;
+        PeakMeter peak(size);
+        std::uint64_t iters_done = o.iters; // per data QP
+        std::uint64_t all_done = 0;
         auto t0 = steady_clock::now();
+        peak.start();
         if (test == Test::LatSend) {
             viaduct::Sge r = s.dst_sge(0, size);
             s.qp(0).post_recv({.wr_id = 0, .sge = {&r, 1}});
@@ -905,29 +1169,47 @@ int run_client(const Options &o) {
             bad = lat_write(s, peer, size, o.iters, true, us);
             checked = o.iters;
         } else if (test == Test::Send) {
-            for (std::uint32_t left = o.iters; left;) {
-                std::uint32_t n = std::min(left, kSendBurst);
+            // -n receives in bursts, or with -D bursts until the time is up.
+            iters_done = 0;
+            auto deadline = t0;
+            for (std::uint32_t left = o.iters; o.duration || left;) {
+                if (o.duration && iters_done && steady_clock::now() >= deadline)
+                    break;
+                std::uint32_t n = o.duration ? kSendBurst : std::min(left, kSendBurst);
                 s.ctrl_send({Op::Post, size, n, 0, 0});
                 s.ctrl_expect(Op::Ready, "READY");
-                if (left == o.iters) // the first burst's receives come before the clock
+                if (!iters_done) { // the first burst's receives come before the clock
                     t0 = steady_clock::now();
-                stream(s, peer, test, size, n);
-                left -= n;
+                    deadline = t0 + seconds(o.duration);
+                    peak.start();
+                }
+                stream(s, peer, test, size, n, o.tx_depth, o.inline_size, o.cq_mod, peak, all_done);
+                iters_done += n;
+                if (!o.duration)
+                    left -= n;
             }
         } else {
-            stream(s, peer, test, size, o.iters);
+            // -n work requests, or with -D rounds of -n until the time is up.
+            iters_done = 0;
+            const auto deadline = t0 + seconds(o.duration);
+            do {
+                stream(s, peer, test, size, o.iters, o.tx_depth, o.inline_size, o.cq_mod, peak,
+                       all_done);
+                iters_done += o.iters;
+            } while (o.duration && steady_clock::now() < deadline);
         }
         double secs = duration<double>(steady_clock::now() - t0).count();
         if (test == Test::Read)
-            bad = s.check_dst(size, checked);
+            bad = s.check_dst(size, checked, o.check_all);
         s.ctrl_send({Op::Done, size, 0, 0, 0});
         Ctrl v = s.ctrl_expect(Op::Verified, "the server's data check");
         bad += v.bad;
         checked += v.checked;
         if (bad)
             fail(std::to_string(bad) + " of " + std::to_string(checked) +
-                 " data checks failed at size " + std::to_string(size) +
-                 ": the first or last byte is not what was sent");
+                 (o.check_all ? " bytes differ from what was sent at size " + std::to_string(size)
+                              : " data checks failed at size " + std::to_string(size) +
+                                    ": the first or last byte is not what was sent"));
         char row[200];
         if (is_latency(test)) {
             LatStats st = lat_stats(std::move(us));
@@ -936,10 +1218,13 @@ int run_client(const Options &o) {
                           size, o.iters, st.min, st.max, st.typical, st.avg, st.stdev, st.p99,
                           st.p999);
         } else {
-            double msgs = static_cast<double>(o.iters) * o.qps;
-            double mbs = msgs * size / secs / (1024.0 * 1024.0);
-            std::snprintf(row, sizeof(row), " %-10u %-14u %-20.2f %-16.6f", size, o.iters, mbs,
-                          msgs / secs / 1e6);
+            double msgs = static_cast<double>(iters_done) * o.qps;
+            // MB/s of 2^20 bytes, or Gb/s of 10^9 bits.
+            const double unit = o.gbits ? 1e9 / 8 : 1024.0 * 1024.0;
+            double avg = msgs * size / secs / unit;
+            double pk = std::max(peak.bytes_per_sec() / unit, avg);
+            std::snprintf(row, sizeof(row), " %-10u %-14llu %-20.2f %-20.2f %-16.6f", size,
+                          static_cast<unsigned long long>(iters_done), pk, avg, msgs / secs / 1e6);
         }
         std::cout << row << std::endl;
     }

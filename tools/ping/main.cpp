@@ -16,7 +16,13 @@
 //  5. the client compares source and sink (-V) and starts over.
 // Each side keeps one receive posted and posts it again as soon as a
 // message has arrived. The client disconnects after -C pings; the server
-// serves one client and ends when it disconnects.
+// serves one client and ends when it disconnects, or with -P serves one
+// client after another until it is killed.
+//
+// With -I (source address) or -t (type of service) the connection is made
+// on a TCP socket of the program's own, bound and marked as asked, and
+// handed to the connection manager (ConnectionId::convert_socket()); the
+// connection manager's own listen and connect have neither option.
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -25,11 +31,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <getopt.h>
 #include <iostream>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/ip.h>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <sys/socket.h>
+#include <unistd.h>
+#include <utility>
 #include <vector>
 
 #include <viaduct/viaduct.hpp>
@@ -49,7 +61,10 @@ struct Options {
     bool server = false;
     bool client = false;
     std::string address;
+    std::string source; // -I
     std::string device;
+    bool persistent = false; // -P
+    std::optional<int> tos;  // -t
     std::uint16_t port = default_port;
     std::size_t size = 64;
     long count = 0; // 0: for ever
@@ -61,93 +76,176 @@ struct Options {
 };
 
 void usage(std::ostream &os) {
-    os << "usage: viaduct-ping -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [-D dev]\n"
-          "       viaduct-ping -c [-vVd] [-S size] [-C count] -a addr [-p port] [-D dev]\n"
+    os << "usage: viaduct-ping -s [-vVdP] [-S size] [-C count] [-a addr] [-p port] [-t tos]\n"
+          "                   [-D dev]\n"
+          "       viaduct-ping -c [-vVd] [-S size] [-C count] -a addr [-I addr] [-p port]\n"
+          "                   [-t tos] [-D dev]\n"
           "\n"
           "A ping over viaduct that speaks rdma-core's rping protocol: either side may be\n"
           "rping on another iWARP device. Each ping is a Send of the client's buffer\n"
           "address, an RDMA Read of it by the server, and an RDMA Write of it back.\n"
           "\n"
-          "  -s         server side (serves one client)\n"
-          "  -c         client side\n"
-          "  -a addr    server: address to listen on (default: every address of the\n"
-          "             device); client: the server's address\n"
-          "  -p port    TCP port (default 7174, as rping)\n"
-          "  -S size    ping data size, "
+          "  -s, --server          server side (serves one client, or more with -P)\n"
+          "  -c, --client          client side\n"
+          "  -a, --addr=ADDR       server: address to listen on (default: every address of\n"
+          "                        the device); client: the server's; a name or a number\n"
+          "  -I, --source=ADDR     client: the local address to connect from\n"
+          "  -p, --port=PORT       TCP port (default 7174, as rping)\n"
+          "  -P, --persistent      server: serve clients one after another until killed\n"
+          "  -t, --tos=TOS         IP type of service (0 to 255) of the connection\n"
+          "  -S, --size=SIZE       ping data size, "
        << min_size << " to " << max_size
        << " (default 64)\n"
-          "  -C count   number of pings (default 0: until interrupted)\n"
-          "  -v         print the ping data\n"
-          "  -V         check that the data came back unchanged\n"
-          "  -d         print each step\n"
-          "  -D dev     the viaduct device (default: the one the address belongs to or\n"
-          "             the route leaves through)\n"
-          "  --mpa-v1   MPA revision 1 (no IRD/ORD exchange)\n"
-          "  --crc      ask for the MPA CRC\n"
-          "  -h, --help this text\n";
+          "  -C, --count=COUNT     number of pings (default 0: until interrupted)\n"
+          "  -v, --verbose         print the ping data\n"
+          "  -V, --validate        check that the data came back unchanged\n"
+          "  -d, --debug           print each step\n"
+          "  -D, --device=DEV      the viaduct device (default: the one the address belongs\n"
+          "                        to or the route leaves through)\n"
+          "      --mpa-v1          MPA revision 1 (no IRD/ORD exchange)\n"
+          "      --crc             ask for the MPA CRC\n"
+          "  -h, --help            this text\n"
+          "\n"
+          "Exit status: 0 on success, 1 on a failed connection or ping, 2 on bad usage.\n";
 }
 
 [[noreturn]] void bad_usage(const std::string &why) {
     std::cerr << "viaduct-ping: " << why << "\n";
-    usage(std::cerr);
+    std::cerr << "Try 'viaduct-ping --help' for more information.\n";
     std::exit(2);
 }
 
+// A number in [lo, hi]: decimal ("010" is ten, never octal), or hex with
+// 0x.
 template <class T> T number(const char *text, const char *what, T lo, T hi) {
     T v{};
     const char *end = text + std::strlen(text);
-    auto r = std::from_chars(text, end, v);
+    const bool hex = text[0] == '0' && (text[1] == 'x' || text[1] == 'X') && text[2];
+    auto r = std::from_chars(text + (hex ? 2 : 0), end, v, hex ? 16 : 10);
     if (r.ec != std::errc() || r.ptr != end || v < lo || v > hi)
         bad_usage(std::string("invalid ") + what + " '" + text + "' (" + std::to_string(lo) +
                   " to " + std::to_string(hi) + ")");
     return v;
 }
 
+// The option getopt_long() refused: the short one in optopt, else the
+// long one as written.
+std::string option_name(const char *arg) {
+    if (optopt > 0 && optopt < 256)
+        return std::string("-") + static_cast<char>(optopt);
+    std::string a = arg;
+    return a.substr(0, a.find('='));
+}
+
 Options parse(int argc, char **argv) {
+    enum { opt_mpa_v1 = 256, opt_crc };
+    static const option longs[] = {
+        {"server", no_argument, nullptr, 's'},
+        {"client", no_argument, nullptr, 'c'},
+        {"addr", required_argument, nullptr, 'a'},
+        {"source", required_argument, nullptr, 'I'},
+        {"port", required_argument, nullptr, 'p'},
+        {"persistent", no_argument, nullptr, 'P'},
+        {"tos", required_argument, nullptr, 't'},
+        {"size", required_argument, nullptr, 'S'},
+        {"count", required_argument, nullptr, 'C'},
+        {"verbose", no_argument, nullptr, 'v'},
+        {"validate", no_argument, nullptr, 'V'},
+        {"debug", no_argument, nullptr, 'd'},
+        {"device", required_argument, nullptr, 'D'},
+        {"mpa-v1", no_argument, nullptr, opt_mpa_v1},
+        {"crc", no_argument, nullptr, opt_crc},
+        {"help", no_argument, nullptr, 'h'},
+        {nullptr, 0, nullptr, 0},
+    };
     Options o;
-    for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        auto arg = [&]() -> const char * {
-            if (i + 1 >= argc)
-                bad_usage("option " + a + " needs an argument");
-            return argv[++i];
-        };
-        if (a == "-h" || a == "--help") {
+    opterr = 0;
+    int c;
+    while ((c = ::getopt_long(argc, argv, ":sca:I:p:Pt:S:C:vVdD:h", longs, nullptr)) != -1) {
+        switch (c) {
+        case 's':
+            o.server = true;
+            break;
+        case 'c':
+            o.client = true;
+            break;
+        case 'a':
+            o.address = optarg;
+            break;
+        case 'I':
+            o.source = optarg;
+            break;
+        case 'p':
+            o.port = number<std::uint16_t>(optarg, "port", 1, 65535);
+            break;
+        case 'P':
+            o.persistent = true;
+            break;
+        case 't':
+            o.tos = number<int>(optarg, "type of service", 0, 255);
+            break;
+        case 'S':
+            o.size = number<std::size_t>(optarg, "size", min_size, max_size);
+            break;
+        case 'C':
+            o.count = number<long>(optarg, "count", 0, INT32_MAX);
+            break;
+        case 'v':
+            o.verbose = true;
+            break;
+        case 'V':
+            o.validate = true;
+            break;
+        case 'd':
+            o.debug = true;
+            break;
+        case 'D':
+            o.device = optarg;
+            break;
+        case opt_mpa_v1:
+            o.mpa_v1 = true;
+            break;
+        case opt_crc:
+            o.crc = true;
+            break;
+        case 'h':
             usage(std::cout);
             std::exit(0);
-        } else if (a == "-s") {
-            o.server = true;
-        } else if (a == "-c") {
-            o.client = true;
-        } else if (a == "-a") {
-            o.address = arg();
-        } else if (a == "-p") {
-            o.port = number<std::uint16_t>(arg(), "port", 1, 65535);
-        } else if (a == "-S") {
-            o.size = number<std::size_t>(arg(), "size", min_size, max_size);
-        } else if (a == "-C") {
-            o.count = number<long>(arg(), "count", 0, INT32_MAX);
-        } else if (a == "-D") {
-            o.device = arg();
-        } else if (a == "-v") {
-            o.verbose = true;
-        } else if (a == "-V") {
-            o.validate = true;
-        } else if (a == "-d") {
-            o.debug = true;
-        } else if (a == "--mpa-v1") {
-            o.mpa_v1 = true;
-        } else if (a == "--crc") {
-            o.crc = true;
-        } else {
-            bad_usage("unknown option " + a);
+        case ':':
+            bad_usage("option '" + option_name(argv[optind - 1]) + "' needs an argument");
+        default:
+            bad_usage("unknown option '" + option_name(argv[optind - 1]) + "'");
         }
     }
+    if (optind < argc)
+        bad_usage(std::string("unexpected argument '") + argv[optind] + "'");
     if (o.server == o.client)
         bad_usage("give exactly one of -s and -c");
     if (o.client && o.address.empty())
         bad_usage("the client needs the server's address (-a)");
+    if (o.server && !o.source.empty())
+        bad_usage("-I is the client's source address; the server listens on -a");
+    if (o.client && o.persistent)
+        bad_usage("-P is for the server");
     return o;
+}
+
+// @name (a host name or an address) as a numeric address, by getaddrinfo();
+// of @family if it is not AF_UNSPEC.
+std::string resolve(const std::string &name, int family = AF_UNSPEC) {
+    addrinfo hints{};
+    hints.ai_family = family;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo *res = nullptr;
+    if (int err = ::getaddrinfo(name.c_str(), nullptr, &hints, &res))
+        throw std::runtime_error("cannot resolve '" + name + "': " + ::gai_strerror(err));
+    char host[NI_MAXHOST] = {};
+    int err = ::getnameinfo(res->ai_addr, res->ai_addrlen, host, sizeof(host), nullptr, 0,
+                            NI_NUMERICHOST);
+    ::freeaddrinfo(res);
+    if (err)
+        throw std::runtime_error("cannot resolve '" + name + "': " + ::gai_strerror(err));
+    return host;
 }
 
 // The 16-byte control message, big-endian as rping sends it.
@@ -184,17 +282,25 @@ Advert decode(const std::byte *p) {
 // The peer went away: not an error for the server.
 struct Disconnected {};
 
+// A context on a device and its CM channel: the server's listener and each
+// connection it accepts share one.
+struct Context {
+    explicit Context(const std::string &dev_name) : dev(Device::open(dev_name)), cm(dev) {}
+    Device dev;
+    CmChannel cm;
+};
+
 // One end of a connection and its buffers.
 class Endpoint {
 public:
-    Endpoint(const std::string &dev_name, const Options &o)
-        : opt_(o), dev_(Device::open(dev_name)), pd_(dev_), comp_(dev_), cq_(dev_, 64, &comp_),
-          cm_(dev_), qp_(pd_, qp_config()), ctl_(2 * advert_size), rdma_(o.size), start_(o.size),
-          ctl_mr_(pd_, std::span(ctl_), access::local_write),
+    Endpoint(std::shared_ptr<Context> ctx, const Options &o)
+        : opt_(o), ctx_(std::move(ctx)), dev_(ctx_->dev), pd_(dev_), comp_(dev_),
+          cq_(dev_, 64, &comp_), cm_(ctx_->cm), qp_(pd_, qp_config()), ctl_(2 * advert_size),
+          rdma_(o.size), start_(o.size), ctl_mr_(pd_, std::span(ctl_), access::local_write),
           rdma_mr_(pd_, std::span(rdma_), access::local_write | access::remote_write),
           start_mr_(pd_, std::span(start_), access::remote_read) {}
 
-    Device &device() { return dev_; }
+    std::shared_ptr<Context> context() { return ctx_; }
     CmChannel &channel() { return cm_; }
     QueuePair &qp() { return qp_; }
 
@@ -212,6 +318,9 @@ public:
             debug(std::string("CM event: ") + to_string(ev->type()));
             if (ev->type() == want)
                 return std::move(*ev);
+            // A persistent server may still hear of the last client.
+            if (want == CmEventType::ConnectRequest)
+                continue;
             if (ev->type() == CmEventType::Disconnected)
                 throw Disconnected{};
             throw std::runtime_error(std::string("connection failed: ") + to_string(ev->type()) +
@@ -318,11 +427,12 @@ private:
     }
 
     const Options &opt_;
-    Device dev_;
+    std::shared_ptr<Context> ctx_;
+    const Device &dev_;
     ProtectionDomain pd_;
     CompletionChannel comp_;
     CompletionQueue cq_;
-    CmChannel cm_;
+    CmChannel &cm_;
     QueuePair qp_;
     std::vector<std::byte> ctl_; // [0, 16): receive; [16, 32): send
     std::vector<std::byte> rdma_;
@@ -337,7 +447,7 @@ std::string as_text(const std::vector<std::byte> &b) {
 
 // The devices to try: -D, or every device in the namespace, those with
 // @address first.
-std::vector<std::string> candidates(const Options &o) {
+std::vector<std::string> candidates(const Options &o, const std::string &address) {
     if (!o.device.empty())
         return {o.device};
     std::vector<std::string> first, rest;
@@ -345,7 +455,7 @@ std::vector<std::string> candidates(const Options &o) {
         bool has = false;
         Device dev = Device::open(e.name);
         for (const Address &a : dev.attributes().addresses)
-            has = has || a.address == o.address;
+            has = has || a.address == address;
         (has ? first : rest).push_back(e.name);
     }
     if (first.empty() && rest.empty())
@@ -355,59 +465,167 @@ std::vector<std::string> candidates(const Options &o) {
     return first;
 }
 
-int run_server(const Options &o) {
-    std::optional<Endpoint> ep;
-    std::optional<ConnectionId> listener;
-    Error last(ENODEV, "no device");
-    for (const std::string &name : candidates(o)) {
-        try {
-            ep.emplace(name, o);
-            listener.emplace(ep->channel());
-            std::uint16_t port = listener->listen(o.address, o.port);
-            ep->debug("listening on " + name + " port " + std::to_string(port));
-            break;
-        } catch (const Error &e) {
-            listener.reset();
-            ep.reset();
-            last = e;
-            if (e.errnum() != EADDRNOTAVAIL)
-                throw;
-        }
+// A socket descriptor, closed with the object.
+class Socket {
+public:
+    explicit Socket(int fd) : fd_(fd) {}
+    Socket(Socket &&o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+    Socket &operator=(Socket &&) = delete;
+    ~Socket() {
+        if (fd_ >= 0)
+            ::close(fd_);
     }
-    if (!ep)
-        throw last;
+    int fd() const { return fd_; }
 
-    CmEvent req = ep->expect(CmEventType::ConnectRequest);
-    ep->debug("connection from " + req.peer().to_string());
-    ConnectionId conn = req.connection();
-    req.ack();
-    ep->post_recv();
-    conn.accept(ep->qp(), ep->connection_options());
-    ep->expect(CmEventType::Established);
+private:
+    int fd_;
+};
 
+[[noreturn]] void sys_error(const std::string &step) {
+    throw std::runtime_error("cannot " + step + ": " + std::strerror(errno));
+}
+
+// @address (numeric) and @port as a socket address.
+sockaddr_storage socket_address(const std::string &address, std::uint16_t port, socklen_t *len) {
+    addrinfo hints{};
+    hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo *res = nullptr;
+    const std::string service = std::to_string(port);
+    if (int err = ::getaddrinfo(address.empty() ? nullptr : address.c_str(), service.c_str(),
+                                &hints, &res))
+        throw std::runtime_error("bad address '" + address + "': " + ::gai_strerror(err));
+    sockaddr_storage ss{};
+    std::memcpy(&ss, res->ai_addr, res->ai_addrlen);
+    *len = res->ai_addrlen;
+    ::freeaddrinfo(res);
+    return ss;
+}
+
+Socket tcp_socket(int family, const Options &o) {
+    Socket s(::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (s.fd() < 0)
+        sys_error("create a TCP socket");
+    if (o.tos) {
+        int tos = *o.tos;
+        int r = family == AF_INET6
+                    ? ::setsockopt(s.fd(), IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos))
+                    : ::setsockopt(s.fd(), IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
+        if (r < 0)
+            sys_error("set the type of service " + std::to_string(tos));
+    }
+    return s;
+}
+
+// The client's own connection, for -I and -t: bound to the source
+// address, marked with the TOS, connected to the server.
+Socket connect_socket(const Options &o) {
+    socklen_t dlen = 0;
+    sockaddr_storage dst = socket_address(o.address, o.port, &dlen);
+    Socket s = tcp_socket(dst.ss_family, o);
+    if (!o.source.empty()) {
+        socklen_t slen = 0;
+        sockaddr_storage src = socket_address(o.source, 0, &slen);
+        if (::bind(s.fd(), reinterpret_cast<sockaddr *>(&src), slen) < 0)
+            sys_error("bind to the source address " + o.source);
+    }
+    if (::connect(s.fd(), reinterpret_cast<sockaddr *>(&dst), dlen) < 0)
+        sys_error("connect to " + o.address + " port " + std::to_string(o.port));
+    return s;
+}
+
+// The server's own listening socket, for -t: accepted connections inherit
+// its type of service.
+Socket listen_socket(const Options &o) {
+    socklen_t len = 0;
+    sockaddr_storage ss = socket_address(o.address.empty() ? "::" : o.address, o.port, &len);
+    Socket s = tcp_socket(ss.ss_family, o);
+    int one = 1;
+    if (::setsockopt(s.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)
+        sys_error("set SO_REUSEADDR");
+    if (::bind(s.fd(), reinterpret_cast<sockaddr *>(&ss), len) < 0 || ::listen(s.fd(), 8) < 0)
+        sys_error("listen on port " + std::to_string(o.port));
+    return s;
+}
+
+// Serves one connected client until it disconnects.
+void serve(Endpoint &ep, const Options &o) {
     try {
         for (;;) {
-            Advert src = ep->receive();
+            Advert src = ep.receive();
             if (src.length > o.size)
                 throw std::runtime_error("the client's buffer of " + std::to_string(src.length) +
                                          " bytes is larger than -S " + std::to_string(o.size) +
                                          ": give both sides the same -S");
-            ep->rdma(SendOp::RdmaRead, src, src.length);
+            ep.rdma(SendOp::RdmaRead, src, src.length);
             if (o.verbose)
-                std::cout << "server ping data: " << as_text(ep->rdma_buf()) << std::endl;
-            ep->send(nullptr);
+                std::cout << "server ping data: " << as_text(ep.rdma_buf()) << std::endl;
+            ep.send(nullptr);
 
-            Advert sink = ep->receive();
-            auto len = static_cast<std::uint32_t>(as_text(ep->rdma_buf()).size() + 1);
+            Advert sink = ep.receive();
+            auto len = static_cast<std::uint32_t>(as_text(ep.rdma_buf()).size() + 1);
             if (len > sink.length)
                 throw std::runtime_error("the client's sink of " + std::to_string(sink.length) +
                                          " bytes is too small");
-            ep->rdma(SendOp::RdmaWrite, sink, len);
-            ep->send(nullptr);
+            ep.rdma(SendOp::RdmaWrite, sink, len);
+            ep.send(nullptr);
         }
     } catch (const Disconnected &) {
-        ep->debug("the client disconnected");
+        ep.debug("the client disconnected");
     }
+}
+
+int run_server(const Options &o) {
+    std::shared_ptr<Context> ctx;
+    std::optional<ConnectionId> listener;
+    std::optional<Socket> lsock;
+    if (o.tos) {
+        lsock.emplace(listen_socket(o));
+        ctx = std::make_shared<Context>(candidates(o, o.address).front());
+    } else {
+        Error last(ENODEV, "no device");
+        for (const std::string &name : candidates(o, o.address)) {
+            try {
+                ctx = std::make_shared<Context>(name);
+                listener.emplace(ctx->cm);
+                std::uint16_t port = listener->listen(o.address, o.port);
+                if (o.debug)
+                    std::cerr << "viaduct-ping: listening on " << name << " port " << port << "\n";
+                break;
+            } catch (const Error &e) {
+                listener.reset();
+                ctx.reset();
+                last = e;
+                if (e.errnum() != EADDRNOTAVAIL)
+                    throw;
+            }
+        }
+        if (!ctx)
+            throw last;
+    }
+
+    do {
+        Endpoint ep(ctx, o);
+        std::optional<ConnectionId> conn;
+        std::optional<Socket> sock;
+        if (lsock) {
+            sock.emplace(::accept4(lsock->fd(), nullptr, nullptr, SOCK_CLOEXEC));
+            if (sock->fd() < 0)
+                sys_error("accept a connection");
+            conn.emplace(ctx->cm);
+            ep.post_recv();
+            conn->convert_socket(sock->fd(), ep.qp(), false, ep.connection_options());
+        } else {
+            CmEvent req = ep.expect(CmEventType::ConnectRequest);
+            ep.debug("connection from " + req.peer().to_string());
+            conn.emplace(req.connection());
+            req.ack();
+            ep.post_recv();
+            conn->accept(ep.qp(), ep.connection_options());
+        }
+        ep.expect(CmEventType::Established);
+        serve(ep, o);
+    } while (o.persistent);
     return 0;
 }
 
@@ -429,12 +647,18 @@ int run_client(const Options &o) {
     std::optional<Endpoint> ep;
     std::optional<ConnectionId> conn;
     std::optional<Error> last;
-    for (const std::string &name : candidates(o)) {
+    std::optional<Socket> sock;
+    if (!o.source.empty() || o.tos)
+        sock.emplace(connect_socket(o));
+    for (const std::string &name : candidates(o, o.source.empty() ? o.address : o.source)) {
         try {
-            ep.emplace(name, o);
+            ep.emplace(std::make_shared<Context>(name), o);
             conn.emplace(ep->channel());
             ep->post_recv();
-            conn->connect(ep->qp(), o.address, o.port, ep->connection_options());
+            if (sock)
+                conn->convert_socket(sock->fd(), ep->qp(), true, ep->connection_options());
+            else
+                conn->connect(ep->qp(), o.address, o.port, ep->connection_options());
             break;
         } catch (const Error &e) {
             conn.reset();
@@ -481,6 +705,10 @@ int run_client(const Options &o) {
 int main(int argc, char **argv) {
     Options o = parse(argc, argv);
     try {
+        if (!o.address.empty())
+            o.address = resolve(o.address);
+        if (!o.source.empty())
+            o.source = resolve(o.source);
         return o.server ? run_server(o) : run_client(o);
     } catch (const std::exception &e) {
         std::cerr << "viaduct-ping: " << e.what() << "\n";

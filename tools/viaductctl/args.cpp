@@ -1,26 +1,35 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "args.hpp"
 
+#include <getopt.h>
+
 #include <viaduct/viaduct-abi.h>
+#include <viaduct/viaduct-nl.h>
 
 #include "res.hpp"
 
 namespace viaductctl {
 
-const char *const usage_text = "Usage: viaductctl [OPTIONS] OBJECT COMMAND [ARGS]\n"
-                               "       viaductctl link add NAME netdev IFNAME\n"
+namespace {
+
+const char *const link_usage = "       viaductctl link add NAME type viaduct netdev IFNAME\n"
                                "       viaductctl link del NAME\n"
                                "       viaductctl link show [NAME]\n"
-                               "       viaductctl dev [show] [NAME]\n"
-                               "       viaductctl stats [show]\n"
-                               "       viaductctl res [show] [pd | mr | cq | qp]\n"
-                               "Options:\n"
-                               "  -j, --json     print JSON\n"
-                               "  -p, --pretty   indent the JSON of --json\n"
-                               "  -h, --help     show this help\n"
-                               "  -V, --version  show the version\n";
-
-namespace {
+                               "       viaductctl link help\n";
+const char *const dev_usage = "       viaductctl dev [show] [NAME]\n"
+                              "       viaductctl dev help\n";
+const char *const stats_usage = "       viaductctl stats [show]\n"
+                                "       viaductctl stats help\n";
+const char *const res_usage = "       viaductctl res [show] [pd | mr | cq | qp] [FILTER VALUE]...\n"
+                              "       viaductctl res help\n"
+                              "FILTER := { ifname | pid | comm | ctxn | handle | lqpn }\n";
+const char *const options_usage = "Options:\n"
+                                  "  -j, --json     print JSON\n"
+                                  "  -p, --pretty   indent the JSON of --json\n"
+                                  "  -d, --details  more details (link show: as dev show)\n"
+                                  "  -h, --help     show this help\n"
+                                  "  -V, --version  show the version\n"
+                                  "Keywords may be abbreviated: 'viaductctl dev sh'.\n";
 
 bool name_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -42,14 +51,157 @@ void check_netdev(const std::string &ifname) {
         throw UsageError("invalid interface name '" + ifname + "'");
 }
 
-bool is_word(const std::string &s, std::initializer_list<const char *> words) {
-    for (const char *w : words)
-        if (s == w)
+// iproute2's matches(): @word is a non-empty prefix of @keyword.
+bool matches(const std::string &word, const char *keyword) {
+    return !word.empty() && std::string_view(keyword).starts_with(word);
+}
+
+bool matches_any(const std::string &word, std::initializer_list<const char *> keywords) {
+    for (const char *k : keywords)
+        if (matches(word, k))
             return true;
     return false;
 }
 
+bool is_show(const std::string &w) {
+    return matches_any(w, {"show", "list"}) || w == "ls";
+}
+
+// A decimal number for a numeric filter.
+void check_number(const std::string &key, const std::string &value) {
+    bool ok = !value.empty() && value.size() <= 10 &&
+              value.find_first_not_of("0123456789") == std::string::npos &&
+              std::stoull(value) <= UINT32_MAX;
+    if (!ok)
+        throw UsageError("invalid " + key + " '" + value + "': a number");
+}
+
+Command parse_link(const std::vector<std::string> &w, Command cmd) {
+    const std::string verb = w.size() > 1 ? w[1] : "show";
+    const std::size_t nargs = w.size() > 2 ? w.size() - 2 : 0;
+    if (matches(verb, "add")) {
+        if (nargs < 1)
+            throw UsageError("link add needs a NAME");
+        cmd.kind = Command::Kind::LinkAdd;
+        cmd.name = w[2];
+        bool type_given = false;
+        for (std::size_t i = 3; i < w.size(); i += 2) {
+            const std::string &key = w[i];
+            if (i + 1 >= w.size())
+                throw UsageError("'" + key + "' needs a value");
+            const std::string &value = w[i + 1];
+            if (matches(key, "type")) {
+                if (value != "viaduct")
+                    throw UsageError("unknown link type '" + value +
+                                     "': viaductctl adds viaduct links (rdma(8) adds siw and rxe)");
+                type_given = true;
+            } else if (matches(key, "netdev")) {
+                cmd.netdev = value;
+            } else {
+                throw UsageError("unknown link add argument '" + key + "': type or netdev");
+            }
+        }
+        (void)type_given; // "type viaduct" is the default, as the only type
+        if (cmd.netdev.empty())
+            throw UsageError("link add needs 'netdev IFNAME'");
+        check_netdev(cmd.netdev);
+    } else if (matches_any(verb, {"delete"}) || verb == "del") {
+        if (nargs != 1)
+            throw UsageError("link del takes one NAME");
+        cmd.kind = Command::Kind::LinkDel;
+        cmd.name = w[2];
+    } else if (is_show(verb)) {
+        if (nargs > 1)
+            throw UsageError("link show takes at most one NAME");
+        cmd.kind = Command::Kind::LinkShow;
+        if (nargs == 1)
+            cmd.name = w[2];
+    } else if (matches(verb, "help")) {
+        cmd.kind = Command::Kind::Help;
+        cmd.help_object = "link";
+    } else {
+        throw UsageError("unknown link command '" + verb + "': add, del, show or help");
+    }
+    return cmd;
+}
+
+// OBJECT [show] [ARG]: "dev", "stats"; true if it was "help".
+bool show_or_help(const std::vector<std::string> &w, std::size_t *first, const char *object,
+                  Command &cmd) {
+    *first = 1;
+    if (w.size() > 1 && matches(w[1], "help")) {
+        if (w.size() > 2)
+            throw UsageError(std::string(object) + " help takes no argument");
+        cmd.kind = Command::Kind::Help;
+        cmd.help_object = object;
+        return true;
+    }
+    if (w.size() > 1 && is_show(w[1]))
+        *first = 2;
+    return false;
+}
+
+Command parse_res(const std::vector<std::string> &w, Command cmd) {
+    std::size_t i = 0;
+    if (show_or_help(w, &i, "res", cmd))
+        return cmd;
+    cmd.kind = Command::Kind::Res;
+    // A type, unless the word is a filter key.
+    static const char *const keys[] = {"ifname", "pid", "comm", "ctxn", "handle", "lqpn"};
+    auto filter_key = [](const std::string &word) -> const char * {
+        for (const char *k : keys)
+            if (matches(word, k))
+                return k;
+        if (word == "dev" || word == "link") // rdma's "res show qp link DEV"
+            return "ifname";
+        if (word == "ctx")
+            return "ctxn";
+        if (word == "qpn")
+            return "lqpn";
+        return nullptr;
+    };
+    if (i < w.size() && !filter_key(w[i])) {
+        cmd.res_type = res_type_from_name(w[i]);
+        if (!cmd.res_type)
+            throw UsageError("unknown resource type '" + w[i] + "': pd, mr, cq or qp");
+        ++i;
+    }
+    for (; i < w.size(); i += 2) {
+        const char *key = filter_key(w[i]);
+        if (!key)
+            throw UsageError("unknown filter '" + w[i] +
+                             "': ifname, pid, comm, ctxn, handle or lqpn");
+        if (i + 1 >= w.size())
+            throw UsageError(std::string("filter ") + key + " needs a value");
+        const std::string &value = w[i + 1];
+        if (std::string_view(key) == "ifname")
+            check_name(value);
+        else if (std::string_view(key) != "comm")
+            check_number(key, value);
+        if (std::string_view(key) == "lqpn" && cmd.res_type && cmd.res_type != VIADUCT_RES_QP)
+            throw UsageError("filter lqpn is for qp");
+        cmd.filters.push_back({key, value});
+    }
+    return cmd;
+}
+
 } // namespace
+
+const char *const usage_text = "Usage: viaductctl [OPTIONS] OBJECT { COMMAND | help }\n"
+                               "OBJECT := { link | dev | stats | res }\n";
+
+std::string usage_of(const std::string &object) {
+    std::string u = "Usage: viaductctl [OPTIONS] OBJECT { COMMAND | help }\n";
+    if (object.empty() || object == "link")
+        u += link_usage;
+    if (object.empty() || object == "dev")
+        u += dev_usage;
+    if (object.empty() || object == "stats")
+        u += stats_usage;
+    if (object.empty() || object == "res")
+        u += res_usage;
+    return u + options_usage;
+}
 
 bool valid_device_name(const std::string &name) {
     if (name.empty() || name.size() >= VIADUCT_NAME_SIZE)
@@ -61,44 +213,54 @@ bool valid_device_name(const std::string &name) {
 }
 
 Command parse_args(const std::vector<std::string> &args) {
+    static const option longs[] = {
+        {"json", no_argument, nullptr, 'j'},    {"pretty", no_argument, nullptr, 'p'},
+        {"details", no_argument, nullptr, 'd'}, {"help", no_argument, nullptr, 'h'},
+        {"version", no_argument, nullptr, 'V'}, {nullptr, 0, nullptr, 0},
+    };
+    std::vector<std::string> copy(args);
+    std::vector<char *> argv;
+    static char prog[] = "viaductctl";
+    argv.push_back(prog);
+    for (auto &a : copy)
+        argv.push_back(a.data());
+    argv.push_back(nullptr);
+
     Command cmd;
-    std::vector<std::string> words;
     bool help = false, version = false;
-    for (const auto &a : args) {
-        if (a == "--json") {
+    opterr = 0;
+    optind = 0; // a fresh scan on each call
+    int c;
+    while ((c = ::getopt_long(static_cast<int>(argv.size() - 1), argv.data(), "jpdhV", longs,
+                              nullptr)) != -1) {
+        switch (c) {
+        case 'j':
             cmd.json = true;
-        } else if (a == "--pretty") {
+            break;
+        case 'p':
             cmd.pretty = true;
-        } else if (a == "--help") {
+            break;
+        case 'd':
+            cmd.details = true;
+            break;
+        case 'h':
             help = true;
-        } else if (a == "--version") {
+            break;
+        case 'V':
             version = true;
-        } else if (a.size() > 1 && a[0] == '-' && a[1] != '-') {
-            for (std::size_t i = 1; i < a.size(); ++i) {
-                switch (a[i]) {
-                case 'j':
-                    cmd.json = true;
-                    break;
-                case 'p':
-                    cmd.pretty = true;
-                    break;
-                case 'h':
-                    help = true;
-                    break;
-                case 'V':
-                    version = true;
-                    break;
-                default:
-                    throw UsageError("unknown option '-" + std::string(1, a[i]) + "'");
-                }
-            }
-        } else if (a.size() > 1 && a[0] == '-') {
-            throw UsageError("unknown option '" + a + "'");
-        } else {
-            words.push_back(a);
+            break;
+        default:
+            if (optopt > 0 && optopt < 256)
+                throw UsageError("unknown option '-" + std::string(1, static_cast<char>(optopt)) +
+                                 "'");
+            throw UsageError("unknown option '" +
+                             std::string(argv[static_cast<std::size_t>(optind - 1)]) + "'");
         }
     }
-    if (help || (!words.empty() && words[0] == "help")) {
+    std::vector<std::string> w(argv.begin() + optind, argv.end() - 1);
+    for (std::string &word : w)
+        word = std::string(word.c_str()); // from the copy getopt_long() permuted
+    if (help || (!w.empty() && matches(w[0], "help"))) {
         cmd.kind = Command::Kind::Help;
         return cmd;
     }
@@ -106,61 +268,30 @@ Command parse_args(const std::vector<std::string> &args) {
         cmd.kind = Command::Kind::Version;
         return cmd;
     }
-    if (words.empty())
+    if (w.empty())
         throw UsageError("missing OBJECT: link, dev, stats or res");
 
-    const std::string &object = words[0];
-    std::string verb = words.size() > 1 ? words[1] : "show";
-    std::size_t nargs = words.size() > 2 ? words.size() - 2 : 0;
-
-    if (object == "link") {
-        if (verb == "add") {
-            if (nargs != 3 || words[3] != "netdev")
-                throw UsageError("usage: viaductctl link add NAME netdev IFNAME");
-            cmd.kind = Command::Kind::LinkAdd;
-            cmd.name = words[2];
-            cmd.netdev = words[4];
-            check_name(cmd.name);
-            check_netdev(cmd.netdev);
-        } else if (is_word(verb, {"del", "delete"})) {
-            if (nargs != 1)
-                throw UsageError("usage: viaductctl link del NAME");
-            cmd.kind = Command::Kind::LinkDel;
-            cmd.name = words[2];
-        } else if (is_word(verb, {"show", "list", "ls"})) {
-            if (nargs > 1)
-                throw UsageError("usage: viaductctl link show [NAME]");
-            cmd.kind = Command::Kind::LinkShow;
-            if (nargs == 1)
-                cmd.name = words[2];
-        } else {
-            throw UsageError("unknown link command '" + verb + "': add, del or show");
-        }
-    } else if (is_word(object, {"dev", "device"})) {
-        std::size_t first = 1;
-        if (words.size() > 1 && is_word(words[1], {"show", "list", "ls"}))
-            first = 2;
-        if (words.size() > first + 1)
-            throw UsageError("usage: viaductctl dev [show] [NAME]");
+    const std::string &object = w[0];
+    std::size_t first = 0;
+    // In the order of the usage: "d" is dev, "s" stats, "r" res, "l" link.
+    if (matches(object, "link")) {
+        cmd = parse_link(w, cmd);
+    } else if (matches_any(object, {"dev", "device"})) {
+        if (show_or_help(w, &first, "dev", cmd))
+            return cmd;
+        if (w.size() > first + 1)
+            throw UsageError("dev show takes at most one NAME");
         cmd.kind = Command::Kind::DevShow;
-        if (words.size() == first + 1)
-            cmd.name = words[first];
-    } else if (is_word(object, {"stats", "statistic", "statistics"})) {
-        if (words.size() > 2 || (words.size() == 2 && !is_word(words[1], {"show", "list", "ls"})))
-            throw UsageError("usage: viaductctl stats [show]");
+        if (w.size() == first + 1)
+            cmd.name = w[first];
+    } else if (matches_any(object, {"stats", "statistic", "statistics"})) {
+        if (show_or_help(w, &first, "stats", cmd))
+            return cmd;
+        if (w.size() > first)
+            throw UsageError("stats show takes no argument");
         cmd.kind = Command::Kind::Stats;
-    } else if (is_word(object, {"res", "resource"})) {
-        std::size_t first = 1;
-        if (words.size() > 1 && is_word(words[1], {"show", "list", "ls"}))
-            first = 2;
-        if (words.size() > first + 1)
-            throw UsageError("usage: viaductctl res [show] [pd | mr | cq | qp]");
-        cmd.kind = Command::Kind::Res;
-        if (words.size() == first + 1) {
-            cmd.res_type = res_type_from_name(words[first]);
-            if (!cmd.res_type)
-                throw UsageError("unknown resource type '" + words[first] + "': pd, mr, cq or qp");
-        }
+    } else if (matches_any(object, {"res", "resource"})) {
+        cmd = parse_res(w, cmd);
     } else {
         throw UsageError("unknown object '" + object + "': link, dev, stats or res");
     }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 // viaductctl: manage viaduct devices over generic netlink (see viaductctl(8)).
-// Exit status: 0 success, 1 the request failed, 2 usage error.
+// Exit status as ip(8)'s: 0 success, 1 a syntax error, 2 an error the
+// kernel (or the system) reported.
 #include <iostream>
 
 #include <viaduct/viaduct-abi.h>
@@ -17,8 +18,8 @@ using namespace viaductctl;
 namespace {
 
 constexpr int exit_ok = 0;
-constexpr int exit_failed = 1;
-constexpr int exit_usage = 2;
+constexpr int exit_usage = 1;
+constexpr int exit_failed = 2;
 
 void run(const Command &cmd) {
     OutputStyle style{cmd.json, cmd.pretty};
@@ -35,7 +36,10 @@ void run(const Command &cmd) {
         nl.link_del(cmd.name);
         break;
     case Command::Kind::LinkShow:
-        print_links(std::cout, nl.link_get(cmd.name), style);
+        if (cmd.details)
+            print_devices(std::cout, nl.link_get(cmd.name), style);
+        else
+            print_links(std::cout, nl.link_get(cmd.name), style);
         break;
     case Command::Kind::DevShow:
         print_devices(std::cout, nl.link_get(cmd.name), style);
@@ -43,9 +47,14 @@ void run(const Command &cmd) {
     case Command::Kind::Stats:
         print_stats(std::cout, nl.stats(), style);
         break;
-    case Command::Kind::Res:
-        print_res(std::cout, nl.res(cmd.res_type), style);
+    case Command::Kind::Res: {
+        std::vector<ResInfo> all = nl.res(cmd.res_type), shown;
+        for (ResInfo &r : all)
+            if (res_matches(r, cmd.filters))
+                shown.push_back(std::move(r));
+        print_res(std::cout, shown, style);
         break;
+    }
     case Command::Kind::Help:
     case Command::Kind::Version:
         break;
@@ -59,12 +68,13 @@ int main(int argc, char **argv) {
     try {
         cmd = parse_args(std::vector<std::string>(argv + 1, argv + argc));
     } catch (const UsageError &e) {
-        std::cerr << "viaductctl: " << e.what() << '\n' << usage_text;
+        std::cerr << "viaductctl: " << e.what() << '\n'
+                  << usage_text << "Try 'viaductctl help' for more information.\n";
         return exit_usage;
     }
     switch (cmd.kind) {
     case Command::Kind::Help:
-        std::cout << usage_text;
+        std::cout << usage_of(cmd.help_object);
         return exit_ok;
     case Command::Kind::Version:
         std::cout << "viaductctl " VIADUCT_VERSION " (viaduct ABI " << VIADUCT_ABI_VERSION

@@ -3,54 +3,128 @@
 
 #include <viaduct/viaduct-abi.h>
 
-#include "json.hpp"
-
 namespace viaductctl {
 
-namespace {
+Printer::Printer(std::ostream &out, OutputStyle style)
+    : out_(out), style_(style), j_(style.pretty) {}
 
-void link_fields(JsonWriter &j, const LinkInfo &l) {
-    j.field("index", l.index)
-        .field("name", l.name)
-        .field("netdev", l.ifname)
-        .field("ifindex", l.ifindex)
-        .field("state", link_state(l));
+Printer::~Printer() {
+    if (style_.json && j_.complete())
+        out_ << j_.str() << '\n';
 }
 
-void device_fields(JsonWriter &j, const LinkInfo &l) {
-    link_fields(j, l);
-    j.field("mtu", l.mtu).field("abi_version", l.abi_version).field("contexts", l.contexts);
-    j.key("flags").begin_array();
-    if (l.flags & VIADUCT_DEV_F_UP)
-        j.value("UP");
-    if (l.flags & VIADUCT_DEV_F_RUNNING)
-        j.value("RUNNING");
-    j.end_array();
-    j.key("addresses").begin_array();
-    for (const auto &a : l.addresses)
-        j.value(a);
-    j.end_array();
-    j.key("limits").begin_object();
-    for (const auto &[name, v] : l.limits)
-        j.field(name, v);
-    j.end_object();
+void Printer::begin_list() {
+    if (style_.json)
+        j_.begin_array();
 }
 
-template <typename Fields>
-void print_json(std::ostream &out, const std::vector<LinkInfo> &links, OutputStyle style,
-                Fields fields) {
-    JsonWriter j(style.pretty);
-    j.begin_array();
-    for (const auto &l : links) {
-        j.begin_object();
-        fields(j, l);
-        j.end_object();
+void Printer::end_list() {
+    if (style_.json)
+        j_.end_array();
+}
+
+void Printer::begin_top_object() {
+    if (style_.json)
+        j_.begin_object();
+}
+
+void Printer::end_top_object() {
+    if (style_.json)
+        j_.end_object();
+}
+
+void Printer::begin_record(const char *key) {
+    if (style_.json) {
+        if (key)
+            j_.key(key);
+        j_.begin_object();
     }
-    j.end_array();
-    out << j.str() << '\n';
+    line_.clear();
 }
 
-} // namespace
+void Printer::end_record() {
+    if (style_.json)
+        j_.end_object();
+    else
+        out_ << line_ << '\n';
+    line_.clear();
+}
+
+void Printer::text_word(const std::string &w) {
+    if (!line_.empty() && line_.back() != ' ')
+        line_ += ' ';
+    line_ += w;
+}
+
+void Printer::any(const char *key, const char *label, std::uint64_t v, const char *suffix) {
+    if (style_.json)
+        j_.field(key, v);
+    else
+        any(key, label, std::to_string(v), suffix);
+}
+
+void Printer::any(const char *key, const char *label, const std::string &v, const char *suffix) {
+    if (style_.json) {
+        j_.field(key, v);
+        return;
+    }
+    if (*label)
+        text_word(label);
+    text_word(v + suffix);
+}
+
+void Printer::any(const char *key, const char *label, const std::string &json_value,
+                  const std::string &text_value) {
+    if (style_.json)
+        j_.field(key, json_value);
+    else
+        any(key, label, text_value);
+}
+
+void Printer::json(const char *key, std::uint64_t v) {
+    if (style_.json)
+        j_.field(key, v);
+}
+
+void Printer::json(const char *key, const std::string &v) {
+    if (style_.json)
+        j_.field(key, v);
+}
+
+void Printer::text(const std::string &s) {
+    if (!style_.json)
+        text_word(s);
+}
+
+void Printer::text_newline() {
+    if (!style_.json)
+        line_ += "\n    ";
+}
+
+void Printer::begin_json_array(const char *key) {
+    if (style_.json)
+        j_.key(key).begin_array();
+}
+
+void Printer::end_json_array() {
+    if (style_.json)
+        j_.end_array();
+}
+
+void Printer::json_value(const std::string &v) {
+    if (style_.json)
+        j_.value(v);
+}
+
+void Printer::begin_json_object(const char *key) {
+    if (style_.json)
+        j_.key(key).begin_object();
+}
+
+void Printer::end_json_object() {
+    if (style_.json)
+        j_.end_object();
+}
 
 std::string link_state(const LinkInfo &l) {
     if (!(l.flags & VIADUCT_DEV_F_UP))
@@ -58,30 +132,61 @@ std::string link_state(const LinkInfo &l) {
     return (l.flags & VIADUCT_DEV_F_RUNNING) ? "ACTIVE" : "NO_CARRIER";
 }
 
+// rdma(8)'s keys: "ifindex" and "ifname" are the RDMA device's, "netdev"
+// and "netdev_index" the network interface's.
 void print_links(std::ostream &out, const std::vector<LinkInfo> &links, OutputStyle style) {
-    if (style.json)
-        return print_json(out, links, style, link_fields);
-    for (const auto &l : links)
-        out << "link " << l.name << " index " << l.index << " state " << link_state(l) << " netdev "
-            << l.ifname << '\n';
+    Printer p(out, style);
+    p.begin_list();
+    for (const auto &l : links) {
+        p.begin_record();
+        p.text("link");
+        p.any("ifname", "", l.name);
+        p.any("ifindex", "index", l.index);
+        p.any("state", "state", link_state(l));
+        p.any("netdev", "netdev", l.ifname);
+        p.json("netdev_index", l.ifindex);
+        p.end_record();
+    }
+    p.end_list();
 }
 
 void print_devices(std::ostream &out, const std::vector<LinkInfo> &links, OutputStyle style) {
-    if (style.json)
-        return print_json(out, links, style, device_fields);
+    Printer p(out, style);
+    p.begin_list();
     for (const auto &l : links) {
-        out << l.index << ": " << l.name << ": netdev " << l.ifname << " ifindex " << l.ifindex
-            << " mtu " << l.mtu << " state " << link_state(l) << " abi " << l.abi_version
-            << " contexts " << l.contexts << '\n';
-        for (const auto &a : l.addresses)
-            out << "    " << (a.find(':') != std::string::npos ? "inet6 " : "inet ") << a << '\n';
-        if (!l.limits.empty()) {
-            out << "    limits";
-            for (const auto &[name, v] : l.limits)
-                out << ' ' << name << ' ' << v;
-            out << '\n';
+        p.begin_record();
+        p.any("ifindex", "", l.index, ":");
+        p.any("ifname", "", l.name, ":");
+        p.any("netdev", "netdev", l.ifname);
+        p.any("netdev_index", "ifindex", l.ifindex);
+        p.any("mtu", "mtu", l.mtu);
+        p.any("state", "state", link_state(l));
+        p.any("abi_version", "abi", l.abi_version);
+        p.any("contexts", "contexts", l.contexts);
+        p.begin_json_array("flags");
+        if (l.flags & VIADUCT_DEV_F_UP)
+            p.json_value("UP");
+        if (l.flags & VIADUCT_DEV_F_RUNNING)
+            p.json_value("RUNNING");
+        p.end_json_array();
+        p.begin_json_array("addresses");
+        for (const auto &a : l.addresses) {
+            p.json_value(a);
+            p.text_newline();
+            p.text((a.find(':') != std::string::npos ? "inet6 " : "inet ") + a);
         }
+        p.end_json_array();
+        p.begin_json_object("limits");
+        if (!l.limits.empty()) {
+            p.text_newline();
+            p.text("limits");
+        }
+        for (const auto &[name, v] : l.limits)
+            p.any(name.c_str(), name.c_str(), v);
+        p.end_json_object();
+        p.end_record();
     }
+    p.end_list();
 }
 
 } // namespace viaductctl

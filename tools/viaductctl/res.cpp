@@ -6,8 +6,6 @@
 #include <viaduct/viaduct-abi.h>
 #include <viaduct/viaduct-nl.h>
 
-#include "json.hpp"
-
 namespace viaductctl {
 
 namespace {
@@ -18,17 +16,8 @@ std::string hex(std::uint32_t v) {
     return s.str();
 }
 
-std::string dev_or_dash(const Owner &o) {
-    return o.dev.empty() ? "-" : o.dev;
-}
-
-void owner_text(std::ostream &out, const Owner &o) {
-    out << dev_or_dash(o) << " pid " << o.pid << " comm " << (o.comm.empty() ? "-" : o.comm)
-        << " ctx " << o.ctx;
-}
-
-void owner_json(JsonWriter &j, const Owner &o) {
-    j.field("dev", o.dev).field("pid", o.pid).field("comm", o.comm).field("ctx", o.ctx);
+std::string dash(const std::string &s) {
+    return s.empty() ? "-" : s;
 }
 
 std::string doorbell_mode(std::uint32_t flags) {
@@ -67,7 +56,7 @@ std::vector<Row> rows(const ResInfo &r) {
         num("cqe", "cqe", r.cqe);
         break;
     case VIADUCT_RES_QP:
-        num("qpn", "qpn", r.qpn);
+        num("lqpn", "lqpn", r.qpn);
         if (r.state)
             v.push_back({"state", "state", qp_state_name(*r.state), 0});
         num("sq", "sq_depth", r.sq_depth);
@@ -149,72 +138,74 @@ std::string access_names(std::uint32_t access) {
     return s.empty() ? "-" : s;
 }
 
-void print_stats(std::ostream &out, const Stats &stats, OutputStyle style) {
-    if (style.json) {
-        JsonWriter j(style.pretty);
-        // The module-wide counters first: scripts that look for the first
-        // "pinned_pages" find them.
-        j.begin_object().key("global").begin_object();
-        for (const auto &[name, v] : stats.global)
-            j.field(name, v);
-        j.end_object().key("contexts").begin_array();
-        for (const auto &c : stats.contexts) {
-            j.begin_object();
-            owner_json(j, c.owner);
-            for (const auto &[name, v] : c.counters)
-                j.field(name, v);
-            j.end_object();
-        }
-        j.end_array().end_object();
-        out << j.str() << '\n';
-        return;
+bool res_matches(const ResInfo &r, const std::vector<ResFilter> &filters) {
+    for (const ResFilter &f : filters) {
+        auto number = [&f](std::uint64_t v) { return std::to_string(v) == f.value; };
+        bool ok = false;
+        if (f.key == "ifname")
+            ok = r.owner.dev == f.value;
+        else if (f.key == "pid")
+            ok = number(r.owner.pid);
+        else if (f.key == "comm")
+            ok = r.owner.comm == f.value;
+        else if (f.key == "ctxn")
+            ok = number(r.owner.ctx);
+        else if (f.key == "handle")
+            ok = number(r.handle);
+        else if (f.key == "lqpn")
+            ok = r.qpn && number(*r.qpn);
+        if (!ok)
+            return false;
     }
-    out << "global";
-    for (const auto &[name, v] : stats.global)
-        out << ' ' << name << ' ' << v;
-    out << '\n';
-    for (const auto &c : stats.contexts) {
-        out << "ctx " << c.owner.ctx << " dev " << dev_or_dash(c.owner) << " pid " << c.owner.pid
-            << " comm " << (c.owner.comm.empty() ? "-" : c.owner.comm);
-        for (const auto &[name, v] : c.counters)
-            out << ' ' << name << ' ' << v;
-        out << '\n';
-    }
+    return true;
 }
 
+void print_stats(std::ostream &out, const Stats &stats, OutputStyle style) {
+    Printer p(out, style);
+    p.begin_top_object();
+    // The module-wide counters first: scripts that look for the first
+    // "pinned_pages" find them.
+    p.begin_record("global");
+    p.text("global");
+    for (const auto &[name, v] : stats.global)
+        p.any(name.c_str(), name.c_str(), v);
+    p.end_record();
+    p.begin_json_array("contexts");
+    for (const auto &c : stats.contexts) {
+        p.begin_record();
+        p.any("ctxn", "ctx", c.owner.ctx);
+        p.any("ifname", "dev", c.owner.dev, dash(c.owner.dev));
+        p.any("pid", "pid", c.owner.pid);
+        p.any("comm", "comm", c.owner.comm, dash(c.owner.comm));
+        for (const auto &[name, v] : c.counters)
+            p.any(name.c_str(), name.c_str(), v);
+        p.end_record();
+    }
+    p.end_json_array();
+    p.end_top_object();
+}
+
+// rdma(8)'s keys: the device is "ifname", a context "ctxn", a QP "lqpn".
 void print_res(std::ostream &out, const std::vector<ResInfo> &res, OutputStyle style) {
-    if (style.json) {
-        JsonWriter j(style.pretty);
-        j.begin_array();
-        for (const auto &r : res) {
-            j.begin_object().field("type", res_type_name(r.type));
-            owner_json(j, r.owner);
-            j.field("handle", r.handle);
-            for (const auto &row : rows(r)) {
-                if (row.word.empty())
-                    j.field(row.json, row.num);
-                else
-                    j.field(row.json, row.word);
-            }
-            j.end_object();
-        }
-        j.end_array();
-        out << j.str() << '\n';
-        return;
-    }
+    Printer p(out, style);
+    p.begin_list();
     for (const auto &r : res) {
-        out << res_type_name(r.type) << ' ';
-        owner_text(out, r.owner);
-        out << " handle " << r.handle;
+        p.begin_record();
+        p.any("type", "", res_type_name(r.type));
+        p.any("ifname", "", r.owner.dev, dash(r.owner.dev));
+        p.any("pid", "pid", r.owner.pid);
+        p.any("comm", "comm", r.owner.comm, dash(r.owner.comm));
+        p.any("ctxn", "ctx", r.owner.ctx);
+        p.any("handle", "handle", r.handle);
         for (const auto &row : rows(r)) {
-            out << ' ' << row.text << ' ';
             if (row.word.empty())
-                out << row.num;
+                p.any(row.json, row.text, row.num);
             else
-                out << row.word;
+                p.any(row.json, row.text, row.word);
         }
-        out << '\n';
+        p.end_record();
     }
+    p.end_list();
 }
 
 } // namespace viaductctl

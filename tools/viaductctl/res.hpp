@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "args.hpp"
 #include "output.hpp"
 
 namespace viaductctl {
@@ -66,6 +67,10 @@ std::uint32_t res_type_from_name(const std::string &name);
 std::string qp_state_name(std::uint32_t state);
 // "LOCAL_WRITE,REMOTE_READ", "-" for none.
 std::string access_names(std::uint32_t access);
+
+// Whether @r passes every filter (all must match; a qp filter such as lqpn
+// matches no other type). Numbers compare in decimal.
+bool res_matches(const ResInfo &r, const std::vector<ResFilter> &filters);
 
 // "stats": a "global" line, then one line per context; JSON:
 // {"global": {...}, "contexts": [{...}, ...]}.

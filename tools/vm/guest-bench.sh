@@ -284,18 +284,18 @@ else
 	res[tcp]=ERR
 fi
 
-# viaduct-perf: #bytes #iters BW MsgRate; perftest bw: #bytes #iters peak
-# average MsgRate; latency (both): ... t_typical is column 5.
-dp_get vd_bw64k vd-bw 65536 3
-dp_get vd_bw1m vd-bw 1048576 3
-dp_get vd_rd64k vd-read 65536 3
-dp_get vd_rd1m vd-read 1048576 3
+# viaduct-perf and perftest bw: #bytes #iters peak average MsgRate;
+# latency (both): ... t_typical is column 5.
+dp_get vd_bw64k vd-bw 65536 4
+dp_get vd_bw1m vd-bw 1048576 4
+dp_get vd_rd64k vd-read 65536 4
+dp_get vd_rd1m vd-read 1048576 4
 dp_get vd_lsend vd-lat-send 8 5
 dp_get vd_lwrite vd-lat-write 8 5
-dp_get vd_r1 vd-rate1 64 4
-dp_get vd_r1p vd-rate1p 64 4
-dp_get vd_r8 vd-rate8 64 4
-dp_get vd_r8p vd-rate8p 64 4
+dp_get vd_r1 vd-rate1 64 5
+dp_get vd_r1p vd-rate1p 64 5
+dp_get vd_r8 vd-rate8 64 5
+dp_get vd_r8p vd-rate8p 64 5
 dp_get siw_bw64k siw-bw64k 65536 4
 dp_get siw_bw1m siw-bw1m 1048576 4
 dp_get siw_rd64k siw-read64k 65536 4

@@ -83,6 +83,8 @@ struct VIADUCT_LOCAL ConnectionId::State {
 namespace {
 
 int ack_event(const Device::State &dev, std::uint32_t handle, std::uint32_t seq) noexcept {
+    if (dev.inherited()) // the parent's event, in a child of fork()
+        return 0;
     viaduct_cm_ack a{};
     a.handle = handle;
     a.seq = seq;
@@ -168,6 +170,12 @@ viaduct_cm_conn_param to_param(const ConnectionOptions &o, std::uint32_t qp_hand
     return p;
 }
 
+// " (ird at most N, ord at most M)": the device's limits.
+std::string ird_ord_limits(const Device::State &dev) {
+    return " (ird at most " + std::to_string(dev.attr.limits.max_ird) + ", ord at most " +
+           std::to_string(dev.attr.limits.max_ord) + ")";
+}
+
 // The errno of a CM command, worded for the user.
 Error cm_error(int err, const std::string &step) {
     switch (err) {
@@ -219,10 +227,15 @@ std::string SocketAddress::to_string() const {
 // --- Channels -----------------------------------------------------------
 
 void CmChannel::State::destroy_id(std::uint32_t handle) noexcept {
+    if (dev->inherited()) // the parent's id, in a child of fork()
+        return;
     viaduct_handle h{};
     h.handle = handle;
-    int err = detail::do_ioctl(dev->fd.get(), VIADUCT_IOCTL_CM_DESTROY_ID, &h);
+    // The kernel reuses a handle as soon as it is destroyed: the entry goes
+    // under the same lock as the handle, before a concurrent create or an
+    // incoming CONNECT_REQUEST can register the handle anew.
     std::lock_guard<std::mutex> guard(lock);
+    int err = detail::do_ioctl(dev->fd.get(), VIADUCT_IOCTL_CM_DESTROY_ID, &h);
     if (err == EBUSY) {
         orphans.insert(handle);
     } else {
@@ -247,7 +260,7 @@ CmChannel::State::~State() {
     // belongs to orphans: ack it and destroy them now rather than with the
     // context.
     viaduct_cm_event ev{};
-    while (!orphans.empty()) {
+    while (!orphans.empty() && !dev->inherited()) {
         ssize_t n = ::read(fd.get(), &ev, sizeof(ev));
         if (n != static_cast<ssize_t>(sizeof(ev))) {
             if (n < 0 && errno == EINTR)
@@ -319,6 +332,13 @@ std::optional<CmEvent> CmChannel::read(std::chrono::milliseconds timeout) const 
     }
 }
 
+bool detail::cm_id_registered(const ConnectionId &id) {
+    auto s = id.state();
+    std::lock_guard<std::mutex> guard(s->channel->lock);
+    auto it = s->channel->ids.find(s->handle);
+    return it != s->channel->ids.end() && it->second.lock() == s;
+}
+
 // --- Ids ----------------------------------------------------------------
 
 ConnectionId::State::~State() {
@@ -374,8 +394,16 @@ std::uint16_t ConnectionId::listen(std::string_view address, std::uint16_t port,
     viaduct_cm_listen l{};
     l.handle = s.handle;
     l.backlog = backlog;
-    l.addr = parse_address(address, port, step.c_str());
-    if (int err = detail::do_ioctl(s.dev->fd.get(), VIADUCT_IOCTL_CM_LISTEN, &l))
+    // "": every address of the device, IPv4 and IPv6, on one IPv6 socket
+    // (IPv4 peers appear as ::ffff:a.b.c.d); IPv4 alone where the kernel
+    // has no IPv6.
+    l.addr = parse_address(address.empty() ? "::" : address, port, step.c_str());
+    int err = detail::do_ioctl(s.dev->fd.get(), VIADUCT_IOCTL_CM_LISTEN, &l);
+    if (address.empty() && err == EAFNOSUPPORT) {
+        l.addr = parse_address("0.0.0.0", port, step.c_str());
+        err = detail::do_ioctl(s.dev->fd.get(), VIADUCT_IOCTL_CM_LISTEN, &l);
+    }
+    if (err)
         throw cm_error(err, step);
     s.role = Role::Listener;
     return ntohs(l.addr.port);
@@ -400,9 +428,8 @@ void ConnectionId::connect(QueuePair &qp, std::string_view address, std::uint16_
     c.param = to_param(options, qp.handle(), options.mpa_v1, step);
     if (int err = detail::do_ioctl(s.dev->fd.get(), VIADUCT_IOCTL_CM_CONNECT, &c)) {
         if (err == EINVAL)
-            throw Error(err, "cannot " + step +
-                                 ": the QP must be Idle and the options valid "
-                                 "(ird/ord at most 32)");
+            throw Error(err, "cannot " + step + ": the QP must be Idle and the options valid" +
+                                 ird_ord_limits(*s.dev));
         throw cm_error(err, step);
     }
     s.role = Role::Active;
@@ -426,9 +453,8 @@ void ConnectionId::accept(QueuePair &qp, const ConnectionOptions &options) {
     a.param.timeout_ms = 0;
     if (int err = detail::do_ioctl(s.dev->fd.get(), VIADUCT_IOCTL_CM_ACCEPT, &a)) {
         if (err == EINVAL)
-            throw Error(err, "cannot " + step +
-                                 ": the QP must be Idle, the options valid "
-                                 "(ird/ord at most 32) and the peer still there");
+            throw Error(err, "cannot " + step + ": the QP must be Idle, the options valid" +
+                                 ird_ord_limits(*s.dev) + " and the peer still there");
         throw cm_error(err, step);
     }
     s.role = Role::Answered;
@@ -490,6 +516,12 @@ void ConnectionId::convert_socket(int sockfd, QueuePair &qp, bool active,
 
 // --- Events -------------------------------------------------------------
 
+const viaduct_cm_event &CmEvent::event() const {
+    if (!ev_)
+        throw Error(EBADF, "viaduct::CmEvent used after it was moved from");
+    return *ev_;
+}
+
 CmEvent::CmEvent(std::unique_ptr<viaduct_cm_event> ev, std::shared_ptr<Device::State> dev,
                  std::shared_ptr<ConnectionId::State> id) noexcept
     : ev_(std::move(ev)), dev_(std::move(dev)), id_(std::move(id)), acked_(false) {}
@@ -521,7 +553,7 @@ CmEvent::~CmEvent() {
 
 void CmEvent::ack() {
     if (acked_)
-        return;
+        return; // a moved-from event counts as acknowledged
     if (int err = ack_event(*dev_, ev_->handle, ev_->seq))
         throw detail::call_error(err, "acknowledge CM event " + std::to_string(ev_->seq) + " of " +
                                           id_name(ev_->handle));
@@ -529,21 +561,21 @@ void CmEvent::ack() {
 }
 
 SocketAddress CmEvent::local() const {
-    return to_socket_address(ev_->local);
+    return to_socket_address(event().local);
 }
 
 SocketAddress CmEvent::peer() const {
-    return to_socket_address(ev_->peer);
+    return to_socket_address(event().peer);
 }
 
-std::span<const std::byte> CmEvent::private_data() const noexcept {
-    std::size_t len = std::min<std::size_t>(ev_->private_data_len, sizeof(ev_->private_data));
-    return std::as_bytes(std::span(ev_->private_data, len));
+std::span<const std::byte> CmEvent::private_data() const {
+    const viaduct_cm_event &ev = event();
+    std::size_t len = std::min<std::size_t>(ev.private_data_len, sizeof(ev.private_data));
+    return std::as_bytes(std::span(ev.private_data, len));
 }
 
 ConnectionId CmEvent::connection() const {
-    if (!ev_)
-        throw Error(EBADF, "viaduct::CmEvent used after it was moved from");
+    event();
     if (!id_)
         throw Error(ENOENT, "CM event " + std::to_string(ev_->seq) + " is about " +
                                 id_name(ev_->handle) + ", which this library did not make");

@@ -73,16 +73,36 @@ const char *to_string(WcStatus status) noexcept {
     return "unknown status";
 }
 
+detail::CompletionRing &CompletionQueue::State::current_ring() {
+    if (unmapped) {
+        check_ring(unmapped->entries, unmapped->size, handle);
+        // Mapped into a local first: a failure leaves the state as it was.
+        detail::Mapping m(dev->fd.get(), unmapped->key, static_cast<std::size_t>(unmapped->size),
+                          "resized ring of " + cq_name(handle) +
+                              " (the CQ cannot be polled until it is mapped)");
+        ring = detail::CompletionRing(m.data(), unmapped->entries);
+        map = std::move(m);
+        unmapped.reset();
+    }
+    return ring;
+}
+
 CompletionQueue::State::~State() {
     detail::destroy_handle(dev.get(), VIADUCT_IOCTL_DESTROY_CQ, handle);
 }
 
 CompletionQueue::CompletionQueue(const Device &dev, std::uint32_t entries,
-                                 const CompletionChannel *channel, std::uint64_t user_data) {
+                                 const CompletionChannel *channel, std::uint64_t user_data)
+    : CompletionQueue(dev, CqConfig{entries, channel, user_data, false}) {}
+
+CompletionQueue::CompletionQueue(const Device &dev, const CqConfig &config) {
+    const std::uint32_t entries = config.entries;
+    const std::uint64_t user_data = config.user_data;
     auto s = std::make_shared<State>();
     s->dev = dev.state();
-    if (channel)
-        s->channel = channel->state();
+    if (config.channel)
+        s->channel = config.channel->state();
+    s->single_threaded = config.single_threaded;
     const std::uint32_t max_cqe = s->dev->attr.limits.max_cqe;
     if (entries == 0 || entries > max_cqe)
         throw Error(EINVAL, "cannot create a CQ of " + std::to_string(entries) + " entries: 1 to " +
@@ -117,17 +137,18 @@ std::uint32_t CompletionQueue::handle() const {
 
 std::uint32_t CompletionQueue::entries() const {
     State &s = detail::checked(state_, "CompletionQueue");
-    std::lock_guard<std::mutex> guard(s.lock);
-    return s.ring.entries();
+    auto guard = s.guard();
+    return s.unmapped ? s.unmapped->entries : s.ring.entries();
 }
 
 namespace {
 
 template <class T> std::size_t poll_locked(CompletionQueue::State &s, std::span<T> out) {
-    std::lock_guard<std::mutex> guard(s.lock);
-    std::size_t n = s.ring.poll(out);
+    auto guard = s.guard();
+    detail::CompletionRing &ring = s.current_ring();
+    std::size_t n = ring.poll(out);
     // Every CQE before the overflow is handed out first.
-    if (n == 0 && !out.empty() && s.ring.overflowed() && s.ring.empty())
+    if (n == 0 && !out.empty() && ring.overflowed() && ring.empty())
         throw overflow_error(s.handle);
     return n;
 }
@@ -144,8 +165,8 @@ std::size_t CompletionQueue::poll(std::span<viaduct_cqe> out) {
 
 bool CompletionQueue::overflowed() const {
     State &s = detail::checked(state_, "CompletionQueue");
-    std::lock_guard<std::mutex> guard(s.lock);
-    return s.ring.overflowed();
+    auto guard = s.guard();
+    return s.current_ring().overflowed();
 }
 
 void CompletionQueue::arm(bool solicited_only) {
@@ -210,9 +231,9 @@ std::size_t CompletionQueue::wait(std::span<Completion> out, std::chrono::millis
 
 std::uint32_t CompletionQueue::resize(std::uint32_t entries) {
     State &s = detail::checked(state_, "CompletionQueue");
-    std::lock_guard<std::mutex> guard(s.lock);
+    auto guard = s.guard();
     // CQEs already taken must not move to the new ring.
-    s.ring.publish_consumer();
+    s.current_ring().publish_consumer();
     viaduct_resize_cq r{};
     r.handle = s.handle;
     r.entries = entries;
@@ -225,11 +246,12 @@ std::uint32_t CompletionQueue::resize(std::uint32_t entries) {
                                  " entries: out of range, or fewer than it holds");
         throw detail::call_error(err, "resize " + cq_name(s.handle));
     }
-    // The old ring is never written again; its mapping goes now.
-    check_ring(r.entries, r.mmap_size, s.handle);
-    s.map = detail::Mapping(s.dev->fd.get(), r.mmap_key, static_cast<std::size_t>(r.mmap_size),
-                            "resized ring of " + cq_name(s.handle));
-    s.ring = detail::CompletionRing(s.map.data(), r.entries);
+    // The kernel writes only the new ring from here on: the old one must
+    // not be polled again, whatever happens next.
+    s.ring = detail::CompletionRing();
+    s.map = detail::Mapping();
+    s.unmapped = State::NewRing{r.mmap_key, r.mmap_size, r.entries};
+    s.current_ring();
     return r.entries;
 }
 

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 // Listing, selecting and querying devices.
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <pthread.h>
 
 #include "device_state.hpp"
 #include "syscall.hpp"
@@ -11,6 +13,15 @@
 namespace viaduct {
 
 namespace {
+
+std::atomic<std::uint64_t> fork_count{0};
+
+void count_fork() noexcept {
+    fork_count.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Registered when the library is loaded, before any context exists.
+[[maybe_unused]] const int fork_handler = ::pthread_atfork(nullptr, nullptr, count_fork);
 
 // Rounds of LIST_DEVICES before giving up on a namespace whose device count
 // keeps growing between the calls.
@@ -25,6 +36,16 @@ DeviceAttributes query_selected(int fd, const std::string &name) {
 }
 
 } // namespace
+
+std::uint64_t detail::fork_generation() noexcept {
+    return fork_count.load(std::memory_order_relaxed);
+}
+
+Error detail::inherited_error(const char *type) {
+    return Error(EPERM, std::string("viaduct::") + type +
+                            " belongs to the process that created it, not to this child of "
+                            "fork(): open a Device of its own (libviaduct(3), FORK)");
+}
 
 std::string device_path() {
     const char *env = std::getenv("VIADUCT_DEVICE");
@@ -90,6 +111,8 @@ Device Device::open(std::uint32_t index, const std::string &path) {
 const Device::State &Device::checked() const {
     if (!state_)
         throw Error(EBADF, "viaduct::Device used after it was moved from");
+    if (state_->inherited())
+        throw detail::inherited_error("Device");
     return *state_;
 }
 

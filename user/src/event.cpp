@@ -106,8 +106,7 @@ CompletionChannel::CompletionChannel(const Device &dev) {
 }
 
 std::shared_ptr<CompletionChannel::State> CompletionChannel::state() const {
-    if (!state_)
-        throw Error(EBADF, "viaduct::CompletionChannel used after it was moved from");
+    detail::checked(state_, "CompletionChannel");
     return state_;
 }
 

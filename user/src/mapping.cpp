@@ -17,16 +17,19 @@ Mapping::Mapping(int fd, std::uint64_t key, std::size_t size, const std::string 
                                " bytes): " + std::generic_category().message(errno));
     addr_ = p;
     size_ = size;
+    generation_ = fork_generation();
 }
 
 Mapping::Mapping(Mapping &&other) noexcept
-    : addr_(std::exchange(other.addr_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+    : addr_(std::exchange(other.addr_, nullptr)), size_(std::exchange(other.size_, 0)),
+      generation_(other.generation_) {}
 
 Mapping &Mapping::operator=(Mapping &&other) noexcept {
     if (this != &other) {
         reset();
         addr_ = std::exchange(other.addr_, nullptr);
         size_ = std::exchange(other.size_, 0);
+        generation_ = other.generation_;
     }
     return *this;
 }
@@ -36,7 +39,7 @@ Mapping::~Mapping() {
 }
 
 void Mapping::reset() noexcept {
-    if (addr_)
+    if (addr_ && generation_ == fork_generation())
         ::munmap(addr_, size_);
     addr_ = nullptr;
     size_ = 0;
@@ -44,6 +47,8 @@ void Mapping::reset() noexcept {
 
 void destroy_handle(const Device::State *dev, unsigned long cmd, std::uint32_t handle) noexcept {
     if (!dev || !handle) // creation failed: nothing to destroy
+        return;
+    if (dev->inherited()) // the parent's, not this child's
         return;
     viaduct_handle h{};
     h.handle = handle;

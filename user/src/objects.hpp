@@ -10,6 +10,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include <viaduct/viaduct.hpp>
 
@@ -42,25 +43,52 @@ private:
 
     void *addr_ = nullptr;
     std::size_t size_ = 0;
+    // A child of fork() does not inherit the mapping (VM_DONTCOPY): its
+    // range may hold something else there, which is not unmapped.
+    std::uint64_t generation_ = 0;
 };
 
-// The state of a handle object, or Error(EBADF) for a moved-from one. No
-// reference is taken: the caller's object holds one.
+// The object's own lock, or none for one its user serialises.
+inline std::unique_lock<std::mutex> lock_unless(std::mutex &m, bool single_threaded) {
+    return single_threaded ? std::unique_lock<std::mutex>(m, std::defer_lock)
+                           : std::unique_lock<std::mutex>(m);
+}
+
+// Whether the object of @s belongs to the parent of this child of fork().
+template <class S> bool inherited(const S &s) noexcept {
+    if constexpr (requires { s.dev; })
+        return s.dev && s.dev->inherited();
+    else if constexpr (requires { s.pd; })
+        return s.pd && s.pd->dev && s.pd->dev->inherited();
+    else
+        return false;
+}
+
+// The state of a handle object; Error(EBADF) for a moved-from one and
+// Error(EPERM) for one inherited across fork(). No reference is taken: the
+// caller's object holds one.
 template <class S> S &checked(const std::shared_ptr<S> &state, const char *type) {
     if (!state)
         throw Error(EBADF, std::string("viaduct::") + type + " used after it was moved from");
+    if (inherited(*state))
+        throw inherited_error(type);
     return *state;
 }
 
 // DESTROY_* of a handle from a destructor: errors are ignored, since the
 // kernel frees whatever is left when the context closes. Nothing to do for
-// a state whose construction failed before it had a context or a handle.
+// a state whose construction failed before it had a context or a handle,
+// nor in a child of fork(), where the handle is the parent's.
 void destroy_handle(const Device::State *dev, unsigned long cmd, std::uint32_t handle) noexcept;
 
 // Reads one record of @size bytes from the non-blocking @fd into @buf,
 // waiting up to @timeout (negative: for ever). False on timeout.
 bool read_record(int fd, void *buf, std::size_t size, std::chrono::milliseconds timeout,
                  const std::string &what);
+
+// Whether @id's channel maps its handle to its state: the entry the
+// channel's events are matched with (a check for the tests).
+bool cm_id_registered(const ConnectionId &id);
 
 } // namespace detail
 
@@ -103,12 +131,28 @@ struct VIADUCT_LOCAL CompletionQueue::State {
     std::shared_ptr<CompletionChannel::State> channel; // may be null
     std::uint32_t handle = 0;
     std::uint64_t user_data = 0;
+    bool single_threaded = false; // no lock taken
+
+    std::unique_lock<std::mutex> guard() { return detail::lock_unless(lock, single_threaded); }
 
     // Serialises poll, wait and resize: the ring and its mapping change in
     // a resize, and the consumer index has one writer.
     std::mutex lock;
     detail::Mapping map;
     detail::CompletionRing ring;
+
+    // The ring the kernel switched to in a RESIZE_CQ whose mmap failed: the
+    // old ring is never written again, so nothing is polled until this one
+    // is mapped (retried by the next poll, which throws if it fails again).
+    struct NewRing {
+        std::uint64_t key = 0;
+        std::uint64_t size = 0;
+        std::uint32_t entries = 0;
+    };
+    std::optional<NewRing> unmapped;
+
+    // The ring, mapping the resized one first if a resize left it unmapped.
+    detail::CompletionRing &current_ring();
 
     ~State();
 };

@@ -48,8 +48,7 @@ std::uint32_t ProtectionDomain::handle() const {
 }
 
 std::shared_ptr<ProtectionDomain::State> ProtectionDomain::state() const {
-    if (!state_)
-        throw Error(EBADF, "viaduct::ProtectionDomain used after it was moved from");
+    detail::checked(state_, "ProtectionDomain");
     return state_;
 }
 
@@ -80,9 +79,7 @@ MemoryRegion::MemoryRegion(const ProtectionDomain &pd, void *addr, std::size_t l
 namespace {
 
 const MemoryRegion::State &checked(const std::shared_ptr<MemoryRegion::State> &s) {
-    if (!s)
-        throw Error(EBADF, "viaduct::MemoryRegion used after it was moved from");
-    return *s;
+    return detail::checked(s, "MemoryRegion");
 }
 
 } // namespace

@@ -124,15 +124,20 @@ void ring_doorbell(QueuePair::State &s, std::uint32_t which) {
                                           "the next doorbell)");
 }
 
+// Posts @wrs whole; false if the queue has no room for them (nothing
+// posted then), and the full_error() if @throw_if_full.
 template <class Wr, class Encode>
-void post(QueuePair::State &s, QueuePair::State::Queue &q, std::span<const Wr> wrs,
-          std::uint32_t which, const char *name, Encode encode) {
+bool post(QueuePair::State &s, QueuePair::State::Queue &q, std::span<const Wr> wrs,
+          std::uint32_t which, const char *name, Encode encode, bool throw_if_full) {
     if (wrs.empty())
-        return;
+        return true;
     {
-        std::lock_guard<std::mutex> guard(q.lock);
-        if (q.ring.room() < wrs.size())
+        auto guard = detail::lock_unless(q.lock, s.caps.single_threaded);
+        if (q.ring.room() < wrs.size()) {
+            if (!throw_if_full)
+                return false;
             throw full_error(name, s.handle, q.ring.depth(), wrs.size());
+        }
         // Written whole before anything is published: a WR that does not
         // encode leaves the queue as it was.
         for (std::size_t i = 0; i < wrs.size(); ++i)
@@ -140,6 +145,7 @@ void post(QueuePair::State &s, QueuePair::State::Queue &q, std::span<const Wr> w
         q.ring.publish(static_cast<std::uint32_t>(wrs.size()));
     }
     ring_doorbell(s, which);
+    return true;
 }
 
 std::size_t poll_private(QueuePair::State &s, QueuePair::State::PrivateRing &r, bool present,
@@ -147,7 +153,7 @@ std::size_t poll_private(QueuePair::State &s, QueuePair::State::PrivateRing &r, 
     if (!present)
         throw Error(EINVAL, std::string("the ") + name + " queue of " + qp_name(s.handle) +
                                 " completes into a CQ: poll that");
-    std::lock_guard<std::mutex> guard(r.lock);
+    auto guard = detail::lock_unless(r.lock, s.caps.single_threaded);
     std::size_t n = r.ring.poll(out);
     if (n == 0 && !out.empty() && r.ring.overflowed() && r.ring.empty())
         throw Error(EIO, std::string("the private ") + name + " completion ring of " +
@@ -202,6 +208,7 @@ QueuePair::QueuePair(const ProtectionDomain &pd, const QpConfig &c) {
     caps.polled_doorbell = c.polled_doorbell;
     caps.private_send_ring = !s->send_cq;
     caps.private_recv_ring = !s->recv_cq;
+    caps.single_threaded = c.single_threaded;
     if (!detail::is_pow2(a.sq_depth) || !detail::is_pow2(a.rq_depth) ||
         sizeof(viaduct_doorbell) > a.db_size ||
         std::uint64_t{a.sq_depth} * a.sq_wqe_size > a.sq_size ||
@@ -311,7 +318,7 @@ void QueuePair::post_send(const SendWr &wr) {
 
 void QueuePair::post_send(std::span<const SendWr> wrs) {
     State &s = detail::checked(state_, "QueuePair");
-    post(s, s.sq, wrs, VIADUCT_DOORBELL_SQ, "send", detail::encode_send);
+    post(s, s.sq, wrs, VIADUCT_DOORBELL_SQ, "send", detail::encode_send, true);
 }
 
 void QueuePair::post_recv(const RecvWr &wr) {
@@ -320,18 +327,36 @@ void QueuePair::post_recv(const RecvWr &wr) {
 
 void QueuePair::post_recv(std::span<const RecvWr> wrs) {
     State &s = detail::checked(state_, "QueuePair");
-    post(s, s.rq, wrs, VIADUCT_DOORBELL_RQ, "receive", detail::encode_recv);
+    post(s, s.rq, wrs, VIADUCT_DOORBELL_RQ, "receive", detail::encode_recv, true);
+}
+
+bool QueuePair::try_post_send(const SendWr &wr) {
+    return try_post_send(std::span<const SendWr>(&wr, 1));
+}
+
+bool QueuePair::try_post_send(std::span<const SendWr> wrs) {
+    State &s = detail::checked(state_, "QueuePair");
+    return post(s, s.sq, wrs, VIADUCT_DOORBELL_SQ, "send", detail::encode_send, false);
+}
+
+bool QueuePair::try_post_recv(const RecvWr &wr) {
+    return try_post_recv(std::span<const RecvWr>(&wr, 1));
+}
+
+bool QueuePair::try_post_recv(std::span<const RecvWr> wrs) {
+    State &s = detail::checked(state_, "QueuePair");
+    return post(s, s.rq, wrs, VIADUCT_DOORBELL_RQ, "receive", detail::encode_recv, false);
 }
 
 std::uint32_t QueuePair::send_queue_room() const {
     State &s = detail::checked(state_, "QueuePair");
-    std::lock_guard<std::mutex> guard(s.sq.lock);
+    auto guard = detail::lock_unless(s.sq.lock, s.caps.single_threaded);
     return s.sq.ring.room();
 }
 
 std::uint32_t QueuePair::recv_queue_room() const {
     State &s = detail::checked(state_, "QueuePair");
-    std::lock_guard<std::mutex> guard(s.rq.lock);
+    auto guard = detail::lock_unless(s.rq.lock, s.caps.single_threaded);
     return s.rq.ring.room();
 }
 

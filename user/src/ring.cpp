@@ -30,9 +30,13 @@ std::size_t CompletionRing::poll_as(std::span<T> out, Convert convert) {
     // Pairs with the kernel's store-release of producer after it wrote the
     // CQE: every CQE before the index we see is complete.
     const std::uint32_t producer = load_acquire(hdr_->producer);
-    std::uint32_t avail = ring_used(producer, consumer_);
-    if (avail > entries_) // cannot happen with a sane kernel: read nothing
-        avail = 0;
+    const std::uint32_t avail = ring_used(producer, consumer_);
+    if (avail > entries_) // the ring is corrupt: nothing in it can be trusted
+        throw Error(EPROTO, "completion ring of " + std::to_string(entries_) +
+                                " entries: the kernel's producer index " +
+                                std::to_string(producer) + " is " + std::to_string(avail) +
+                                " ahead of the consumer index " + std::to_string(consumer_) +
+                                "; the ring is corrupt");
     const std::size_t n = avail < out.size() ? avail : out.size();
     for (std::size_t i = 0; i < n; ++i) {
         viaduct_cqe cqe;
@@ -47,11 +51,11 @@ std::size_t CompletionRing::poll_as(std::span<T> out, Convert convert) {
     return n;
 }
 
-std::size_t CompletionRing::poll(std::span<viaduct_cqe> out) noexcept {
+std::size_t CompletionRing::poll(std::span<viaduct_cqe> out) {
     return poll_as(out, [](const viaduct_cqe &c) { return c; });
 }
 
-std::size_t CompletionRing::poll(std::span<Completion> out) noexcept {
+std::size_t CompletionRing::poll(std::span<Completion> out) {
     return poll_as(out, [](const viaduct_cqe &c) { return to_completion(c); });
 }
 

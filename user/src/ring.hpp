@@ -63,9 +63,11 @@ public:
     bool valid() const noexcept { return hdr_ != nullptr; }
 
     // Load-acquire the producer, copy out up to out.size() CQEs, then
-    // store-release the consumer. Returns how many were copied.
-    std::size_t poll(std::span<viaduct_cqe> out) noexcept;
-    std::size_t poll(std::span<Completion> out) noexcept;
+    // store-release the consumer. Returns how many were copied. A producer
+    // index more than a ring ahead of the consumer is Error(EPROTO), and
+    // nothing is consumed.
+    std::size_t poll(std::span<viaduct_cqe> out);
+    std::size_t poll(std::span<Completion> out);
 
     // Nothing left to read before the kernel's producer index.
     bool empty() const noexcept;

@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <mutex>
 #include <sys/ioctl.h>
+#include <thread>
 
 #include <viaduct/viaduct-abi.h>
 
@@ -16,6 +17,8 @@ namespace viaduct::test {
 namespace {
 
 std::atomic<bool> recording{false};
+std::atomic<unsigned long> delayed_cmd{0};
+std::atomic<long> delay_us{0};
 std::mutex calls_lock;
 std::vector<IoctlCall> recorded;
 
@@ -48,6 +51,15 @@ IoctlTrace::~IoctlTrace() {
     recording.store(false);
 }
 
+IoctlDelay::IoctlDelay(unsigned long cmd, std::chrono::microseconds delay) {
+    delay_us.store(static_cast<long>(delay.count()));
+    delayed_cmd.store(cmd);
+}
+
+IoctlDelay::~IoctlDelay() {
+    delayed_cmd.store(0);
+}
+
 std::vector<IoctlCall> IoctlTrace::calls() const {
     std::lock_guard<std::mutex> guard(calls_lock);
     return recorded;
@@ -74,6 +86,8 @@ extern "C" int ioctl(int fd, unsigned long cmd, ...) noexcept {
         std::memcpy(&c.handle, arg, sizeof(c.handle));
     int ret = real_ioctl()(fd, cmd, arg);
     const int saved = errno;
+    if (cmd == delayed_cmd.load())
+        std::this_thread::sleep_for(std::chrono::microseconds(delay_us.load()));
     if (rec) {
         c.fd = fd;
         c.cmd = cmd;

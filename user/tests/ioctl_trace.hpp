@@ -4,6 +4,7 @@
 // libviaduct (linked statically) makes, with its result.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -28,6 +29,17 @@ public:
 
     std::vector<IoctlCall> calls() const;
     std::size_t count(unsigned long cmd) const;
+};
+
+// While it lives, every ioctl() of @cmd sleeps @delay after the real call
+// returns, before its caller sees the result: it widens the window between
+// a command and what the library does next, for tests of races.
+class IoctlDelay {
+public:
+    IoctlDelay(unsigned long cmd, std::chrono::microseconds delay);
+    ~IoctlDelay();
+    IoctlDelay(const IoctlDelay &) = delete;
+    IoctlDelay &operator=(const IoctlDelay &) = delete;
 };
 
 } // namespace viaduct::test

@@ -7,19 +7,26 @@
 // no IPv4 address.
 #include <algorithm>
 #include <arpa/inet.h>
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <span>
 #include <string>
 #include <sys/socket.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
 #include <viaduct/viaduct.hpp>
 
+#include "ioctl_trace.hpp"
+#include "live_env.hpp"
+#include "objects.hpp"
 #include "syscall.hpp"
 
 using namespace std::chrono_literals;
@@ -72,17 +79,7 @@ struct Side {
 class LiveCm : public ::testing::Test {
 protected:
     void SetUp() override {
-        if (::access(viaduct::device_path().c_str(), F_OK) != 0)
-            GTEST_SKIP() << "no " << viaduct::device_path() << ": viaduct.ko not loaded";
-        auto devs = Device::list();
-        const char *want = std::getenv("VIADUCT_TEST_DEVICE");
-        if (want && *want) {
-            name_ = want;
-        } else if (!devs.empty()) {
-            name_ = devs.front().name;
-        } else {
-            GTEST_SKIP() << "no viaduct device";
-        }
+        VIADUCT_LIVE_DEVICE(name_);
         auto attr = Device::open(name_).attributes();
         for (const auto &a : attr.addresses) {
             if (a.family == AF_INET) {
@@ -91,7 +88,7 @@ protected:
             }
         }
         if (addr_.empty())
-            GTEST_SKIP() << name_ << " (" << attr.ifname << ") has no IPv4 address";
+            VIADUCT_LIVE_UNAVAILABLE(name_ << " (" << attr.ifname << ") has no IPv4 address");
         server_ = std::make_unique<Side>(name_);
         client_ = std::make_unique<Side>(name_);
         listener_ = std::make_unique<ConnectionId>(server_->channel, 0x1157);
@@ -293,6 +290,257 @@ TEST_F(LiveCm, DestroyedIdWithUnreadEvents) {
     viaduct_cm_ack a{};
     a.handle = handle;
     EXPECT_EQ(ENOENT, raw(client_->dev, VIADUCT_IOCTL_CM_ACK_EVENT, &a)) << "id not destroyed";
+    server_->expect(CmEventType::Disconnected);
+}
+
+// Handles are reused as soon as the kernel destroys an id. Threads that
+// create and destroy ids on one channel at once, while its reader takes
+// CONNECT_REQUESTs (ids the kernel makes), must leave every live id mapped
+// to its own state: an id whose entry a concurrent destroy erased has
+// events that carry no state.
+TEST_F(LiveCm, ConcurrentCreateDestroyKeepsEveryIdRegistered) {
+    constexpr int threads = 4, rounds = 200;
+    std::atomic<int> lost{0};
+    // Each destroy lingers after the kernel freed the handle: another
+    // thread's create gets the handle then.
+    viaduct::test::IoctlDelay linger(VIADUCT_IOCTL_CM_DESTROY_ID, std::chrono::microseconds(500));
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+        workers.emplace_back([&] {
+            std::vector<ConnectionId> kept;
+            for (int i = 0; i < rounds; ++i) {
+                ConnectionId gone(server_->channel);
+                ConnectionId stays(server_->channel);
+                { ConnectionId brief = std::move(gone); } // destroyed beside the others' creates
+                if (!viaduct::detail::cm_id_registered(stays))
+                    lost.fetch_add(1);
+                kept.push_back(std::move(stays));
+                if (kept.size() > 8)
+                    kept.erase(kept.begin());
+            }
+            for (const ConnectionId &id : kept)
+                if (!viaduct::detail::cm_id_registered(id))
+                    lost.fetch_add(1);
+        });
+    }
+    // Incoming connections beside them: their ids are registered by read().
+    std::vector<std::unique_ptr<ConnectionId>> conns;
+    std::vector<std::unique_ptr<Side>> clients;
+    for (int i = 0; i < 4; ++i) {
+        clients.push_back(std::make_unique<Side>(name_));
+        conns.push_back(std::make_unique<ConnectionId>(clients.back()->channel));
+        conns.back()->connect(clients.back()->qp, addr_, port_);
+    }
+    std::vector<ConnectionId> requests;
+    for (int i = 0; i < 4; ++i) {
+        CmEvent req = server_->expect(CmEventType::ConnectRequest);
+        requests.push_back(req.connection());
+    }
+    for (std::thread &w : workers)
+        w.join();
+    EXPECT_EQ(0, lost.load()) << "ids whose channel entry was erased by another's destroy";
+    for (const ConnectionId &r : requests)
+        EXPECT_TRUE(viaduct::detail::cm_id_registered(r));
+    for (ConnectionId &r : requests)
+        r.reject();
+    for (auto &c : clients)
+        c->expect(CmEventType::Rejected);
+}
+
+// A moved-from event: its accessors throw EBADF rather than read through a
+// null pointer, and it acknowledges nothing.
+TEST_F(LiveCm, MovedFromEventThrowsEbadf) {
+    ConnectionId conn(client_->channel);
+    conn.connect(client_->qp, addr_, port_);
+    CmEvent req = server_->expect(CmEventType::ConnectRequest);
+    CmEvent held = std::move(req);
+    EXPECT_FALSE(req); // NOLINT(bugprone-use-after-move): the point of the test
+    EXPECT_TRUE(held);
+    auto ebadf = [](auto &&fn) {
+        try {
+            fn();
+            ADD_FAILURE() << "no error from a moved-from CmEvent";
+        } catch (const viaduct::Error &e) {
+            EXPECT_EQ(EBADF, e.errnum()) << e.what();
+        }
+    };
+    ebadf([&] { (void)req.type(); });
+    ebadf([&] { (void)req.status(); });
+    ebadf([&] { (void)req.handle(); });
+    ebadf([&] { (void)req.seq(); });
+    ebadf([&] { (void)req.private_data(); });
+    ebadf([&] { (void)req.peer(); });
+    ebadf([&] { (void)req.raw(); });
+    ebadf([&] { (void)req.connection(); });
+    req.ack(); // nothing to acknowledge
+    EXPECT_EQ(CmEventType::ConnectRequest, held.type());
+    held.connection().reject();
+    client_->expect(CmEventType::Rejected);
+}
+
+// listen("") is every address of the device, IPv4 and IPv6: one listening
+// IPv6 socket on the any-address, which takes IPv4 connections too. The
+// connections themselves need a peer in another namespace (a listener on
+// the any-address is bound to the device's interface, and a connection
+// from this host arrives on lo): selftests/ping_test.sh makes them.
+TEST_F(LiveCm, ListenOnEveryAddressIsOneDualStackSocket) {
+    ConnectionId any(server_->channel, 0xa11);
+    const std::uint16_t port = any.listen("", 0);
+    ASSERT_NE(0, port);
+    // /proc/net/tcp6: "sl local_address rem_address st ..." in hex; the
+    // any-address is 32 zeros, LISTEN is state 0A.
+    char hex_port[8];
+    std::snprintf(hex_port, sizeof(hex_port), "%04X", static_cast<unsigned>(port));
+    const std::string wanted = std::string(32, '0') + ":" + hex_port;
+    FILE *f = std::fopen("/proc/net/tcp6", "r");
+    ASSERT_NE(nullptr, f) << "no /proc/net/tcp6: a kernel without IPv6?";
+    char line[512];
+    bool found = false;
+    while (std::fgets(line, sizeof(line), f)) {
+        std::string l(line);
+        if (l.find(" " + wanted + " ") != std::string::npos && l.find(" 0A ") != std::string::npos)
+            found = true;
+    }
+    std::fclose(f);
+    EXPECT_TRUE(found) << "no IPv6 listener on [::]:" << port;
+    // A second listener on the same port and IPv4's any-address collides
+    // with it: the IPv6 socket holds the IPv4 port too.
+    ConnectionId v4(server_->channel);
+    try {
+        v4.listen("0.0.0.0", port);
+        ADD_FAILURE() << "0.0.0.0:" << port << " was free beside a dual-stack listener";
+    } catch (const viaduct::Error &e) {
+        EXPECT_EQ(EADDRINUSE, e.errnum()) << e.what();
+    }
+}
+
+namespace {
+
+// One end of a data-moving connection: a CQ, a QP allowing remote reads
+// and writes, and a registered buffer.
+struct Endpoint {
+    Endpoint(Side &side, std::size_t size, bool single_threaded)
+        : cq(side.dev, viaduct::CqConfig{.entries = 64, .single_threaded = single_threaded}),
+          qp(side.pd, config(cq, single_threaded)), buf(size),
+          mr(side.pd, buf.data(), buf.size(),
+             viaduct::access::local_write | viaduct::access::remote_write |
+                 viaduct::access::remote_read) {}
+
+    static viaduct::QpConfig config(const viaduct::CompletionQueue &cq, bool single_threaded) {
+        viaduct::QpConfig c;
+        c.send_cq = &cq;
+        c.recv_cq = &cq;
+        c.access = VIADUCT_QP_ACCESS_REMOTE_WRITE | VIADUCT_QP_ACCESS_REMOTE_READ;
+        c.ord = 4;
+        c.ird = 4;
+        c.single_threaded = single_threaded;
+        return c;
+    }
+
+    // The next completion, which must be a success; fails after 10 s.
+    viaduct::Completion next() {
+        std::array<viaduct::Completion, 1> wc{};
+        const auto deadline = std::chrono::steady_clock::now() + 10s;
+        while (std::chrono::steady_clock::now() < deadline) {
+            if (cq.poll(wc) == 1) {
+                EXPECT_TRUE(wc[0].ok()) << viaduct::to_string(wc[0].status);
+                return wc[0];
+            }
+            std::this_thread::sleep_for(1ms);
+        }
+        throw std::runtime_error("no completion within 10 s");
+    }
+
+    void fill(std::uint32_t seed) {
+        for (std::size_t i = 0; i < buf.size(); ++i)
+            buf[i] = static_cast<std::byte>((i * 131 + seed) >> 3);
+    }
+
+    viaduct::CompletionQueue cq;
+    QueuePair qp;
+    std::vector<std::byte> buf;
+    viaduct::MemoryRegion mr;
+};
+
+// The index of the first byte where @a and @b differ, or -1.
+std::ptrdiff_t first_difference(std::span<const std::byte> a, std::span<const std::byte> b) {
+    auto [ia, ib] = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
+    return ia == a.end() && ib == b.end() ? -1 : ia - a.begin();
+}
+
+} // namespace
+
+// Connected QPs moving data: Send into a posted receive, Send with
+// immediate data, RDMA Write and RDMA Read, every byte checked. The
+// initiator's QP and CQ are single-threaded, the responder's locked.
+TEST_F(LiveCm, ConnectedQpsMoveDataEveryByteChecked) {
+    const std::size_t size = 1 << 20;
+    Endpoint client(*client_, size, true), server(*server_, size, false);
+    client.fill(1);
+
+    ConnectionId conn(client_->channel);
+    conn.connect(client.qp, addr_, port_);
+    CmEvent req = server_->expect(CmEventType::ConnectRequest);
+    ConnectionId accepted = req.connection();
+    req.ack();
+    accepted.accept(server.qp);
+    client_->expect(CmEventType::Established);
+    server_->expect(CmEventType::Established);
+
+    // Send: 64 KiB into a receive of the whole buffer.
+    const std::uint32_t send_len = 64 << 10;
+    server.qp.post_recv(viaduct::RecvWr{.wr_id = 1, .sge = std::array{server.mr.sge()}});
+    auto sge = client.mr.sge(0, send_len);
+    ASSERT_TRUE(client.qp.try_post_send(viaduct::SendWr{.wr_id = 2, .sge = {&sge, 1}}));
+    EXPECT_EQ(2u, client.next().wr_id);
+    viaduct::Completion rc = server.next();
+    EXPECT_EQ(1u, rc.wr_id);
+    EXPECT_TRUE(rc.is_recv());
+    EXPECT_EQ(send_len, rc.byte_len);
+    EXPECT_EQ(-1, first_difference(std::span(server.buf).first(send_len),
+                                   std::span(client.buf).first(send_len)));
+
+    // Send with immediate data and no payload.
+    server.qp.post_recv(viaduct::RecvWr{.wr_id = 3});
+    client.qp.post_send(viaduct::SendWr{.wr_id = 4, .imm_data = 0xfeedu});
+    EXPECT_EQ(4u, client.next().wr_id);
+    rc = server.next();
+    EXPECT_TRUE(rc.has_imm());
+    EXPECT_EQ(0xfeedu, rc.imm_data);
+    EXPECT_EQ(0u, rc.byte_len);
+
+    // RDMA Write of the whole buffer: no completion at the target.
+    auto all = client.mr.sge();
+    client.qp.post_send(viaduct::SendWr{.wr_id = 5,
+                                        .opcode = viaduct::SendOp::RdmaWrite,
+                                        .sge = {&all, 1},
+                                        .remote_addr = server.mr.addr(),
+                                        .remote_stag = server.mr.rkey()});
+    viaduct::Completion wc = client.next();
+    EXPECT_EQ(viaduct::WcOpcode::RdmaWrite, wc.opcode);
+    // Ordered after the Write on the same connection.
+    server.qp.post_recv(viaduct::RecvWr{.wr_id = 6});
+    client.qp.post_send(viaduct::SendWr{.wr_id = 7});
+    client.next();
+    server.next();
+    EXPECT_EQ(-1, first_difference(server.buf, client.buf));
+
+    // RDMA Read of the responder's buffer, changed first, into the
+    // initiator's.
+    server.fill(77);
+    client.qp.post_send(viaduct::SendWr{.wr_id = 8,
+                                        .opcode = viaduct::SendOp::RdmaRead,
+                                        .sge = {&all, 1},
+                                        .remote_addr = server.mr.addr(),
+                                        .remote_stag = server.mr.rkey()});
+    wc = client.next();
+    EXPECT_EQ(8u, wc.wr_id);
+    EXPECT_EQ(viaduct::WcOpcode::RdmaRead, wc.opcode);
+    EXPECT_EQ(size, wc.byte_len);
+    EXPECT_EQ(-1, first_difference(client.buf, server.buf));
+
+    conn.disconnect();
+    client_->expect(CmEventType::Disconnected);
     server_->expect(CmEventType::Disconnected);
 }
 

@@ -32,6 +32,7 @@
 #include <pthread.h>
 #include <set>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -41,6 +42,8 @@
 #include <viaduct/viaduct-nl.h>
 
 #include "ioctl_trace.hpp"
+#include "live_env.hpp"
+#include "mmap_fault.hpp"
 #include "nl_stats.hpp"
 
 using namespace std::chrono_literals;
@@ -64,10 +67,6 @@ using viaduct::WcStatus;
 using viaduct::test::IoctlTrace;
 
 namespace {
-
-bool have_module() {
-    return ::access(viaduct::device_path().c_str(), F_OK) == 0;
-}
 
 bool is_open(int fd) {
     return ::fcntl(fd, F_GETFD) != -1;
@@ -132,22 +131,7 @@ private:
 
 class LiveFastPath : public ::testing::Test {
 protected:
-    void SetUp() override {
-        if (!have_module())
-            GTEST_SKIP() << "no " << viaduct::device_path() << ": viaduct.ko not loaded";
-        auto devs = Device::list();
-        const char *want = std::getenv("VIADUCT_TEST_DEVICE");
-        if (want && *want) {
-            auto it = std::find_if(devs.begin(), devs.end(),
-                                   [&](const viaduct::DeviceEntry &d) { return d.name == want; });
-            ASSERT_NE(devs.end(), it) << "VIADUCT_TEST_DEVICE=" << want << " is not listed";
-            name_ = want;
-        } else if (!devs.empty()) {
-            name_ = devs.front().name;
-        } else {
-            GTEST_SKIP() << "no viaduct device in this namespace and no VIADUCT_TEST_DEVICE";
-        }
-    }
+    void SetUp() override { VIADUCT_LIVE_DEVICE(name_); }
 
     Device open() const { return Device::open(name_); }
 
@@ -359,6 +343,114 @@ TEST_F(LiveFastPath, ResizeKeepsUnreadCompletions) {
     ASSERT_EQ(18u, rest.size());
     for (std::uint64_t i = 0; i < 18; ++i)
         EXPECT_EQ(i + 2, rest[i].wr_id);
+}
+
+// The kernel switches a CQ to its new ring in RESIZE_CQ, before the library
+// maps it: a mapping that fails then is an error from resize() and from
+// every poll() until one maps it, never the old ring read as if current.
+TEST_F(LiveFastPath, ResizeWhoseMappingFailsIsAnErrorNotSilence) {
+    Device dev = open();
+    ProtectionDomain pd(dev);
+    CompletionQueue cq(dev, 8);
+    QpConfig c;
+    c.send_cq = &cq;
+    c.recv_cq = &cq;
+    c.rq_depth = 8;
+    QueuePair qp(pd, c);
+    qp.modify(QpState::Error);
+    for (std::uint64_t i = 0; i < 3; ++i)
+        qp.post_recv(RecvWr{.wr_id = i});
+    std::array<Completion, 1> one{};
+    ASSERT_EQ(1u, poll_n([&](std::span<Completion>) { return cq.poll(one); }, 1).size());
+    {
+        viaduct::test::MmapFault fault(ENOMEM, 2);
+        std::string msg = expect_error(ENOMEM, [&] { cq.resize(40); });
+        EXPECT_TRUE(contains(msg, "resized ring")) << msg;
+        EXPECT_EQ(64u, cq.entries()) << "the kernel's size, mapped or not";
+        msg = expect_error(ENOMEM, [&] { cq.poll(one); });
+        EXPECT_TRUE(contains(msg, "cannot be polled until it is mapped")) << msg;
+        EXPECT_EQ(2, fault.failed());
+    }
+    // Mapped at the next poll: the unread completions and the new ones.
+    for (std::uint64_t i = 3; i < 5; ++i)
+        qp.post_recv(RecvWr{.wr_id = i});
+    auto rest = poll_cq(cq, 4);
+    ASSERT_EQ(4u, rest.size());
+    for (std::uint64_t i = 0; i < 4; ++i)
+        EXPECT_EQ(i + 1, rest[i].wr_id);
+    EXPECT_EQ(64u, cq.entries());
+}
+
+// fork(): the child shares the context's descriptor but not its rings.
+// Whatever it inherited refuses to be used (EPERM) and is not destroyed in
+// the kernel when the child lets it go; the child opens a context of its
+// own; the parent's objects keep working.
+TEST_F(LiveFastPath, ForkedChildNeitherUsesNorDestroysTheParentsObjects) {
+    Device dev = open();
+    ProtectionDomain pd(dev);
+    CompletionQueue cq(dev, 8);
+    Buffer buf(4096);
+    MemoryRegion mr(pd, buf.data(), buf.size());
+    QpConfig c;
+    c.send_cq = &cq;
+    c.recv_cq = &cq;
+    QueuePair qp(pd, c);
+    const std::uint32_t qp_handle = qp.handle();
+
+    const pid_t pid = ::fork();
+    ASSERT_LE(0, pid);
+    if (pid == 0) {
+        int bad = 0;
+        auto eperm = [&bad](int bit, auto &&fn) {
+            try {
+                fn();
+                bad |= bit;
+            } catch (const Error &e) {
+                if (e.errnum() != EPERM)
+                    bad |= bit;
+            } catch (...) {
+                bad |= bit;
+            }
+        };
+        std::array<Completion, 1> one{};
+        eperm(1, [&] { qp.post_recv(RecvWr{.wr_id = 1}); });
+        eperm(2, [&] { cq.poll(one); });
+        eperm(4, [&] { (void)qp.query(); });
+        eperm(8, [&] { ProtectionDomain other(dev); });
+        eperm(16, [&] { (void)mr.sge(); });
+        {
+            // Destroyed here: in the parent's context that would be the
+            // parent's objects.
+            QueuePair q = std::move(qp);
+            CompletionQueue cq2 = std::move(cq);
+            MemoryRegion m = std::move(mr);
+            ProtectionDomain p = std::move(pd);
+            Device d = std::move(dev);
+        }
+        try {
+            Device own = open();
+            ProtectionDomain p(own);
+            CompletionQueue q(own, 4);
+        } catch (...) {
+            bad |= 32;
+        }
+        ::_exit(bad);
+    }
+    int status = 0;
+    ASSERT_EQ(pid, ::waitpid(pid, &status, 0));
+    ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status);
+    EXPECT_EQ(0, WEXITSTATUS(status)) << "bits: 1 post, 2 poll, 4 query, 8 new PD, "
+                                         "16 MR, 32 own context";
+
+    // Still the parent's, all of them.
+    EXPECT_EQ(qp_handle, qp.handle());
+    EXPECT_EQ(QpState::Idle, qp.query().state);
+    qp.modify(QpState::Error);
+    qp.post_recv(RecvWr{.wr_id = 7});
+    auto got = poll_cq(cq, 1);
+    ASSERT_EQ(1u, got.size());
+    EXPECT_EQ(7u, got[0].wr_id);
+    EXPECT_EQ(WcStatus::Flushed, got[0].status);
 }
 
 TEST_F(LiveFastPath, WaitTimesOutOnAnEmptyCq) {
@@ -953,6 +1045,52 @@ TEST_F(LiveFastPath, FullQueueIsRefused) {
     for (std::uint64_t i = 0; i < 8; ++i)
         EXPECT_EQ(i, got[i].wr_id);
     EXPECT_EQ(4u, qp.send_queue_room());
+}
+
+// try_post_*: a full queue is a false return, with nothing posted and no
+// doorbell; on a single-threaded QP and CQ, which take no lock.
+TEST_F(LiveFastPath, TryPostReportsAFullQueueWithoutThrowing) {
+    Device dev = open();
+    ProtectionDomain pd(dev);
+    viaduct::CqConfig cc;
+    cc.entries = 64;
+    cc.single_threaded = true;
+    CompletionQueue cq(dev, cc);
+    QpConfig c;
+    c.send_cq = &cq;
+    c.recv_cq = &cq;
+    c.sq_depth = 4;
+    c.rq_depth = 4;
+    c.single_threaded = true;
+    QueuePair qp(pd, c);
+    EXPECT_TRUE(qp.caps().single_threaded);
+    // A WR the QP cannot hold is still an error.
+    std::vector<std::byte> data(qp.caps().max_inline + 1);
+    expect_error(EINVAL, [&] { qp.try_post_send(SendWr{.wr_id = 9, .inline_data = data}); });
+    for (std::uint64_t i = 0; i < 8; ++i)
+        ASSERT_TRUE(qp.try_post_send(SendWr{.wr_id = i})) << i;
+    const std::uint64_t doorbells = qp.doorbell_calls();
+    EXPECT_FALSE(qp.try_post_send(SendWr{.wr_id = 8}));
+    EXPECT_EQ(doorbells, qp.doorbell_calls()) << "a refused post rang the doorbell";
+
+    std::array<RecvWr, 5> five{};
+    for (std::uint64_t i = 0; i < five.size(); ++i)
+        five[i].wr_id = 100 + i;
+    // Idle: the kernel takes 4 receives, 4 more wait in the ring.
+    ASSERT_TRUE(qp.try_post_recv(std::span<const RecvWr>(five).first(4)));
+    EXPECT_FALSE(qp.try_post_recv(five)) << "5 WRs in 4 free slots";
+    ASSERT_TRUE(qp.try_post_recv(std::span<const RecvWr>(five).first(4)));
+    EXPECT_FALSE(qp.try_post_recv(five[4]));
+
+    qp.modify(QpState::Error);
+    auto got = poll_cq(cq, 16);
+    ASSERT_EQ(16u, got.size());
+    std::size_t sends = 0;
+    for (const Completion &wc : got) {
+        EXPECT_EQ(WcStatus::Flushed, wc.status);
+        sends += !wc.is_recv();
+    }
+    EXPECT_EQ(8u, sends);
 }
 
 TEST_F(LiveFastPath, MovedFromObjectsThrowEbadf) {

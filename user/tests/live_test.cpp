@@ -2,7 +2,8 @@
 //
 // Live tests: against the real module, in the test VM. Every suite here is
 // named Live* and skips where the character device ($VIADUCT_DEVICE, else
-// /dev/viaduct) does not exist.
+// /dev/viaduct) does not exist, or fails with VIADUCT_TEST_REQUIRE_DEVICE=1
+// (live_env.hpp).
 //
 // LiveContext needs only the module. LiveDevice needs a device: the one
 // named by $VIADUCT_TEST_DEVICE, which must then exist, or else the first
@@ -18,6 +19,7 @@
 
 #include <viaduct/viaduct.hpp>
 
+#include "live_env.hpp"
 #include "syscall.hpp"
 
 using viaduct::Device;
@@ -25,9 +27,7 @@ using viaduct::DeviceEntry;
 
 namespace {
 
-bool have_module() {
-    return ::access(viaduct::device_path().c_str(), F_OK) == 0;
-}
+using viaduct::test::have_module;
 
 const char *requested_device() {
     const char *name = std::getenv("VIADUCT_TEST_DEVICE");
@@ -36,26 +36,20 @@ const char *requested_device() {
 
 #define SKIP_WITHOUT_MODULE()                                                                      \
     do {                                                                                           \
-        if (!have_module()) {                                                                      \
-            GTEST_SKIP() << "no " << viaduct::device_path() << ": viaduct.ko not loaded";          \
-        }                                                                                          \
+        if (!have_module())                                                                        \
+            VIADUCT_LIVE_UNAVAILABLE("no " << viaduct::device_path()                               \
+                                           << ": viaduct.ko not loaded");                          \
     } while (0)
 
 class LiveDevice : public ::testing::Test {
 protected:
     void SetUp() override {
-        SKIP_WITHOUT_MODULE();
-        auto devs = Device::list();
-        if (const char *want = requested_device()) {
-            auto it = std::find_if(devs.begin(), devs.end(),
-                                   [&](const DeviceEntry &d) { return d.name == want; });
-            ASSERT_NE(devs.end(), it) << "VIADUCT_TEST_DEVICE=" << want << " is not listed";
-            entry_ = *it;
-        } else if (!devs.empty()) {
-            entry_ = devs.front();
-        } else {
-            GTEST_SKIP() << "no viaduct device in this namespace and no VIADUCT_TEST_DEVICE";
-        }
+        std::string name;
+        VIADUCT_LIVE_DEVICE(name);
+        for (const DeviceEntry &d : Device::list())
+            if (d.name == name)
+                entry_ = d;
+        ASSERT_EQ(name, entry_.name);
     }
 
     DeviceEntry entry_;

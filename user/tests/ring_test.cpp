@@ -146,12 +146,27 @@ TEST(CompletionRing, ReportsOverflowAfterTheLastGoodCqe) {
     EXPECT_TRUE(ring.empty());
 }
 
-TEST(CompletionRing, IgnoresAProducerMoreThanARingAhead) {
+// A producer index more than a ring ahead of what was consumed is corrupt
+// (or hostile): an error, never "empty", and nothing is consumed.
+TEST(CompletionRing, RefusesAProducerMoreThanARingAhead) {
     FakeCq cq(4);
     CompletionRing ring(cq.base(), 4);
+    cq.push(1);
     cq.hdr()->producer = 9;
     std::array<Completion, 16> out{};
-    EXPECT_EQ(0u, ring.poll(std::span<Completion>(out)));
+    try {
+        ring.poll(std::span<Completion>(out));
+        ADD_FAILURE() << "a producer index 9 ahead of a 4-entry ring was accepted";
+    } catch (const Error &e) {
+        EXPECT_EQ(EPROTO, e.errnum());
+        EXPECT_NE(std::string::npos, std::string(e.what()).find("9 ahead")) << e.what();
+    }
+    EXPECT_EQ(0u, ring.consumer());
+    EXPECT_EQ(0u, cq.hdr()->consumer);
+    EXPECT_FALSE(ring.empty());
+    // A producer exactly a ring ahead is a full ring, not an error.
+    cq.hdr()->producer = 4;
+    EXPECT_EQ(4u, ring.poll(std::span<Completion>(out)));
 }
 
 TEST(WorkRing, RoomFollowsTheKernelsConsumer) {

@@ -69,7 +69,7 @@ TEST(Output, LinkText) {
 }
 
 TEST(Output, LinkJson) {
-    EXPECT_EQ(R"([{"index":1,"name":"vd0","netdev":"eth0","ifindex":2,"state":"ACTIVE"}])"
+    EXPECT_EQ(R"([{"ifname":"vd0","ifindex":1,"state":"ACTIVE","netdev":"eth0","netdev_index":2}])"
               "\n",
               links({sample()}, {true, false}));
     EXPECT_EQ("[]\n", links({}, {true, false}));
@@ -84,8 +84,8 @@ TEST(Output, DeviceText) {
 }
 
 TEST(Output, DeviceJson) {
-    EXPECT_EQ(R"([{"index":1,"name":"vd0","netdev":"eth0","ifindex":2,"state":"ACTIVE",)"
-              R"("mtu":1500,"abi_version":1,"contexts":3,"flags":["UP","RUNNING"],)"
+    EXPECT_EQ(R"([{"ifindex":1,"ifname":"vd0","netdev":"eth0","netdev_index":2,"mtu":1500,)"
+              R"("state":"ACTIVE","abi_version":1,"contexts":3,"flags":["UP","RUNNING"],)"
               R"("addresses":["192.0.2.1/24","2001:db8::1/64"],)"
               R"("limits":{"max_pd":1024,"max_msg_size":2147483648}}])"
               "\n",

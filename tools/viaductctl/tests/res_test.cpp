@@ -100,7 +100,7 @@ TEST(Res, Text) {
               "mr vd0 pid 123 comm foo ctx 4 handle 2 pd 1 length 65536 pinned 16 "
               "access LOCAL_WRITE,REMOTE_READ\n"
               "cq vd0 pid 123 comm foo ctx 4 handle 3 cqe 64\n"
-              "qp vd0 pid 123 comm foo ctx 4 handle 4 qpn 5 state IDLE sq 16 rq 16 "
+              "qp vd0 pid 123 comm foo ctx 4 handle 4 lqpn 5 state IDLE sq 16 rq 16 "
               "doorbell polled pd 1 scq 3 rcq 3\n",
               res(sample_res(), {}));
     EXPECT_EQ("", res({}, {}));
@@ -118,11 +118,11 @@ TEST(Res, TextStagAndSyscallDoorbell) {
 
 TEST(Res, Json) {
     auto r = sample_res();
-    EXPECT_EQ(R"([{"type":"pd","dev":"vd0","pid":123,"comm":"foo","ctx":4,"handle":1,"pdn":9},)"
-              R"({"type":"mr","dev":"vd0","pid":123,"comm":"foo","ctx":4,"handle":2,"pd":1,)"
+    EXPECT_EQ(R"([{"type":"pd","ifname":"vd0","pid":123,"comm":"foo","ctxn":4,"handle":1,"pdn":9},)"
+              R"({"type":"mr","ifname":"vd0","pid":123,"comm":"foo","ctxn":4,"handle":2,"pd":1,)"
               R"("length":65536,"pinned_pages":16,"access":"LOCAL_WRITE,REMOTE_READ"},)"
-              R"({"type":"cq","dev":"vd0","pid":123,"comm":"foo","ctx":4,"handle":3,"cqe":64},)"
-              R"({"type":"qp","dev":"vd0","pid":123,"comm":"foo","ctx":4,"handle":4,"qpn":5,)"
+              R"({"type":"cq","ifname":"vd0","pid":123,"comm":"foo","ctxn":4,"handle":3,"cqe":64},)"
+              R"({"type":"qp","ifname":"vd0","pid":123,"comm":"foo","ctxn":4,"handle":4,"lqpn":5,)"
               R"("state":"IDLE","sq_depth":16,"rq_depth":16,"doorbell":"polled","pd":1,)"
               R"("send_cq":3,"recv_cq":3}])"
               "\n",
@@ -140,9 +140,9 @@ TEST(Stats, Text) {
 TEST(Stats, JsonGlobalFirst) {
     std::string out = stats(sample_stats(), {true, false});
     EXPECT_EQ(R"({"global":{"contexts":2,"pds":1,"pinned_pages":16,"worker_polls":7},)"
-              R"("contexts":[{"dev":"vd0","pid":123,"comm":"foo","ctx":4,"pds":1,)"
+              R"("contexts":[{"ctxn":4,"ifname":"vd0","pid":123,"comm":"foo","pds":1,)"
               R"("pinned_pages":16,"doorbells":3},)"
-              R"({"dev":"","pid":0,"comm":"","ctx":5,"pds":0,"pinned_pages":0,"doorbells":0}]})"
+              R"({"ctxn":5,"ifname":"","pid":0,"comm":"","pds":0,"pinned_pages":0,"doorbells":0}]})"
               "\n",
               out);
     // Scripts take the first "pinned_pages" for the module-wide number.
@@ -166,4 +166,23 @@ TEST(Args, StatsAndRes) {
     EXPECT_EQ(static_cast<std::uint32_t>(VIADUCT_RES_MR), parse({"res", "mr", "-j"}).res_type);
     EXPECT_THROW(parse({"res", "srq"}), UsageError);
     EXPECT_THROW(parse({"res", "qp", "cq"}), UsageError);
+}
+
+TEST(Res, Filters) {
+    auto r = sample_res();
+    auto count = [&r](std::vector<viaductctl::ResFilter> f) {
+        std::size_t n = 0;
+        for (const auto &x : r)
+            n += viaductctl::res_matches(x, f);
+        return n;
+    };
+    EXPECT_EQ(4u, count({}));
+    EXPECT_EQ(4u, count({{"pid", "123"}}));
+    EXPECT_EQ(0u, count({{"pid", "124"}}));
+    EXPECT_EQ(4u, count({{"ifname", "vd0"}, {"comm", "foo"}, {"ctxn", "4"}}));
+    EXPECT_EQ(0u, count({{"ifname", "vd0"}, {"comm", "bar"}}));
+    EXPECT_EQ(1u, count({{"lqpn", "5"}})) << "only the QP has a QPN";
+    EXPECT_EQ(0u, count({{"lqpn", "6"}}));
+    EXPECT_EQ(1u, count({{"handle", "2"}}));
+    EXPECT_EQ(0u, count({{"pid", "0123"}})) << "decimal as printed, not a pattern";
 }

@@ -353,14 +353,26 @@ struct Completion {
 
 VIADUCT_API Completion to_completion(const viaduct_cqe &cqe) noexcept;
 
+// What to create a completion queue with.
+struct CqConfig {
+    std::uint32_t entries = 0; // at least; rounded up to a power of two
+    const CompletionChannel *channel = nullptr;
+    std::uint64_t user_data = 0; // returned in channel and asynchronous events
+    // The caller serialises every call on the CQ, so it takes no lock of
+    // its own (as verbs' IBV_CREATE_CQ_ATTR_SINGLE_THREADED).
+    bool single_threaded = false;
+};
+
 // A completion queue: a ring the kernel writes CQEs into and poll() reads
 // without a system call. poll(), wait() and resize() are serialised by a
-// lock of the CQ's own, so any thread may call them.
+// lock of the CQ's own, so any thread may call them (unless it was created
+// single-threaded).
 class VIADUCT_API CompletionQueue {
 public:
     // At least @entries CQEs (rounded up to a power of two by the kernel).
     CompletionQueue(const Device &dev, std::uint32_t entries,
                     const CompletionChannel *channel = nullptr, std::uint64_t user_data = 0);
+    CompletionQueue(const Device &dev, const CqConfig &config);
 
     CompletionQueue(const CompletionQueue &) = delete;
     CompletionQueue &operator=(const CompletionQueue &) = delete;
@@ -433,6 +445,9 @@ struct QpConfig {
     std::uint32_t max_msg_size = 0; // 0: the device's limit
     bool polled_doorbell = false;   // the kernel polls the doorbell page
     std::uint64_t user_data = 0;    // returned in asynchronous events
+    // The caller serialises all posting and polling on the QP, so it takes
+    // no lock of its own.
+    bool single_threaded = false;
 };
 
 // What the kernel made of a QpConfig.
@@ -448,6 +463,7 @@ struct QpCaps {
     bool polled_doorbell = false;
     bool private_send_ring = false;
     bool private_recv_ring = false;
+    bool single_threaded = false;
 };
 
 struct QpAttributes {
@@ -498,12 +514,15 @@ struct RecvWr {
 };
 
 // A queue pair (a VIPL VI). Posting writes the shared ring and rings the
-// doorbell: a DOORBELL system call per post_send()/post_recv() call, or
-// with QpConfig::polled_doorbell none, unless the kernel's poller has gone
-// to sleep and flagged NEED_WAKEUP in the doorbell page. The send and
-// receive sides have locks of their own and share nothing writable, so one
-// thread may post sends while another posts receives; so may several
-// threads on one side.
+// doorbell, which costs one DOORBELL system call per post_send() or
+// post_recv() call (a batch is one call): the kernel learns of new work
+// only that way. With QpConfig::polled_doorbell a kernel thread polls the
+// doorbell page instead and posting makes no system call, unless that
+// poller has gone to sleep and flagged NEED_WAKEUP, when one call wakes
+// it. Polling completions never makes one. The send and receive sides
+// have locks of their own and share nothing writable, so one thread may
+// post sends while another posts receives; so may several threads on one
+// side (unless the QP was created single-threaded).
 class VIADUCT_API QueuePair {
 public:
     QueuePair(const ProtectionDomain &pd, const QpConfig &config);
@@ -533,6 +552,14 @@ public:
     void post_send(std::span<const SendWr> wrs);
     void post_recv(const RecvWr &wr);
     void post_recv(std::span<const RecvWr> wrs);
+
+    // As post_send()/post_recv(), but a queue without room for the whole
+    // batch, which is routine, is no exception: false, and nothing posted.
+    // A WR the QP cannot hold and a failed doorbell still throw, as there.
+    bool try_post_send(const SendWr &wr);
+    bool try_post_send(std::span<const SendWr> wrs);
+    bool try_post_recv(const RecvWr &wr);
+    bool try_post_recv(std::span<const RecvWr> wrs);
 
     // Free slots now; the kernel frees slots as it takes WRs, long before
     // they complete.
@@ -655,8 +682,12 @@ public:
     explicit operator bool() const noexcept { return state_ != nullptr; }
     std::uint32_t handle() const;
 
-    // Listens on @address ("" or "0.0.0.0" or "::": every address of the
-    // device) and @port (0: the kernel picks one). Returns the port.
+    // Listens on @address and @port (0: the kernel picks one); returns the
+    // port. "" is every address of the device, IPv4 and IPv6 (one IPv6
+    // socket that takes IPv4 connections too, unless the system's
+    // net.ipv6.bindv6only says otherwise; IPv4 only on a kernel without
+    // IPv6); "0.0.0.0" every IPv4 address, "::" every IPv6 one (and IPv4
+    // as for "").
     std::uint16_t listen(std::string_view address, std::uint16_t port, std::uint32_t backlog = 0);
 
     // Connects @qp (Idle) to @address:@port. The outcome is an event:
@@ -692,8 +723,8 @@ private:
 };
 
 // One event of a CM channel, acknowledged when it is destroyed. Move-only:
-// a moved-from event acknowledges nothing and may only be destroyed or
-// assigned to.
+// a moved-from event acknowledges nothing, ack() on it does nothing, and
+// every accessor throws Error(EBADF).
 class VIADUCT_API CmEvent {
 public:
     CmEvent(CmEvent &&other) noexcept;
@@ -702,19 +733,21 @@ public:
     CmEvent &operator=(const CmEvent &) = delete;
     ~CmEvent(); // acks if not done yet; errors are ignored
 
-    CmEventType type() const noexcept { return static_cast<CmEventType>(ev_->type); }
-    int status() const noexcept { return ev_->status; } // 0 or a negative errno
-    std::uint64_t user_data() const noexcept { return ev_->user_data; }
-    std::uint32_t handle() const noexcept { return ev_->handle; }
-    std::uint32_t listen_handle() const noexcept { return ev_->listen_handle; }
-    std::uint32_t seq() const noexcept { return ev_->seq; }
-    std::uint32_t ird() const noexcept { return ev_->ird; } // the peer's
-    std::uint32_t ord() const noexcept { return ev_->ord; }
-    std::uint32_t flags() const noexcept { return ev_->flags; } // VIADUCT_CM_F_*
+    explicit operator bool() const noexcept { return ev_ != nullptr; }
+
+    CmEventType type() const { return static_cast<CmEventType>(event().type); }
+    int status() const { return event().status; } // 0 or a negative errno
+    std::uint64_t user_data() const { return event().user_data; }
+    std::uint32_t handle() const { return event().handle; }
+    std::uint32_t listen_handle() const { return event().listen_handle; }
+    std::uint32_t seq() const { return event().seq; }
+    std::uint32_t ird() const { return event().ird; } // the peer's
+    std::uint32_t ord() const { return event().ord; }
+    std::uint32_t flags() const { return event().flags; } // VIADUCT_CM_F_*
     SocketAddress local() const;
     SocketAddress peer() const;
-    std::span<const std::byte> private_data() const noexcept;
-    const viaduct_cm_event &raw() const noexcept { return *ev_; }
+    std::span<const std::byte> private_data() const;
+    const viaduct_cm_event &raw() const { return event(); }
 
     // The id the event is about: for a CONNECT_REQUEST the new one, to
     // accept or reject. Shares the state of the ConnectionId the event came
@@ -728,6 +761,7 @@ public:
 
 private:
     friend class CmChannel;
+    const viaduct_cm_event &event() const; // Error(EBADF) if moved from
     CmEvent(std::unique_ptr<viaduct_cm_event> ev, std::shared_ptr<Device::State> dev,
             std::shared_ptr<ConnectionId::State> id) noexcept;
 

@@ -280,7 +280,7 @@ typedef enum {
 #define VIP_INVALID_RDMA_READ VIP_INVALID_RDMAREAD /* the text's spelling */
 
 /* InfoType of VipQuerySystemManagementInfo */
-#define VIP_SMI_AUTODISCOVERY ((VIP_ULONG)1)
+#define VIP_SMI_AUTODISCOVERY (1UL) /* (VIP_ULONG)1 */
 
 typedef struct {
     VIP_ULONG NumberOfHops;

@@ -105,7 +105,14 @@ void Nic::raise(VIP_ERROR_DESCRIPTOR ed) {
 void fail_vi(Vi &vi) {
     vi.error_latched = true;
     try {
+        // a graceful close ends in Idle on its own, soon: flush after it
         auto st = vi.qp->query().state;
+        for (int i = 0; i < 200 && (st == viaduct::QpState::Closing ||
+                                    st == viaduct::QpState::Terminate);
+             i++) {
+            std::this_thread::sleep_for(10ms);
+            st = vi.qp->query().state;
+        }
         if (st == viaduct::QpState::Idle || st == viaduct::QpState::Rts)
             vi.qp->modify(viaduct::QpState::Error);
     } catch (const viaduct::Error &) {

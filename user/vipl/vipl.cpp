@@ -107,8 +107,8 @@ void fail_vi(Vi &vi) {
     try {
         // a graceful close ends in Idle on its own, soon: flush after it
         auto st = vi.qp->query().state;
-        for (int i = 0; i < 200 && (st == viaduct::QpState::Closing ||
-                                    st == viaduct::QpState::Terminate);
+        for (int i = 0;
+             i < 200 && (st == viaduct::QpState::Closing || st == viaduct::QpState::Terminate);
              i++) {
             std::this_thread::sleep_for(10ms);
             st = vi.qp->query().state;

@@ -34,7 +34,8 @@ trap cleanup EXIT
 
 # pair DESCRIPTION SERVER-NS SERVER-CMD... -- CLIENT-NS CLIENT-CMD...
 # The server in the background, then the client (which retries while the
-# server is not waiting yet); both must exit 0 within two minutes.
+# server is not waiting yet); both must exit 0 within $tmo seconds.
+tmo=40
 pair() {
 	local desc=$1 sns=$2 srv rc_c rc_s out_s out_c
 	shift 2
@@ -48,9 +49,9 @@ pair() {
 	shift
 	out_s=$(mktemp)
 	out_c=$(mktemp)
-	ip netns exec "$sns" timeout 120 "${scmd[@]}" >"$out_s" 2>&1 &
+	ip netns exec "$sns" timeout "$tmo" "${scmd[@]}" >"$out_s" 2>&1 &
 	srv=$!
-	ip netns exec "$cns" timeout 120 "$@" >"$out_c" 2>&1
+	ip netns exec "$cns" timeout "$tmo" "$@" >"$out_c" 2>&1
 	rc_c=$?
 	wait "$srv"
 	rc_s=$?
@@ -58,7 +59,7 @@ pair() {
 	if [ $rc_c -ne 0 ] || [ $rc_s -ne 0 ]; then
 		echo "# $desc: client exit $rc_c, server exit $rc_s"
 		echo "# server (${scmd[*]}):"
-		tail -n 20 "$out_s" | sed 's/^/#   /'
+		tail -n 60 "$out_s" | sed 's/^/#   /'
 	fi
 	rm -f "$out_s" "$out_c"
 	ok $((rc_c != 0 || rc_s != 0)) "$desc"
@@ -93,13 +94,13 @@ pair "echo: the guide's server and client, every size class to 64 KiB, verified"
 
 # two clients at once on the server's one receive CQ, NICs named three ways
 out1=$(mktemp)
-ip netns exec "$A" timeout 120 "$ex/vipl-echo-server" -d /dev/via_eth0 -n 2 -S 4096 \
+ip netns exec "$A" timeout 40 "$ex/vipl-echo-server" -d /dev/via_eth0 -n 2 -S 4096 \
 	>"$out1" 2>&1 &
 srv=$!
-ip netns exec "$B" timeout 120 "$ex/vipl-echo-client" -d vd0 -a $IPA -n 3 -S 4096 \
+ip netns exec "$B" timeout 40 "$ex/vipl-echo-client" -d vd0 -a $IPA -n 3 -S 4096 \
 	>/dev/null 2>&1 &
 c1=$!
-ip netns exec "$B" timeout 120 "$ex/vipl-echo-client" -d VINIC0 -a $IPA -n 3 -S 4096 2>&1 |
+ip netns exec "$B" timeout 40 "$ex/vipl-echo-client" -d VINIC0 -a $IPA -n 3 -S 4096 2>&1 |
 	sed 's/^/# /'
 rc=${PIPESTATUS[0]}
 wait $c1 || rc=1
@@ -124,15 +125,15 @@ pair "peer-to-peer from both sides at once, PeerDone and PeerWait" \
 # two processes on one host, each waiting on its own discriminator
 out1=$(mktemp)
 out2=$(mktemp)
-ip netns exec "$A" timeout 120 "$ex/vipl-echo-server" -D one -n 1 -S 1024 >"$out1" 2>&1 &
+ip netns exec "$A" timeout 40 "$ex/vipl-echo-server" -D one -n 1 -S 1024 >"$out1" 2>&1 &
 s1=$!
-ip netns exec "$A" timeout 120 "$ex/vipl-echo-server" -D two -n 1 -S 2048 >"$out2" 2>&1 &
+ip netns exec "$A" timeout 40 "$ex/vipl-echo-server" -D two -n 1 -S 2048 >"$out2" 2>&1 &
 s2=$!
 rc=0
-ip netns exec "$B" timeout 120 "$ex/vipl-echo-client" -a $IPA -D two -S 2048 2>&1 |
+ip netns exec "$B" timeout 40 "$ex/vipl-echo-client" -a $IPA -D two -S 2048 2>&1 |
 	sed 's/^/# /'
 [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
-ip netns exec "$B" timeout 120 "$ex/vipl-echo-client" -a $IPA -D one -S 1024 2>&1 |
+ip netns exec "$B" timeout 40 "$ex/vipl-echo-client" -a $IPA -D one -S 1024 2>&1 |
 	sed 's/^/# /'
 [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 wait $s1 || rc=1
@@ -141,11 +142,12 @@ wait $s2 || rc=1
 rm -f "$out1" "$out2"
 ok $rc "two servers on one host, discriminators \"one\" and \"two\", each reached"
 
+ip netns exec "$A" timeout 60 "$conf" local 2>&1 | sed 's/^/# /'
+ok "${PIPESTATUS[0]}" "conformance suite: one process, no connection"
+tmo=150
 pair "conformance suite: server side in A, client side in B" \
 	"$A" "$conf" server 192.0.2.2 -- \
 	"$B" "$conf" client $IPA
 
-ip netns exec "$A" "$conf" local 2>&1 | sed 's/^/# /'
-ok "${PIPESTATUS[0]}" "conformance suite: one process, no connection"
 
 [ $failed -eq 0 ]

@@ -31,7 +31,7 @@ static VIP_NIC_HANDLE nic;
 static VIP_CQ_HANDLE cq;
 static size_t max_size = 65536;
 static struct client clients[MAX_CLIENTS];
-static int nclients, finished, want = 1;
+static int nclients, accepted, finished, want = 1;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 
@@ -47,10 +47,18 @@ static struct client *client_of(VIP_VI_HANDLE vi)
 	return c;
 }
 
-static void drop(struct client *c)
+/* Ends client @c once: @served counts it toward -n. */
+static void drop(struct client *c, int served)
 {
 	VIP_DESCRIPTOR *d;
 
+	pthread_mutex_lock(&lock);
+	if (c->gone) {
+		pthread_mutex_unlock(&lock);
+		return;
+	}
+	c->gone = 1;
+	pthread_mutex_unlock(&lock);
 	/* the guide's recovery: disconnect, drain both queues, destroy */
 	CHECK(VipDisconnect(c->vi));
 	while (VipRecvDone(c->vi, &d) != VIP_DESCRIPTOR_ERROR || d)
@@ -60,8 +68,7 @@ static void drop(struct client *c)
 	CHECK(VipDestroyVi(c->vi));
 	region_fini(&c->mem, nic);
 	pthread_mutex_lock(&lock);
-	c->gone = 1;
-	finished++;
+	finished += served;
 	pthread_cond_broadcast(&cond);
 	pthread_mutex_unlock(&lock);
 }
@@ -97,7 +104,7 @@ static void *worker(void *arg)
 			if (d && !(d->CS.Status & VIP_STATUS_DESC_FLUSHED_ERROR))
 				fprintf(stderr, "client %ld: receive status %#x\n",
 					(long)(c - clients), d->CS.Status);
-			drop(c);
+			drop(c, 1);
 			continue;
 		}
 		for (i = 0; i < RECVS && c->recv[i] != d; i++)
@@ -107,7 +114,7 @@ static void *worker(void *arg)
 		CHECK(VipPostSend(vi, s, c->mem.mh));
 		r = VipSendWait(vi, VIP_INFINITE, &s);
 		if (r != VIP_SUCCESS) {
-			drop(c);
+			drop(c, 1);
 			continue;
 		}
 		fill_desc(d, 0, c->buf[i], (VIP_UINT32)max_size, c->mem.mh);
@@ -159,7 +166,7 @@ int main(int argc, char **argv)
 	       disc, want);
 	fflush(stdout);
 
-	while (nclients < want) {
+	while (accepted < want && nclients < MAX_CLIENTS) {
 		VIP_VI_ATTRIBUTES va = {0}, rva;
 		VIP_CONN_HANDLE conn;
 		struct client *c = &clients[nclients];
@@ -185,10 +192,11 @@ int main(int argc, char **argv)
 		r = VipConnectAccept(conn, c->vi);
 		if (r != VIP_SUCCESS) {
 			fprintf(stderr, "accept: %s\n", ret_name(r));
-			drop(c);
+			drop(c, 0);
 			continue;
 		}
-		printf("client %d connected\n", nclients);
+		accepted++;
+		printf("client %d connected\n", accepted);
 		fflush(stdout);
 	}
 	pthread_join(th, NULL);

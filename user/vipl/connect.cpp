@@ -142,10 +142,22 @@ void remove_waiter(Nic &nic, const std::shared_ptr<Waiter> &w) {
         if (f == ws.end())
             continue;
         ws.erase(f);
-        if (ws.empty())
+        // kept while a request of it is unanswered (Conn::listener)
+        if (ws.empty() && it->second.use_count() == 1)
             nic.listeners.erase(it);
         return;
     }
+}
+
+// A request was answered: its listener goes if nobody else needs it.
+void release_listener(Nic &nic, Conn &c) {
+    std::lock_guard<std::mutex> g(nic.mu);
+    auto l = std::move(c.listener);
+    if (!l)
+        return;
+    auto it = nic.listeners.find(l->port);
+    if (it != nic.listeners.end() && it->second == l && l->waiters.empty() && l.use_count() == 2)
+        nic.listeners.erase(it);
 }
 
 void reject(viaduct::ConnectionId &id, MsgKind kind, std::uint8_t reason = 0) {
@@ -194,6 +206,7 @@ void on_request(Nic &nic, viaduct::CmEvent &ev) {
         c->nic = &nic;
         c->handle = ev.handle();
         c->request = *msg;
+        c->listener = l;
         w->msg = *msg;
         w->done = true;
         if (peer) {
@@ -552,6 +565,7 @@ VIP_RETURN VipConnectAccept(VIP_CONN_HANDLE ConnHandle, VIP_VI_HANDLE ViHandle) 
         forget(*vi->nic, c);
         c->id.reset();
     }
+    release_listener(*vi->nic, *c);
     vi->pending = false;
     return ret;
 }
@@ -564,6 +578,8 @@ VIP_RETURN VipConnectReject(VIP_CONN_HANDLE ConnHandle) {
     c->answered = true;
     reject(*c->id, MsgKind::Reject); // after the client's timeout: still a success
     forget(*c->nic, c);
+    c->id.reset();
+    release_listener(*c->nic, *c);
     return VIP_SUCCESS;
 }
 

@@ -140,6 +140,8 @@ struct CmEv {
     std::vector<std::byte> private_data;
 };
 
+struct Listener;
+
 struct Conn : Object {
     Conn() : Object(Kind::Conn) {}
     Nic *nic = nullptr;
@@ -149,7 +151,10 @@ struct Conn : Object {
     std::condition_variable cv;
     std::deque<CmEv> events;
     std::weak_ptr<Vi> vi;
-    Msg request;           // server side: what the client sent
+    Msg request; // server side: what the client sent
+    // server side, until answered: the kernel rejects the requests of a
+    // listener that goes away
+    std::shared_ptr<Listener> listener;
     bool answered = false; // server side: accepted or rejected
     std::atomic<bool> established{false};
     std::atomic<bool> local_close{false};

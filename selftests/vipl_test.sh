@@ -112,6 +112,21 @@ ok $rc "echo: two clients at once, one receive CQ; NICs /dev/via_eth0, vd0, VINI
 pair "ping-pong: 300 round trips of 64 bytes, completion by polling" \
 	"$A" "$ex/vipl-pingpong" -s -n 300 -S 64 -- \
 	"$B" "$ex/vipl-pingpong" -c $IPA -n 300 -S 64
+# the native API's ping-pong in the same conditions, for comparison
+perf=$bin/tools/perf/viaduct-perf
+if [ -x "$perf" ]; then
+	out1=$(mktemp)
+	ip netns exec "$A" timeout 40 "$perf" -d vd0 -s --addr $IPA >"$out1" 2>&1 &
+	srv=$!
+	for _ in $(seq 50); do
+		grep -q 'waiting for a client' "$out1" && break
+		sleep 0.1
+	done
+	ip netns exec "$B" timeout 40 "$perf" -d vd0 --addr $IPA -t lat-send -n 300 \
+		--sizes 64 2>&1 | sed 's/^/# native viaduct-perf: /'
+	wait $srv
+	rm -f "$out1"
+fi
 pair "ping-pong: 100 round trips of 32 KiB, completion by waiting" \
 	"$A" "$ex/vipl-pingpong" -s -n 100 -S 32768 -w -- \
 	"$B" "$ex/vipl-pingpong" -c $IPA -n 100 -S 32768 -w

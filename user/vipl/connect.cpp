@@ -625,9 +625,9 @@ VIP_RETURN VipDisconnect(VIP_VI_HANDLE ViHandle) {
         std::lock_guard<std::mutex> g(vi->cm_mu);
         c = std::move(vi->conn);
     }
-    try {
-        if (c) {
-            c->local_close = true;
+    if (c) {
+        c->local_close = true;
+        try {
             if (vi->qp->query().state == viaduct::QpState::Rts) {
                 // graceful when nothing is in flight, so that what was sent
                 // arrives; abortive otherwise (the guide flushes it anyway)
@@ -648,19 +648,33 @@ VIP_RETURN VipDisconnect(VIP_VI_HANDLE ViHandle) {
                         break;
                 }
             }
-            forget(*vi->nic, c);
-            c->id.reset();
+        } catch (const viaduct::Error &) {
+            // the peer closed at the same time: the connection is over anyway
         }
-        // Closing ends on its own; then flush what is posted and go Idle
-        for (int i = 0; i < 500; i++) {
+        forget(*vi->nic, c);
+        c->id.reset();
+    }
+    // Closing ends on its own; then flush what is posted and go Idle
+    for (int i = 0; i < 500; i++) {
+        try {
             auto st = vi->qp->query().state;
-            if (st == viaduct::QpState::Idle || st == viaduct::QpState::Error)
-                break;
-            std::this_thread::sleep_for(10ms);
+            if (st == viaduct::QpState::Idle)
+                vi->qp->modify(viaduct::QpState::Error);
+            else if (st == viaduct::QpState::Error)
+                vi->qp->modify(viaduct::QpState::Idle);
+            if (st == viaduct::QpState::Error || st == viaduct::QpState::Idle) {
+                if (vi->qp->query().state == viaduct::QpState::Idle)
+                    break;
+                continue;
+            }
+        } catch (const viaduct::Error &) {
+            // the transport moved it meanwhile: look again
         }
-        if (vi->qp->query().state == viaduct::QpState::Idle)
-            vi->qp->modify(viaduct::QpState::Error);
-        vi->qp->modify(viaduct::QpState::Idle);
+        std::this_thread::sleep_for(10ms);
+    }
+    try {
+        if (vi->qp->query().state != viaduct::QpState::Idle)
+            return VIP_ERROR_RESOURCE;
     } catch (const viaduct::Error &) {
         return VIP_ERROR_RESOURCE;
     }

@@ -262,7 +262,7 @@ void on_event(Nic &nic, viaduct::CmEvent &ev) {
     // the peer went: Connection Lost, and the VI is in Error until
     // VipDisconnect
     if (auto vi = c->vi.lock()) {
-        fail_vi(*vi);
+        fail_vi(*vi, true);
         VIP_ERROR_DESCRIPTOR ed{};
         ed.ViHandle = vi.get();
         ed.ResourceCode = VIP_RESOURCE_VI;

@@ -102,13 +102,16 @@ void Nic::raise(VIP_ERROR_DESCRIPTOR ed) {
 }
 
 // Puts @vi in Error: its native QP flushes what is posted.
-void fail_vi(Vi &vi) {
+// With @lost (the peer went), what the peer sent before it left is placed
+// first: the transport takes the QP out of RTS once it has read the stream.
+void fail_vi(Vi &vi, bool lost) {
     vi.error_latched = true;
     try {
         // a graceful close ends in Idle on its own, soon: flush after it
         auto st = vi.qp->query().state;
         for (int i = 0;
-             i < 200 && (st == viaduct::QpState::Closing || st == viaduct::QpState::Terminate);
+             i < 200 && (st == viaduct::QpState::Closing || st == viaduct::QpState::Terminate ||
+                         (lost && st == viaduct::QpState::Rts));
              i++) {
             std::this_thread::sleep_for(10ms);
             st = vi.qp->query().state;

@@ -29,7 +29,7 @@ Registry &registry();
 Clock::time_point deadline_of(VIP_ULONG timeout);
 std::chrono::milliseconds until(Clock::time_point deadline);
 
-void fail_vi(Vi &vi);
+void fail_vi(Vi &vi, bool lost = false);
 void async_error(Vi &vi, VIP_ERROR_CODE code, VIP_DESCRIPTOR *desc, bool recv);
 VIP_VI_STATE vi_state(Vi &vi);
 bool vi_idle(Vi &vi);

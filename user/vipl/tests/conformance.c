@@ -959,19 +959,25 @@ static void sc_threads(void)
 	} else {
 		struct pump p = {vi, &m, n, 0, {{0}}};
 		pthread_t th;
-		int errors = 0;
+		int errors = 0, first_bad = -1;
+		VIP_RETURN bad_r = VIP_SUCCESS;
 
 		sem_init(&p.credits, 0, 8);
 		IS(request(vi, "threads", 20000, &rva), VIP_SUCCESS);
 		pthread_create(&th, NULL, sender, &p);
 		for (int i = 0; i < n; i++) {
-			if (VipRecvWait(vi, 30000, &d) != VIP_SUCCESS) {
+			bad_r = VipRecvWait(vi, 30000, &d);
+			if (bad_r != VIP_SUCCESS) {
+				first_bad = i;
 				errors++;
 				break;
 			}
 			unsigned char *b = (unsigned char *)d->DS[0].Local.Data.Address;
-			if (b[0] != (i & 0xff) || b[63] != (i & 0xff))
+			if (b[0] != (i & 0xff) || b[63] != (i & 0xff)) {
+				if (first_bad < 0)
+					first_bad = i;
 				errors++;
+			}
 			one_seg(d, 0, b, 64, m.mh);
 			VipPostRecv(vi, d, m.mh);
 			sem_post(&p.credits);
@@ -980,7 +986,9 @@ static void sc_threads(void)
 			sem_post(&p.credits); /* let the sender finish */
 		pthread_join(th, NULL);
 		ok(errors == 0 && p.errors == 0,
-		   "one thread sent %d messages while another received the echoes", n);
+		   "one thread sent %d messages while another received the echoes "
+		   "(%d receive errors from %d, last %d; %d send errors)",
+		   n, errors, first_bad, bad_r, p.errors);
 	}
 	teardown(vi);
 	mem_fini(&m);

@@ -2,7 +2,7 @@
 /*
  * vipl-pingpong: request/response between two VIs. The client sends -S
  * bytes, the server answers with as many, -n times; the client verifies
- * every answer and prints the mean round trip. Completion by polling
+ * every answer and prints the median and mean round trip. Completion by polling
  * (VipSendDone/VipRecvDone, no system call) or, with -w, by waiting.
  *
  *   vipl-pingpong -s [-d NIC] [-D DISC] [-S SIZE] [-n N] [-w]
@@ -15,6 +15,13 @@
 #include "common.h"
 
 static int use_wait;
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
 
 static VIP_DESCRIPTOR *complete(VIP_VI_HANDLE vi, int recv)
 {
@@ -50,6 +57,7 @@ int main(int argc, char **argv)
 	net_address local, remote;
 	unsigned char *sbuf, *rbuf;
 	struct timespec t0, t1;
+	double *rtt;
 
 	while ((opt = getopt(argc, argv, "sc:d:D:S:n:w")) != -1) {
 		switch (opt) {
@@ -119,36 +127,53 @@ int main(int argc, char **argv)
 		CHECK(VipNSShutdown(nic));
 	}
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* the send's completion is reaped after the answer (client) or before
+	 * the next send (server), as perftest's latency tests do */
+	rtt = calloc(n, sizeof(*rtt));
+	if (!rtt)
+		return 1;
 	for (unsigned long i = 0; i < n; i++) {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		if (!is_server) {
 			pattern(sbuf, size, (unsigned)i);
 			fill_desc(sd, 0, sbuf, (VIP_UINT32)size, mem.mh);
 			CHECK(VipPostSend(vi, sd, mem.mh));
-			complete(vi, 0);
 		}
 		d = complete(vi, 1);
 		if (d->CS.Length != size || (!is_server && check_pattern(rbuf, size, (unsigned)i))) {
 			fprintf(stderr, "message %lu: wrong answer\n", i);
 			return 1;
 		}
-		if (is_server)
+		if (is_server) {
+			if (i)
+				complete(vi, 0);
 			memcpy(sbuf, rbuf, size);
+		}
 		fill_desc(rd, 0, rbuf, (VIP_UINT32)size, mem.mh);
 		CHECK(VipPostRecv(vi, rd, mem.mh));
 		if (is_server) {
 			fill_desc(sd, 0, sbuf, (VIP_UINT32)size, mem.mh);
 			CHECK(VipPostSend(vi, sd, mem.mh));
+		} else {
 			complete(vi, 0);
 		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		rtt[i] = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) /
+			 1e3;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	if (!is_server) {
-		double us = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 +
-			     (double)(t1.tv_nsec - t0.tv_nsec)) / 1e3;
-		printf("%lu round trips of %zu bytes, verified: %.2f us each\n", n, size,
-		       us / (double)n);
+	if (is_server && n)
+		complete(vi, 0);
+	if (!is_server && n) {
+		double sum = 0;
+
+		for (unsigned long i = 0; i < n; i++)
+			sum += rtt[i];
+		qsort(rtt, n, sizeof(*rtt), cmp_double);
+		printf("%lu round trips of %zu bytes, verified: median %.2f us, mean %.2f us "
+		       "(half round trip: median %.2f us)\n",
+		       n, size, rtt[n / 2], sum / (double)n, rtt[n / 2] / 2);
 	}
+	free(rtt);
 	CHECK(VipDisconnect(vi));
 	while (VipRecvDone(vi, &d) == VIP_DESCRIPTOR_ERROR && d)
 		;

@@ -637,6 +637,24 @@ VIP_RETURN VipDisconnect(VIP_VI_HANDLE ViHandle) {
                     idle_sq = std::all_of(vi->sq.q.begin(), vi->sq.q.end(),
                                           [](const auto &e) { return e.done; });
                 }
+                // a graceful close waits until the peer has placed
+                // everything: the answer to a zero-length Read posted
+                // behind it says so (RDMAP answers Reads in order), and
+                // the FIN cannot overtake the last messages at the peer
+                if (idle_sq) {
+                    vi->sq.barrier = false;
+                    const viaduct::Sge zero{0, 0, 0};
+                    viaduct::SendWr wr;
+                    wr.wr_id = WorkQueue::barrier_id;
+                    wr.opcode = viaduct::SendOp::RdmaRead;
+                    wr.sge = std::span<const viaduct::Sge>(&zero, 1);
+                    vi->qp->post_send(wr);
+                    for (int i = 0; i < 3000 && !vi->sq.barrier; i++) {
+                        drain(vi->sq);
+                        if (!vi->sq.barrier)
+                            std::this_thread::sleep_for(1ms);
+                    }
+                }
                 c->id->disconnect(!idle_sq);
                 for (;;) {
                     auto ev = c->next(Clock::now() + 5s);

@@ -100,6 +100,10 @@ struct WorkQueue {
     NativeCq *ncq = nullptr;
     Notifier notifier;
 
+    // The zero-length Read of a graceful VipDisconnect, not a descriptor.
+    static constexpr std::uint64_t barrier_id = ~std::uint64_t{0};
+    std::atomic<bool> barrier{false};
+
     // Records a native completion; writes the descriptor, Done last.
     void complete(const viaduct::Completion &c);
     // Completes the entry of @seq with @bits (VIP_STATUS_* errors).

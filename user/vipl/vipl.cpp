@@ -158,6 +158,10 @@ void WorkQueue::advance() {
 }
 
 void WorkQueue::complete(const viaduct::Completion &c) {
+    if (c.wr_id == barrier_id) {
+        barrier = true;
+        return;
+    }
     std::lock_guard<std::mutex> g(mu);
     const std::uint64_t seq = c.wr_id >> 1;
     const bool trailing = c.wr_id & 1;

@@ -35,5 +35,6 @@ VIP_VI_STATE vi_state(Vi &vi);
 bool vi_idle(Vi &vi);
 void unhook_vi(Vi &vi);
 void close_nic(Nic &nic);
+void drain(WorkQueue &wq);
 
 } // namespace vipl

@@ -362,6 +362,9 @@ void close_nic(Nic &nic) {
     }
     {
         std::lock_guard<std::mutex> g(nic.mu);
+        // unanswered requests of VipConnectWait are handles too
+        for (auto &[h, c] : nic.conns)
+            registry().remove(c.get());
         nic.listeners.clear();
         nic.conns.clear();
     }

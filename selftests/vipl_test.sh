@@ -105,9 +105,9 @@ ip netns exec "$B" timeout 40 "$ex/vipl-echo-client" -d VINIC0 -a $IPA -n 3 -S 4
 rc=${PIPESTATUS[0]}
 wait $c1 || rc=1
 wait $srv || rc=1
-[ $rc -eq 0 ] || sed 's/^/#   server: /' "$out1"
+[ "$rc" -eq 0 ] || sed 's/^/#   server: /' "$out1"
 rm -f "$out1"
-ok $rc "echo: two clients at once, one receive CQ; NICs /dev/via_eth0, vd0, VINIC0"
+ok "$rc" "echo: two clients at once, one receive CQ; NICs /dev/via_eth0, vd0, VINIC0"
 
 pair "ping-pong: 300 round trips of 64 bytes, completion by polling" \
 	"$A" "$ex/vipl-pingpong" -s -n 300 -S 64 -- \
@@ -155,7 +155,7 @@ wait $s1 || rc=1
 wait $s2 || rc=1
 [ $rc -eq 0 ] || { sed 's/^/#   one: /' "$out1"; sed 's/^/#   two: /' "$out2"; }
 rm -f "$out1" "$out2"
-ok $rc "two servers on one host, discriminators \"one\" and \"two\", each reached"
+ok "$rc" "two servers on one host, discriminators \"one\" and \"two\", each reached"
 
 ip netns exec "$A" timeout 60 "$conf" local 2>&1 | sed 's/^/# /'
 ok "${PIPESTATUS[0]}" "conformance suite: one process, no connection"

@@ -452,6 +452,22 @@ static void local_bad_descriptors(void)
 	ok(wait_flag(&post_desc_seen, 2), "a descriptor outside its handle's region: Post Descriptor Error");
 	ok(memcmp(canary, d, sizeof(canary)) == 0, "... and it was not written");
 	ok(state(vi) == VIP_STATE_ERROR, "the VI is in Error after it");
+	{
+		/* a descriptor in memory of another protection tag */
+		VIP_PROTECTION_HANDLE tag;
+		struct mem tagged;
+
+		IS(VipCreatePtag(nic, &tag), VIP_SUCCESS);
+		mem_init(&tagged, 1, 0, tag, 0, 0);
+		one_seg(desc(&tagged, 0), 0, tagged.p + 2048, 10, tagged.mh);
+		memcpy(canary, desc(&tagged, 0), sizeof(canary));
+		IS(VipPostRecv(vi, desc(&tagged, 0), tagged.mh), VIP_SUCCESS);
+		ok(wait_flag(&post_desc_seen, 3),
+		   "a descriptor in memory of another tag: Post Descriptor Error");
+		ok(memcmp(canary, desc(&tagged, 0), sizeof(canary)) == 0, "... and it was not written");
+		mem_fini(&tagged);
+		IS(VipDestroyPtag(nic, tag), VIP_SUCCESS);
+	}
 	IS(VipSendDone(vi, &d), VIP_DESCRIPTOR_ERROR);
 	ok(d == NULL, "neither was queued");
 	IS(VipDisconnect(vi), VIP_SUCCESS);
@@ -689,6 +705,8 @@ static void sc_conflict(void)
 		VIP_CONN_HANDLE conn;
 		VIP_VI_ATTRIBUTES va = {VIP_SERVICE_UNRELIABLE, 2000, NULL, NULL, 0, 0};
 		addr_t rem;
+		struct mem rm;
+		VIP_DESCRIPTOR *d;
 
 		vi = mkvi(VIP_SERVICE_UNRELIABLE, 2000, 0, 0, NULL, NULL);
 		IS(wait_for("conflict", 30000, &rem, &rva, &conn), VIP_SUCCESS);
@@ -698,11 +716,21 @@ static void sc_conflict(void)
 		IS(VipConnectAccept(conn, vi), VIP_INVALID_MTU);
 		va.MaxTransferSize = rva.MaxTransferSize;
 		IS(VipSetViAttributes(vi, &va), VIP_SUCCESS);
+		/* one receive for the client's first Send, none for its second */
+		mem_init(&rm, 1, 0, NULL, 0, 0);
+		one_seg(desc(&rm, 0), 0, rm.p + 2048, 64, rm.mh);
+		IS(VipPostRecv(vi, desc(&rm, 0), rm.mh), VIP_SUCCESS);
 		IS(VipConnectAccept(conn, vi), VIP_SUCCESS);
 		ok(state(vi) == VIP_STATE_CONNECTED, "accepted after changing the attributes");
 		va.MaxTransferSize = 10;
 		IS(VipSetViAttributes(vi, &va), VIP_INVALID_STATE);
+		IS(VipRecvWait(vi, 30000, &d), VIP_SUCCESS);
+		ok(d->CS.Length == 16 && memcmp(rm.p + 2048, "reliable recept.", 16) == 0,
+		   "the first Reliable Reception Send arrived");
 		wait_flag(&conn_lost_seen, 2);
+		teardown(vi);
+		mem_fini(&rm);
+		return;
 	} else {
 		struct mem m;
 		VIP_DESCRIPTOR *d;
@@ -715,11 +743,18 @@ static void sc_conflict(void)
 		 * server has no receive posted, so it fails, reported in the
 		 * send descriptor */
 		mem_init(&m, 1, 0, NULL, 0, 0);
+		memcpy(m.p + 2048, "reliable recept.", 16);
+		one_seg(desc(&m, 0), 0, m.p + 2048, 16, m.mh);
+		IS(VipPostSend(vi, desc(&m, 0), m.mh), VIP_SUCCESS);
+		IS(VipSendWait(vi, 20000, &d), VIP_SUCCESS);
+		ok(d->CS.Status == (VIP_STATUS_DONE | VIP_STATUS_OP_SEND),
+		   "Reliable Reception: the first Send completes once placed (%#x)", d->CS.Status);
 		one_seg(desc(&m, 0), 0, m.p + 2048, 16, m.mh);
 		IS(VipPostSend(vi, desc(&m, 0), m.mh), VIP_SUCCESS);
 		VIP_RETURN r = VipSendWait(vi, 20000, &d);
 		ok(r == VIP_DESCRIPTOR_ERROR && d && (d->CS.Status & VIP_STATUS_ERROR_MASK),
-		   "Reliable Reception: a Send without a receive at the peer fails in its descriptor (%#x)",
+		   "Reliable Reception: the second, without a receive at the peer, fails in its "
+		   "descriptor (%#x)",
 		   d ? d->CS.Status : 0);
 		teardown(vi);
 		mem_fini(&m);

@@ -11,6 +11,7 @@
 // events.
 #include <algorithm>
 #include <arpa/inet.h>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <poll.h>
@@ -193,6 +194,15 @@ void on_request(Nic &nic, viaduct::CmEvent &ev) {
         if (li->id && li->id->handle() == ev.listen_handle())
             l = li;
     if (!l || !msg || (msg->kind != MsgKind::Request && msg->kind != MsgKind::PeerRequest)) {
+        reject(id, MsgKind::NoMatch);
+        return;
+    }
+    // the address the request names as its sender is the one it came from
+    std::array<std::uint8_t, 4> from{};
+    const auto src = ev.peer();
+    if (msg->src_host.size() != 4 || src.family != AF_INET ||
+        inet_pton(AF_INET, src.address.c_str(), from.data()) != 1 ||
+        !std::equal(from.begin(), from.end(), msg->src_host.begin())) {
         reject(id, MsgKind::NoMatch);
         return;
     }

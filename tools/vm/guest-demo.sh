@@ -79,6 +79,16 @@ pair 'waiting for a client' "${srv[@]}" -- "${cli[@]}" -t read -n 1000 --sizes 4
 pair 'waiting for a client' "${srv[@]}" -- "${cli[@]}" -t send -n 2000 --sizes 64,65536
 pair 'waiting for a client' "${srv[@]}" -- "${cli[@]}" -t lat-send -n 1000 --sizes 2,4096
 pair 'waiting for a client' "${srv[@]}" -- "${cli[@]}" -t lat-write -n 1000 --sizes 2,4096
+vipl=${VD_VIPL:-$VD_BUILD/cmake/examples/vipl}
+if [[ -x $vipl/vipl-echo-server ]]; then
+	echo "[guest] VIPL examples (examples/vipl) from h1 to h2"
+	pair 'waiting' "$vipl/vipl-echo-server" -n 1 -- "$vipl/vipl-echo-client" -a "$h2" -S 65536
+	pair 'waiting' "$vipl/vipl-pingpong" -s -n 2000 -S 64 -- \
+		"$vipl/vipl-pingpong" -c "$h2" -n 2000 -S 64
+	pair 'waiting' "$vipl/vipl-rdma-write" -s -- "$vipl/vipl-rdma-write" -c "$h2"
+	pair '' "$vipl/vipl-peer" -a "$(vd_host_ip4 1)" -l b -r a -w -- \
+		"$vipl/vipl-peer" -a "$h2" -l a -r b
+fi
 vd_hosts_down
 show rmmod viaduct
 echo "[guest] demo done"

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * vipl-pingpong: request/response between two VIs. The client sends -S
+ * bytes, the server answers with as many, -n times; the client verifies
+ * every answer and prints the median and mean round trip. Completion by polling
+ * (VipSendDone/VipRecvDone, no system call) or, with -w, by waiting.
+ *
+ *   vipl-pingpong -s [-d NIC] [-D DISC] [-S SIZE] [-n N] [-w]
+ *   vipl-pingpong -c SERVER [-d NIC] [-D DISC] [-S SIZE] [-n N] [-w]
+ */
+#include <getopt.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+
+static int use_wait;
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static VIP_DESCRIPTOR *complete(VIP_VI_HANDLE vi, int recv)
+{
+	VIP_DESCRIPTOR *d = NULL;
+	VIP_RETURN r;
+
+	if (use_wait)
+		r = recv ? VipRecvWait(vi, 30000, &d) : VipSendWait(vi, 30000, &d);
+	else
+		do
+			r = recv ? VipRecvDone(vi, &d) : VipSendDone(vi, &d);
+		while (r == VIP_NOT_DONE);
+	if (r != VIP_SUCCESS) {
+		fprintf(stderr, "%s: %s, status %#x\n", recv ? "receive" : "send", ret_name(r),
+			d ? d->CS.Status : 0);
+		exit(1);
+	}
+	return d;
+}
+
+int main(int argc, char **argv)
+{
+	const char *dev = "VINIC0", *disc = "pingpong", *server = NULL;
+	int opt, is_server = 0;
+	size_t size = 64;
+	unsigned long n = 1000;
+	VIP_NIC_HANDLE nic;
+	VIP_NIC_ATTRIBUTES na;
+	VIP_VI_ATTRIBUTES va = {0}, rva;
+	VIP_VI_HANDLE vi;
+	VIP_DESCRIPTOR *sd, *rd, *d;
+	struct region mem;
+	net_address local, remote;
+	unsigned char *sbuf, *rbuf;
+	struct timespec t0, t1;
+	double *rtt;
+
+	while ((opt = getopt(argc, argv, "sc:d:D:S:n:w")) != -1) {
+		switch (opt) {
+		case 's':
+			is_server = 1;
+			break;
+		case 'c':
+			server = optarg;
+			break;
+		case 'd':
+			dev = optarg;
+			break;
+		case 'D':
+			disc = optarg;
+			break;
+		case 'S':
+			size = strtoul(optarg, NULL, 0);
+			break;
+		case 'n':
+			n = strtoul(optarg, NULL, 0);
+			break;
+		case 'w':
+			use_wait = 1;
+			break;
+		default:
+			goto usage;
+		}
+	}
+	if (is_server == !!server || size < 1)
+		goto usage;
+
+	CHECK(VipOpenNic(dev, &nic));
+	CHECK(VipQueryNic(nic, &na));
+	region_init(&mem, nic, 2 * sizeof(VIP_DESCRIPTOR) + 2 * size, NULL, VIP_FALSE);
+	sd = (VIP_DESCRIPTOR *)mem.base;
+	rd = sd + 1;
+	sbuf = (unsigned char *)(rd + 1);
+	rbuf = sbuf + size;
+	va.ReliabilityLevel = VIP_SERVICE_RELIABLE_DELIVERY;
+	va.MaxTransferSize = size;
+	CHECK(VipCreateVi(nic, &va, NULL, NULL, &vi));
+	fill_desc(rd, 0, rbuf, (VIP_UINT32)size, mem.mh);
+	CHECK(VipPostRecv(vi, rd, mem.mh));
+
+	if (is_server) {
+		VIP_CONN_HANDLE conn;
+
+		make_address(&local, na.LocalNicAddress, na.NicAddressLen, disc);
+		printf("pingpong server on %s: waiting\n", na.Name);
+		fflush(stdout);
+		CHECK(VipConnectWait(nic, &local.a, VIP_INFINITE, &remote.a, &rva, &conn));
+		CHECK(VipConnectAccept(conn, vi));
+	} else {
+		VIP_RETURN r;
+		int tries;
+
+		CHECK(VipNSInit(nic, NULL));
+		make_address(&local, na.LocalNicAddress, na.NicAddressLen, "pingpong-client");
+		lookup_address(nic, &remote, server, disc);
+		for (tries = 0; tries < 100; tries++) {
+			r = VipConnectRequest(vi, &local.a, &remote.a, 5000, &rva);
+			if (r != VIP_NO_MATCH)
+				break;
+			usleep(100000);
+		}
+		CHECK(r);
+		CHECK(VipNSShutdown(nic));
+	}
+
+	/* the send's completion is reaped after the answer (client) or before
+	 * the next send (server), as perftest's latency tests do */
+	rtt = calloc(n, sizeof(*rtt));
+	if (!rtt)
+		return 1;
+	for (unsigned long i = 0; i < n; i++) {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		if (!is_server) {
+			pattern(sbuf, size, (unsigned)i);
+			fill_desc(sd, 0, sbuf, (VIP_UINT32)size, mem.mh);
+			CHECK(VipPostSend(vi, sd, mem.mh));
+		}
+		d = complete(vi, 1);
+		if (d->CS.Length != size || (!is_server && check_pattern(rbuf, size, (unsigned)i))) {
+			fprintf(stderr, "message %lu: wrong answer\n", i);
+			return 1;
+		}
+		if (is_server) {
+			if (i)
+				complete(vi, 0);
+			memcpy(sbuf, rbuf, size);
+		}
+		fill_desc(rd, 0, rbuf, (VIP_UINT32)size, mem.mh);
+		CHECK(VipPostRecv(vi, rd, mem.mh));
+		if (is_server) {
+			fill_desc(sd, 0, sbuf, (VIP_UINT32)size, mem.mh);
+			CHECK(VipPostSend(vi, sd, mem.mh));
+		} else {
+			complete(vi, 0);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		rtt[i] = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) /
+			 1e3;
+	}
+	if (is_server && n)
+		complete(vi, 0);
+	if (!is_server && n) {
+		double sum = 0;
+
+		for (unsigned long i = 0; i < n; i++)
+			sum += rtt[i];
+		qsort(rtt, n, sizeof(*rtt), cmp_double);
+		printf("%lu round trips of %zu bytes, verified: median %.2f us, mean %.2f us "
+		       "(half round trip: median %.2f us)\n",
+		       n, size, rtt[n / 2], sum / (double)n, rtt[n / 2] / 2);
+	}
+	free(rtt);
+	CHECK(VipDisconnect(vi));
+	while (VipRecvDone(vi, &d) == VIP_DESCRIPTOR_ERROR && d)
+		;
+	CHECK(VipDestroyVi(vi));
+	region_fini(&mem, nic);
+	CHECK(VipCloseNic(nic));
+	return 0;
+usage:
+	fprintf(stderr, "usage: %s -s|-c SERVER [-d NIC] [-D DISC] [-S SIZE] [-n N] [-w]\n",
+		argv[0]);
+	return 2;
+}

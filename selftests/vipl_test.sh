@@ -1,0 +1,168 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# VIPL between two network namespaces, each with a viaduct device on its
+# eth0 (as ping_test.sh makes them): the examples of examples/vipl (every
+# message verified), two processes on one host waiting on different
+# discriminators, and the conformance suite (vipl-conformance) with its
+# server in one namespace and its client in the other. Prints TAP.
+#
+#   +---------------------+            +---------------------+
+#   | netns via$$ (A)     |            | netns vib$$ (B)     |
+#   |  vd0 -> eth0        |<--veth---->|  eth0 <- vd0        |
+#   |  192.0.2.1/24       |            |  192.0.2.2/24       |
+#   +---------------------+            +---------------------+
+
+set -u
+src=${VD_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
+bin=${VD_CMAKE_BUILD:-$src/build/cmake}
+ctl=$bin/tools/viaductctl/viaductctl
+ex=$bin/examples/vipl
+conf=$bin/user/vipl/tests/vipl-conformance
+A=via$$
+B=vib$$
+IPA=192.0.2.1
+
+# shellcheck source=selftests/tap.sh
+. "$(dirname "$0")/helpers/tap.sh"
+
+cleanup() {
+	ip netns del "$A" 2>/dev/null
+	ip netns del "$B" 2>/dev/null
+}
+trap cleanup EXIT
+
+# pair DESCRIPTION SERVER-NS SERVER-CMD... -- CLIENT-NS CLIENT-CMD...
+# The server in the background, then the client (which retries while the
+# server is not waiting yet); both must exit 0 within $tmo seconds.
+tmo=40
+pair() {
+	local desc=$1 sns=$2 srv rc_c rc_s out_s out_c
+	shift 2
+	local scmd=()
+	while [ "$1" != -- ]; do
+		scmd+=("$1")
+		shift
+	done
+	shift
+	local cns=$1
+	shift
+	out_s=$(mktemp)
+	out_c=$(mktemp)
+	ip netns exec "$sns" timeout "$tmo" "${scmd[@]}" >"$out_s" 2>&1 &
+	srv=$!
+	ip netns exec "$cns" timeout "$tmo" "$@" >"$out_c" 2>&1
+	rc_c=$?
+	wait "$srv"
+	rc_s=$?
+	sed 's/^/# /' "$out_c"
+	if [ $rc_c -ne 0 ] || [ $rc_s -ne 0 ]; then
+		echo "# $desc: client exit $rc_c, server exit $rc_s"
+		echo "# server (${scmd[*]}):"
+		tail -n 60 "$out_s" | sed 's/^/#   /'
+	fi
+	rm -f "$out_s" "$out_c"
+	ok $((rc_c != 0 || rc_s != 0)) "$desc"
+}
+
+echo "TAP version 13"
+echo "1..10"
+
+for p in "$ctl" "$ex/vipl-echo-server" "$ex/vipl-echo-client" "$ex/vipl-pingpong" \
+	"$ex/vipl-rdma-write" "$ex/vipl-peer" "$conf"; do
+	if [ ! -x "$p" ]; then
+		echo "Bail out! $p not built under $bin"
+		exit 1
+	fi
+done
+
+ip netns add "$A" && ip netns add "$B" &&
+	ip link add vie$$a type veth peer name vie$$b &&
+	ip link set vie$$a netns "$A" name eth0 &&
+	ip link set vie$$b netns "$B" name eth0 &&
+	ip -n "$A" addr add $IPA/24 dev eth0 &&
+	ip -n "$B" addr add 192.0.2.2/24 dev eth0 &&
+	ip -n "$A" link set eth0 up && ip -n "$B" link set eth0 up &&
+	ip -n "$A" link set lo up && ip -n "$B" link set lo up &&
+	ip netns exec "$A" "$ctl" link add vd0 netdev eth0 >/dev/null &&
+	ip netns exec "$B" "$ctl" link add vd0 netdev eth0 >/dev/null
+ok $? "two namespaces joined by veth, a viaduct device in each"
+
+pair "echo: the guide's server and client, every size class to 64 KiB, verified" \
+	"$A" "$ex/vipl-echo-server" -n 1 -- \
+	"$B" "$ex/vipl-echo-client" -a $IPA -n 2 -S 65536
+
+# two clients at once on the server's one receive CQ, NICs named three ways
+out1=$(mktemp)
+ip netns exec "$A" timeout 40 "$ex/vipl-echo-server" -d /dev/via_eth0 -n 2 -S 4096 \
+	>"$out1" 2>&1 &
+srv=$!
+ip netns exec "$B" timeout 40 "$ex/vipl-echo-client" -d vd0 -a $IPA -n 3 -S 4096 \
+	>/dev/null 2>&1 &
+c1=$!
+ip netns exec "$B" timeout 40 "$ex/vipl-echo-client" -d VINIC0 -a $IPA -n 3 -S 4096 2>&1 |
+	sed 's/^/# /'
+rc=${PIPESTATUS[0]}
+wait $c1 || rc=1
+wait $srv || rc=1
+[ "$rc" -eq 0 ] || sed 's/^/#   server: /' "$out1"
+rm -f "$out1"
+ok "$rc" "echo: two clients at once, one receive CQ; NICs /dev/via_eth0, vd0, VINIC0"
+
+pair "ping-pong: 300 round trips of 64 bytes, completion by polling" \
+	"$A" "$ex/vipl-pingpong" -s -n 300 -S 64 -- \
+	"$B" "$ex/vipl-pingpong" -c $IPA -n 300 -S 64
+# the native API's ping-pong in the same conditions, for comparison
+perf=$bin/tools/perf/viaduct-perf
+if [ -x "$perf" ]; then
+	out1=$(mktemp)
+	ip netns exec "$A" timeout 40 "$perf" -d vd0 -s --addr $IPA >"$out1" 2>&1 &
+	srv=$!
+	for _ in $(seq 50); do
+		grep -q 'waiting for a client' "$out1" && break
+		sleep 0.1
+	done
+	ip netns exec "$B" timeout 40 "$perf" -d vd0 --addr $IPA -t lat-send -n 300 \
+		--sizes 64 2>&1 | sed 's/^/# native viaduct-perf: /'
+	wait $srv
+	rm -f "$out1"
+fi
+pair "ping-pong: 100 round trips of 32 KiB, completion by waiting" \
+	"$A" "$ex/vipl-pingpong" -s -n 100 -S 32768 -w -- \
+	"$B" "$ex/vipl-pingpong" -c $IPA -n 100 -S 32768 -w
+pair "RDMA Write with and without immediate data, every size class to 64 KiB" \
+	"$A" "$ex/vipl-rdma-write" -s -S 65536 -- \
+	"$B" "$ex/vipl-rdma-write" -c $IPA -S 65536
+pair "peer-to-peer from both sides at once, PeerDone and PeerWait" \
+	"$A" "$ex/vipl-peer" -a 192.0.2.2 -l alpha -r beta -w -- \
+	"$B" "$ex/vipl-peer" -a $IPA -l beta -r alpha
+
+# two processes on one host, each waiting on its own discriminator
+out1=$(mktemp)
+out2=$(mktemp)
+ip netns exec "$A" timeout 40 "$ex/vipl-echo-server" -D one -n 1 -S 1024 >"$out1" 2>&1 &
+s1=$!
+ip netns exec "$A" timeout 40 "$ex/vipl-echo-server" -D two -n 1 -S 2048 >"$out2" 2>&1 &
+s2=$!
+rc=0
+ip netns exec "$B" timeout 40 "$ex/vipl-echo-client" -a $IPA -D two -S 2048 2>&1 |
+	sed 's/^/# /'
+[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+ip netns exec "$B" timeout 40 "$ex/vipl-echo-client" -a $IPA -D one -S 1024 2>&1 |
+	sed 's/^/# /'
+[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+wait $s1 || rc=1
+wait $s2 || rc=1
+[ $rc -eq 0 ] || { sed 's/^/#   one: /' "$out1"; sed 's/^/#   two: /' "$out2"; }
+rm -f "$out1" "$out2"
+ok "$rc" "two servers on one host, discriminators \"one\" and \"two\", each reached"
+
+ip netns exec "$A" timeout 60 "$conf" local 2>&1 | sed 's/^/# /'
+ok "${PIPESTATUS[0]}" "conformance suite: one process, no connection"
+tmo=150
+pair "conformance suite: server side in A, client side in B" \
+	"$A" "$conf" server 192.0.2.2 -- \
+	"$B" "$conf" client $IPA
+
+
+[ $failed -eq 0 ]

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// The pure parts of VIPL on viaduct, shared by the library and its unit
+// tests: NIC names, the rendezvous ports, the connection messages carried
+// in MPA private data, descriptor checks and completion status. Nothing
+// here touches the device.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <viaduct/viaduct.hpp>
+#include <vipl.h>
+
+namespace vipl {
+
+// How VipOpenNic's name selects a viaduct device.
+struct NicSelector {
+    enum class Kind { Index, Name, Ifname } kind = Kind::Index;
+    std::uint32_t index = 0; // Kind::Index: VINICn
+    std::string name;        // Kind::Name: vd0; Kind::Ifname: eth0 of /dev/via_eth0
+};
+
+// "VINIC" and "VINIC0" (case-insensitive): index 0; "VINICn": n;
+// "/dev/via_IF" or "via_IF": the device bound to interface IF; anything
+// else: a viaduct device name. Nothing for NULL, "" or a malformed VINIC.
+std::optional<NicSelector> parse_nic_name(const char *name);
+
+// The rendezvous: discriminators hash into a fixed range of TCP ports.
+inline constexpr std::uint16_t port_base_default = 20480;
+inline constexpr unsigned port_range = 1024;
+inline constexpr unsigned port_probes = 8;
+inline constexpr std::size_t max_discriminator = 64;
+
+std::uint32_t discriminator_hash(std::span<const std::uint8_t> disc) noexcept;
+// The port of probe @probe (0 .. port_probes-1) of @disc.
+std::uint16_t rendezvous_port(std::span<const std::uint8_t> disc, unsigned probe,
+                              std::uint16_t base) noexcept;
+// $VIADUCT_VIPL_PORT_BASE if valid, else port_base_default.
+std::uint16_t port_base();
+
+// The messages of the rendezvous, in the MPA private data (little-endian).
+enum class MsgKind : std::uint8_t {
+    Request = 1,     // client/server VipConnectRequest
+    PeerRequest = 2, // VipConnectPeerRequest, active side
+    Accept = 3,      // the reply of an accepted request
+    Reject = 4,      // VipConnectReject: the client gets VIP_REJECT
+    NoMatch = 5,     // nobody waits on that discriminator here: next port
+    Conflict = 6,    // peer-to-peer attribute conflict (reason: a VIP_RETURN)
+};
+
+struct Msg {
+    MsgKind kind = MsgKind::Request;
+    std::uint8_t reason = 0; // Conflict: the VIP_RETURN both sides report
+    std::uint16_t reliability = 0;
+    std::uint32_t max_transfer = 0;
+    bool rdma_write = false;
+    bool rdma_read = false;
+    std::vector<std::uint8_t> target;   // the discriminator asked for
+    std::vector<std::uint8_t> src_host; // the sender's LocalAddr
+    std::vector<std::uint8_t> src_disc;
+};
+
+std::vector<std::byte> encode(const Msg &m);
+std::optional<Msg> decode(std::span<const std::byte> data);
+
+// Descriptor checks, before anything is handed to the native queue.
+struct DescCheck {
+    std::uint32_t error = 0; // VIP_STATUS_* error bits; 0: postable
+    std::uint32_t op = 0;    // VIP_STATUS_OP_* for the completed status
+    unsigned nds = 0;        // data segments
+    std::uint64_t total = 0; // sum of their lengths
+};
+
+// @segs is the number of 16-byte segments readable after the control
+// segment (the registered bytes there), so that a SegCount beyond the
+// region is a format error and nothing past it is read.
+DescCheck check_send(const VIP_DESCRIPTOR &d, unsigned segs, unsigned max_sge,
+                     std::uint64_t max_transfer, bool rdma_read_ok) noexcept;
+DescCheck check_recv(const VIP_DESCRIPTOR &d, unsigned segs, unsigned max_sge) noexcept;
+
+// The status error bits of a native completion status.
+std::uint32_t status_bits(viaduct::WcStatus s) noexcept;
+
+// The reliability levels that are one of the three.
+bool valid_reliability(unsigned level) noexcept;
+
+} // namespace vipl
+
+namespace vipl {
+
+// Data segment @k (0-based, counting the address segment) of a descriptor:
+// the segments follow the control segment contiguously, however many.
+inline const VIP_DATA_SEGMENT *segment(const VIP_DESCRIPTOR &d, unsigned k) noexcept {
+    return reinterpret_cast<const VIP_DATA_SEGMENT *>(reinterpret_cast<const std::byte *>(&d) +
+                                                      sizeof(VIP_CONTROL_SEGMENT) +
+                                                      sizeof(VIP_DATA_SEGMENT) * k);
+}
+
+} // namespace vipl

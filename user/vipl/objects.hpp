@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// The objects behind VIPL's handles. A handle is the address of one of
+// these; every call looks it up in a registry first, so a stale or foreign
+// handle is VIP_INVALID_PARAMETER, never a crash, and the object lives as
+// long as a call uses it.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <thread>
+#include <unordered_map>
+#include <variant>
+
+#include "internal.hpp"
+
+namespace vipl {
+
+enum class Kind { Nic, Vi, Cq, Ptag, Conn };
+
+struct Object {
+    explicit Object(Kind k) : kind(k) {}
+    virtual ~Object() = default;
+    Object(const Object &) = delete;
+    Object &operator=(const Object &) = delete;
+    const Kind kind;
+};
+
+struct Nic;
+struct Vi;
+struct Cq;
+
+struct Ptag : Object {
+    Ptag(Nic *n, viaduct::ProtectionDomain p) : Object(Kind::Ptag), nic(n), pd(std::move(p)) {}
+    Nic *nic;
+    viaduct::ProtectionDomain pd;
+    std::atomic<int> users{0}; // VIs and regions
+};
+
+struct Mem {
+    viaduct::MemoryRegion mr;
+    std::shared_ptr<Ptag> ptag;
+    std::uint64_t addr = 0;
+    std::uint64_t length = 0;
+    bool rdma_write = false;
+    bool rdma_read = false;
+};
+
+// A completion queue of the native core and the channel it sleeps on.
+struct NativeCq {
+    NativeCq(const viaduct::Device &dev, std::uint32_t entries)
+        : channel(dev), cq(dev, entries, &channel) {}
+    viaduct::CompletionChannel channel;
+    viaduct::CompletionQueue cq;
+};
+
+// One-shot notifications, run in order on a thread of their own.
+struct Notifier {
+    using DescHandler = VIP_DESCRIPTOR_NOTIFY_HANDLER;
+    using CqHandler = VIP_CQ_NOTIFY_HANDLER;
+    struct Reg {
+        VIP_PVOID context;
+        std::variant<DescHandler, CqHandler> handler;
+    };
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<Reg> regs;
+    std::thread thread;
+    bool stop = false;
+
+    ~Notifier() { shutdown(); }
+    void shutdown();
+};
+
+// A work queue: the descriptors posted, in order, until Done dequeues them.
+struct WorkQueue {
+    struct Entry {
+        VIP_DESCRIPTOR *desc = nullptr;
+        std::uint32_t op = 0; // VIP_STATUS_OP_*
+        bool rr = false;      // completes when its trailing zero-length Read does
+        bool done = false;
+        std::uint32_t status = 0;
+    };
+
+    Vi *vi = nullptr;
+    bool recv = false;
+    std::mutex mu;
+    std::deque<Entry> q;
+    std::uint64_t head_seq = 0; // sequence number of q.front()
+    std::uint64_t next_seq = 0;
+    std::size_t delivered = 0;     // done entries at the front already put on the CQ
+    std::unique_ptr<NativeCq> own; // without a VIPL CQ
+    std::shared_ptr<Cq> cq;        // with one
+    NativeCq *ncq = nullptr;
+    Notifier notifier;
+
+    // The zero-length Read of a graceful VipDisconnect, not a descriptor.
+    static constexpr std::uint64_t barrier_id = ~std::uint64_t{0};
+    std::atomic<bool> barrier{false};
+
+    // Records a native completion; writes the descriptor, Done last.
+    void complete(const viaduct::Completion &c);
+    // Completes the entry of @seq with @bits (VIP_STATUS_* errors).
+    void finish(Entry &e, std::uint32_t bits, std::uint32_t length, std::uint32_t extra,
+                std::uint32_t imm);
+    void advance();
+};
+
+struct Conn;
+
+struct Vi : Object {
+    Vi() : Object(Kind::Vi) {}
+    ~Vi() override;
+    Nic *nic = nullptr;
+    VIP_VI_ATTRIBUTES attrs{};
+    std::shared_ptr<Ptag> ptag;
+    std::unique_ptr<viaduct::QueuePair> qp;
+    WorkQueue sq, rq;
+
+    std::mutex cm_mu; // conn, peer request
+    std::shared_ptr<Conn> conn;
+    std::atomic<bool> pending{false};       // a connect request under way
+    std::atomic<bool> error_latched{false}; // connection lost, not yet VipDisconnect'ed
+
+    struct Peer {
+        std::thread thread;
+        std::atomic<bool> done{false};
+        std::atomic<bool> cancel{false};
+        VIP_RETURN result = VIP_SUCCESS;
+        VIP_VI_ATTRIBUTES remote{};
+        bool active = false; // a peer request was made and not yet collected
+    } peer;
+};
+
+struct CmEv {
+    viaduct::CmEventType type{};
+    int status = 0;
+    std::vector<std::byte> private_data;
+};
+
+struct Listener;
+
+struct Conn : Object {
+    Conn() : Object(Kind::Conn) {}
+    Nic *nic = nullptr;
+    std::optional<viaduct::ConnectionId> id;
+    std::uint32_t handle = 0;
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<CmEv> events;
+    std::weak_ptr<Vi> vi;
+    Msg request; // server side: what the client sent
+    // server side, until answered: the kernel rejects the requests of a
+    // listener that goes away
+    std::shared_ptr<Listener> listener;
+    bool answered = false; // server side: accepted or rejected
+    std::atomic<bool> established{false};
+    std::atomic<bool> local_close{false};
+
+    // The next event, or nothing by @deadline.
+    std::optional<CmEv> next(std::chrono::steady_clock::time_point deadline);
+};
+
+struct Cq : Object {
+    Cq() : Object(Kind::Cq) {}
+    ~Cq() override;
+    Nic *nic = nullptr;
+    std::unique_ptr<NativeCq> ncq;
+    std::uint32_t entries = 0;
+    std::mutex entries_mu;
+    struct Item {
+        Vi *vi;
+        bool recv;
+    };
+    std::deque<Item> items;
+    std::atomic<int> users{0};
+    Notifier notifier;
+
+    void push(Vi *vi, bool recv) {
+        std::lock_guard<std::mutex> g(entries_mu);
+        items.push_back({vi, recv});
+    }
+};
+
+// A connection wait of this process: client/server (VipConnectWait) or the
+// passive side of a peer-to-peer request.
+struct Waiter {
+    bool peer = false;
+    std::vector<std::uint8_t> disc;
+    std::vector<std::uint8_t> remote_host, remote_disc; // peer: who must ask
+    std::shared_ptr<Vi> vi;                             // peer: the VI to accept with
+    bool done = false;
+    VIP_RETURN result = VIP_SUCCESS;
+    std::shared_ptr<Conn> conn;
+    Msg msg;
+};
+
+struct Listener {
+    std::optional<viaduct::ConnectionId> id;
+    std::uint16_t port = 0;
+    std::list<std::shared_ptr<Waiter>> waiters;
+};
+
+struct Nic : Object {
+    Nic() : Object(Kind::Nic) {}
+    ~Nic() override;
+
+    std::optional<viaduct::Device> dev;
+    viaduct::DeviceAttributes attr;
+    std::array<std::uint8_t, 4> addr{};
+    std::string addr_str;
+    std::optional<viaduct::CmChannel> cm;
+
+    std::mutex mu; // everything below
+    std::condition_variable cv;
+    std::shared_ptr<Ptag> default_ptag;
+    std::list<std::shared_ptr<Object>> children; // VIs, CQs, ptags
+    std::map<std::uint16_t, std::shared_ptr<Listener>> listeners;
+    std::unordered_map<std::uint32_t, std::shared_ptr<Conn>> conns;
+    VIP_ERROR_HANDLER handler = nullptr;
+    VIP_PVOID handler_context = nullptr;
+    bool ns_up = false;
+    std::string ns_file;
+
+    std::shared_mutex mem_mu;
+    std::map<std::uint32_t, std::shared_ptr<Mem>> mems;
+    std::shared_mutex vi_mu;
+    std::unordered_map<std::uint32_t, Vi *> vis; // by QP handle
+
+    int stop_fd = -1;
+    std::thread thread;
+
+    std::shared_ptr<Mem> find_mem(std::uint32_t handle) {
+        std::shared_lock<std::shared_mutex> g(mem_mu);
+        auto it = mems.find(handle);
+        return it == mems.end() ? nullptr : it->second;
+    }
+    void raise(VIP_ERROR_DESCRIPTOR ed);
+    void run();
+};
+
+} // namespace vipl

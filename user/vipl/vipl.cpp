@@ -1,0 +1,1102 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// VIPL on viaduct: NICs, protection tags, memory, VIs, completion queues,
+// posting and completing descriptors, notifications and errors. The
+// connections are in connect.cpp, the name service and system management in
+// names.cpp. Every call is a translation over libviaduct's native API.
+#include "objects.hpp"
+
+#include <algorithm>
+#include <arpa/inet.h>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "vipl_api.hpp"
+
+namespace vipl {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// Descriptors per work queue; the send ring has room for the trailing
+// Reads of Reliable Reception too.
+constexpr std::uint32_t queue_depth = 256;
+constexpr auto wait_slice = 100ms;
+
+Registry &registry() {
+    static Registry *r = new Registry; // used by threads until exit
+    return *r;
+}
+
+void Registry::add(const std::shared_ptr<Object> &o) {
+    std::unique_lock<std::shared_mutex> g(mu);
+    map[o.get()] = o;
+}
+
+void Registry::remove(const void *h) {
+    std::shared_ptr<Object> keep; // destroyed outside the lock
+    std::unique_lock<std::shared_mutex> g(mu);
+    auto it = map.find(h);
+    if (it != map.end()) {
+        keep = std::move(it->second);
+        map.erase(it);
+    }
+    g.unlock();
+}
+
+std::shared_ptr<Object> Registry::find(const void *h, Kind k) {
+    if (!h)
+        return nullptr;
+    std::shared_lock<std::shared_mutex> g(mu);
+    auto it = map.find(h);
+    if (it == map.end() || it->second->kind != k)
+        return nullptr;
+    return it->second;
+}
+
+std::chrono::milliseconds until(Clock::time_point deadline) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    return left.count() < 0 ? 0ms : left;
+}
+
+Clock::time_point deadline_of(VIP_ULONG timeout) {
+    if (timeout == VIP_INFINITE || timeout > 365UL * 24 * 3600 * 1000)
+        return Clock::time_point::max();
+    return Clock::now() + std::chrono::milliseconds(timeout);
+}
+
+// ---------------------------------------------------------------- errors
+
+void Nic::raise(VIP_ERROR_DESCRIPTOR ed) {
+    ed.NicHandle = this;
+    VIP_ERROR_HANDLER h;
+    VIP_PVOID ctx;
+    {
+        std::lock_guard<std::mutex> g(mu);
+        h = handler;
+        ctx = handler_context;
+    }
+    if (h) {
+        h(ctx, &ed);
+        return;
+    }
+    static const char *const names[] = {"post descriptor error",       "connection lost",
+                                        "receive queue empty",         "VI overrun",
+                                        "RDMA Write protection error", "RDMA Write data error",
+                                        "RDMA Write packet abort",     "RDMA Read protection error",
+                                        "completion protection error", "RDMA transport error",
+                                        "catastrophic error"};
+    const unsigned c = static_cast<unsigned>(ed.ErrorCode);
+    std::fprintf(stderr, "vipl: %s: %s%s%p\n", attr.name.c_str(),
+                 c < std::size(names) ? names[c] : "error",
+                 ed.ViHandle   ? " on VI "
+                 : ed.CQHandle ? " on CQ "
+                               : " ",
+                 ed.ViHandle ? ed.ViHandle : ed.CQHandle);
+}
+
+// Puts @vi in Error: its native QP flushes what is posted.
+// With @lost (the peer went), what the peer sent before it left is placed
+// first: the transport takes the QP out of RTS once it has read the stream.
+void fail_vi(Vi &vi, bool lost) {
+    vi.error_latched = true;
+    try {
+        // a graceful close ends in Idle on its own, soon: flush after it
+        auto st = vi.qp->query().state;
+        for (int i = 0;
+             i < 200 && (st == viaduct::QpState::Closing || st == viaduct::QpState::Terminate ||
+                         (lost && st == viaduct::QpState::Rts));
+             i++) {
+            std::this_thread::sleep_for(10ms);
+            st = vi.qp->query().state;
+        }
+        if (st == viaduct::QpState::Idle || st == viaduct::QpState::Rts)
+            vi.qp->modify(viaduct::QpState::Error);
+    } catch (const viaduct::Error &) {
+        // Closing or Terminate: the transport moves it to Error itself
+    }
+}
+
+void async_error(Vi &vi, VIP_ERROR_CODE code, VIP_DESCRIPTOR *desc, bool recv) {
+    VIP_ERROR_DESCRIPTOR ed{};
+    ed.ViHandle = &vi;
+    ed.DescriptorPtr = desc;
+    ed.OpCode = recv ? VIP_STATUS_OP_RECEIVE : VIP_STATUS_OP_SEND;
+    ed.ResourceCode = desc ? VIP_RESOURCE_DESCRIPTOR : VIP_RESOURCE_VI;
+    ed.ErrorCode = code;
+    fail_vi(vi);
+    vi.nic->raise(ed);
+}
+
+// ---------------------------------------------------------------- queues
+
+void WorkQueue::finish(Entry &e, std::uint32_t bits, std::uint32_t length, std::uint32_t extra,
+                       std::uint32_t imm) {
+    VIP_CONTROL_SEGMENT &cs = e.desc->CS;
+    if (recv)
+        cs.Length = bits ? 0 : length;
+    if (extra & VIP_STATUS_IMMEDIATE)
+        cs.ImmediateData = imm;
+    e.status = VIP_STATUS_DONE | bits | extra;
+    // Done last: whoever sees it sees the rest
+    std::atomic_ref<VIP_UINT32>(cs.Status).store(e.status, std::memory_order_release);
+    e.done = true;
+}
+
+void WorkQueue::advance() {
+    while (delivered < q.size() && q[delivered].done) {
+        if (cq)
+            cq->push(vi, recv);
+        delivered++;
+    }
+}
+
+void WorkQueue::complete(const viaduct::Completion &c) {
+    if (c.wr_id == barrier_id) {
+        barrier = true;
+        return;
+    }
+    std::lock_guard<std::mutex> g(mu);
+    const std::uint64_t seq = c.wr_id >> 1;
+    const bool trailing = c.wr_id & 1;
+    if (seq < head_seq || seq >= next_seq)
+        return; // of a descriptor no longer queued
+    Entry &e = q[static_cast<std::size_t>(seq - head_seq)];
+    if (e.done)
+        return;
+    std::uint32_t bits = status_bits(c.status);
+    if (e.rr && !trailing && !bits)
+        return; // Reliable Reception: done when the Read behind it returns
+    std::uint32_t extra = e.op;
+    if (recv) {
+        extra = c.opcode == viaduct::WcOpcode::RecvRdmaWithImm ? VIP_STATUS_OP_REMOTE_RDMA_WRITE
+                                                               : VIP_STATUS_OP_RECEIVE;
+        if (c.has_imm() && !bits)
+            extra |= VIP_STATUS_IMMEDIATE;
+    }
+    finish(e, bits, c.byte_len, extra, c.imm_data);
+    advance();
+}
+
+WorkQueue *queue_of(Nic &nic, const viaduct::Completion &c) {
+    std::shared_lock<std::shared_mutex> g(nic.vi_mu);
+    auto it = nic.vis.find(c.qp_handle);
+    if (it == nic.vis.end())
+        return nullptr;
+    return c.is_recv() ? &it->second->rq : &it->second->sq;
+}
+
+void dispatch(Nic &nic, WorkQueue *owner, std::span<const viaduct::Completion> cs) {
+    for (const auto &c : cs) {
+        if (owner) {
+            owner->complete(c);
+            continue;
+        }
+        // a shared CQ: the VI cannot go while vi_mu is held for reading
+        std::shared_lock<std::shared_mutex> g(nic.vi_mu);
+        auto it = nic.vis.find(c.qp_handle);
+        if (it != nic.vis.end())
+            (c.is_recv() ? it->second->rq : it->second->sq).complete(c);
+    }
+}
+
+// Moves what the native CQ holds onto the work queues. No system call.
+void drain(Nic &nic, NativeCq &ncq, WorkQueue *owner, Cq *cq = nullptr) {
+    std::array<viaduct::Completion, 32> buf;
+    for (;;) {
+        std::size_t n;
+        try {
+            n = ncq.cq.poll(buf);
+        } catch (const viaduct::Error &) {
+            VIP_ERROR_DESCRIPTOR ed{};
+            ed.CQHandle = cq;
+            ed.ViHandle = owner ? owner->vi : nullptr;
+            ed.ResourceCode = cq ? VIP_RESOURCE_CQ : VIP_RESOURCE_VI;
+            ed.ErrorCode = VIP_ERROR_CATASTROPHIC;
+            nic.raise(ed);
+            return;
+        }
+        dispatch(nic, owner, std::span(buf.data(), n));
+        if (n < buf.size())
+            return;
+    }
+}
+
+void drain(WorkQueue &wq) {
+    drain(*wq.vi->nic, *wq.ncq, wq.cq ? nullptr : &wq, wq.cq.get());
+}
+
+VIP_RETURN done(WorkQueue &wq, VIP_DESCRIPTOR **out) {
+    drain(wq);
+    std::lock_guard<std::mutex> g(wq.mu);
+    if (wq.q.empty()) {
+        *out = nullptr;
+        return VIP_DESCRIPTOR_ERROR;
+    }
+    auto &e = wq.q.front();
+    if (!e.done)
+        return VIP_NOT_DONE;
+    *out = e.desc;
+    const bool err = e.status & VIP_STATUS_ERROR_MASK;
+    wq.q.pop_front();
+    wq.head_seq++;
+    if (wq.delivered)
+        wq.delivered--;
+    return err ? VIP_DESCRIPTOR_ERROR : VIP_SUCCESS;
+}
+
+VIP_RETURN wait(WorkQueue &wq, Clock::time_point deadline, VIP_DESCRIPTOR **out) {
+    std::array<viaduct::Completion, 16> buf;
+    for (;;) {
+        VIP_RETURN r = done(wq, out);
+        if (r != VIP_NOT_DONE)
+            return r;
+        auto left = until(deadline);
+        if (left == 0ms)
+            return VIP_TIMEOUT;
+        std::size_t n = wq.ncq->cq.wait(buf, std::min<std::chrono::milliseconds>(left, wait_slice));
+        dispatch(*wq.vi->nic, wq.cq ? nullptr : &wq, std::span(buf.data(), n));
+    }
+}
+
+// ---------------------------------------------------------------- notify
+
+void Notifier::shutdown() {
+    {
+        std::lock_guard<std::mutex> g(mu);
+        stop = true;
+        regs.clear();
+    }
+    cv.notify_all();
+    if (thread.joinable() && thread.get_id() != std::this_thread::get_id())
+        thread.join();
+    else if (thread.joinable())
+        thread.detach();
+}
+
+namespace {
+
+// Runs the registrations of @n in order: @next returns VIP_SUCCESS (and
+// the argument for the handler) or VIP_TIMEOUT to try again.
+template <typename Next> void notify_loop(Notifier &n, Next next) {
+    for (;;) {
+        Notifier::Reg reg;
+        {
+            std::unique_lock<std::mutex> g(n.mu);
+            n.cv.wait(g, [&] { return n.stop || !n.regs.empty(); });
+            if (n.stop)
+                return;
+            reg = n.regs.front();
+        }
+        if (!next(reg))
+            continue;
+        std::lock_guard<std::mutex> g(n.mu);
+        if (!n.regs.empty())
+            n.regs.pop_front();
+    }
+}
+
+void start(Notifier &n, std::function<void()> body) {
+    if (!n.thread.joinable())
+        n.thread = std::thread(std::move(body));
+}
+
+} // namespace
+
+VIP_RETURN desc_notify(WorkQueue &wq, VIP_PVOID context, VIP_DESCRIPTOR_NOTIFY_HANDLER handler) {
+    if (!handler)
+        return VIP_INVALID_PARAMETER;
+    if (wq.cq)
+        return VIP_ERROR_RESOURCE;
+    {
+        std::lock_guard<std::mutex> g(wq.mu);
+        if (wq.q.empty())
+            return VIP_DESCRIPTOR_ERROR;
+    }
+    Notifier &n = wq.notifier;
+    std::lock_guard<std::mutex> g(n.mu);
+    n.regs.push_back({context, handler});
+    start(n, [&wq] {
+        notify_loop(wq.notifier, [&wq](const Notifier::Reg &reg) {
+            VIP_DESCRIPTOR *d = nullptr;
+            VIP_RETURN r = wait(wq, Clock::now() + wait_slice, &d);
+            if (r == VIP_TIMEOUT)
+                return wq.notifier.stop ? true : false;
+            std::get<Notifier::DescHandler>(reg.handler)(reg.context, wq.vi->nic, wq.vi, d);
+            return true;
+        });
+    });
+    n.cv.notify_one();
+    return VIP_SUCCESS;
+}
+
+// ---------------------------------------------------------------- objects
+
+Vi::~Vi() {
+    sq.notifier.shutdown();
+    rq.notifier.shutdown();
+    if (peer.thread.joinable()) {
+        peer.cancel = true;
+        peer.thread.join();
+    }
+}
+
+Cq::~Cq() {
+    notifier.shutdown();
+}
+
+Nic::~Nic() {
+    if (thread.joinable()) {
+        std::uint64_t one = 1;
+        if (::write(stop_fd, &one, sizeof(one)) < 0)
+            std::perror("vipl: eventfd");
+        thread.join();
+    }
+    if (stop_fd >= 0)
+        ::close(stop_fd);
+}
+
+void unhook_vi(Vi &vi) {
+    std::unique_lock<std::shared_mutex> g(vi.nic->vi_mu);
+    vi.nic->vis.erase(vi.qp->handle());
+}
+
+} // namespace vipl
+
+using namespace vipl;
+
+namespace {
+
+std::shared_ptr<Nic> nic_of(VIP_NIC_HANDLE h) {
+    return std::static_pointer_cast<Nic>(registry().find(h, Kind::Nic));
+}
+std::shared_ptr<Vi> vi_of(VIP_VI_HANDLE h) {
+    return std::static_pointer_cast<Vi>(registry().find(h, Kind::Vi));
+}
+std::shared_ptr<Cq> cq_of(VIP_CQ_HANDLE h) {
+    return std::static_pointer_cast<Cq>(registry().find(h, Kind::Cq));
+}
+
+std::shared_ptr<Ptag> ptag_of(Nic &nic, VIP_PROTECTION_HANDLE h) {
+    if (!h)
+        return nic.default_ptag; // Early Adopter programs that ignore tags
+    auto p = std::static_pointer_cast<Ptag>(registry().find(h, Kind::Ptag));
+    return p && p->nic == &nic ? p : nullptr;
+}
+
+bool readable_attrs(const VIP_VI_ATTRIBUTES *a) {
+    return a != nullptr;
+}
+
+// The checks of VipCreateVi and VipSetViAttributes, in the guide's order.
+VIP_RETURN check_vi_attrs(Nic &nic, const VIP_VI_ATTRIBUTES &a, std::shared_ptr<Ptag> &ptag) {
+    if (!valid_reliability(a.ReliabilityLevel))
+        return VIP_INVALID_RELIABILITY_LEVEL;
+    if (a.MaxTransferSize > nic.attr.limits.max_msg_size)
+        return VIP_INVALID_MTU;
+    ptag = ptag_of(nic, a.Ptag);
+    if (!ptag)
+        return VIP_INVALID_PTAG;
+    if (a.EnableRdmaRead && a.ReliabilityLevel == VIP_SERVICE_UNRELIABLE)
+        return VIP_INVALID_RDMAREAD;
+    return VIP_SUCCESS;
+}
+
+std::uint32_t qp_access(const VIP_VI_ATTRIBUTES &a) {
+    return (a.EnableRdmaWrite ? std::uint32_t{VIADUCT_QP_ACCESS_REMOTE_WRITE} : 0u) |
+           (a.EnableRdmaRead ? std::uint32_t{VIADUCT_QP_ACCESS_REMOTE_READ} : 0u);
+}
+
+std::unique_ptr<viaduct::QueuePair> make_qp(Nic &nic, Vi &vi, const VIP_VI_ATTRIBUTES &a,
+                                            Ptag &ptag) {
+    viaduct::QpConfig cfg;
+    cfg.send_cq = &vi.sq.ncq->cq;
+    cfg.recv_cq = &vi.rq.ncq->cq;
+    cfg.sq_depth = 2 * queue_depth;
+    cfg.rq_depth = queue_depth;
+    cfg.max_send_sge = std::min(nic.attr.limits.max_sge, 16u);
+    cfg.max_recv_sge = cfg.max_send_sge;
+    cfg.reliability = static_cast<viaduct::Reliability>(a.ReliabilityLevel);
+    cfg.access = qp_access(a);
+    cfg.ord = std::min(nic.attr.limits.max_ord, 8u);
+    cfg.ird = std::min(nic.attr.limits.max_ird, 8u);
+    return std::make_unique<viaduct::QueuePair>(ptag.pd, cfg);
+}
+
+VIP_RETURN resource(const viaduct::Error &e) {
+    return e.errnum() == EINVAL ? VIP_INVALID_PARAMETER : VIP_ERROR_RESOURCE;
+}
+
+} // namespace
+
+namespace vipl {
+
+// Everything of a VI's queues is empty and it has no connection.
+bool vi_idle(Vi &vi) {
+    if (vi.pending || vi.error_latched || vi.conn)
+        return false;
+    return vi.qp->query().state == viaduct::QpState::Idle;
+}
+
+VIP_VI_STATE vi_state(Vi &vi) {
+    if (vi.pending)
+        return VIP_STATE_CONNECT_PENDING;
+    if (vi.error_latched)
+        return VIP_STATE_ERROR;
+    switch (vi.qp->query().state) {
+    case viaduct::QpState::Idle:
+        return vi.conn ? VIP_STATE_ERROR : VIP_STATE_IDLE;
+    case viaduct::QpState::Rts:
+        return VIP_STATE_CONNECTED;
+    default:
+        return VIP_STATE_ERROR;
+    }
+}
+
+void close_nic(Nic &nic);
+
+} // namespace vipl
+
+// ================================================================ the API
+
+extern "C" {
+
+VIP_RETURN VipOpenNic(const VIP_CHAR *DeviceName, VIP_NIC_HANDLE *NicHandle) {
+    if (!NicHandle)
+        return VIP_INVALID_PARAMETER;
+    auto sel = parse_nic_name(DeviceName);
+    if (!sel)
+        return VIP_INVALID_PARAMETER;
+    auto nic = std::make_shared<Nic>();
+    try {
+        switch (sel->kind) {
+        case NicSelector::Kind::Name:
+            nic->dev.emplace(viaduct::Device::open(sel->name));
+            break;
+        case NicSelector::Kind::Index:
+        case NicSelector::Kind::Ifname: {
+            auto list = viaduct::Device::list();
+            std::sort(list.begin(), list.end(),
+                      [](const auto &a, const auto &b) { return a.index < b.index; });
+            const viaduct::DeviceEntry *pick = nullptr;
+            if (sel->kind == NicSelector::Kind::Index) {
+                if (sel->index < list.size())
+                    pick = &list[sel->index];
+            } else {
+                for (const auto &e : list)
+                    if (e.ifname == sel->name)
+                        pick = &e;
+            }
+            if (!pick)
+                return VIP_INVALID_PARAMETER;
+            nic->dev.emplace(viaduct::Device::open(pick->index));
+            break;
+        }
+        }
+        nic->attr = nic->dev->attributes();
+        for (const auto &a : nic->attr.addresses) {
+            if (a.family == AF_INET &&
+                inet_pton(AF_INET, a.address.c_str(), nic->addr.data()) == 1) {
+                nic->addr_str = a.address;
+                break;
+            }
+        }
+        nic->cm.emplace(*nic->dev);
+        nic->default_ptag = std::make_shared<Ptag>(nic.get(), viaduct::ProtectionDomain(*nic->dev));
+    } catch (const viaduct::Error &e) {
+        return e.errnum() == ENODEV || e.errnum() == ENOENT ? VIP_INVALID_PARAMETER
+                                                            : VIP_ERROR_RESOURCE;
+    }
+    nic->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (nic->stop_fd < 0)
+        return VIP_ERROR_RESOURCE;
+    Nic *raw = nic.get();
+    nic->thread = std::thread([raw] { raw->run(); });
+    registry().add(nic);
+    *NicHandle = nic.get();
+    return VIP_SUCCESS;
+}
+
+VIP_RETURN VipCloseNic(VIP_NIC_HANDLE NicHandle) {
+    auto nic = nic_of(NicHandle);
+    if (!nic)
+        return VIP_INVALID_PARAMETER;
+    registry().remove(NicHandle);
+    close_nic(*nic);
+    return VIP_SUCCESS;
+}
+
+VIP_RETURN VipQueryNic(VIP_NIC_HANDLE NicHandle, VIP_NIC_ATTRIBUTES *a) {
+    auto nic = nic_of(NicHandle);
+    if (!nic || !a)
+        return VIP_INVALID_PARAMETER;
+    const auto &l = nic->attr.limits;
+    *a = VIP_NIC_ATTRIBUTES{};
+    std::snprintf(a->Name, sizeof(a->Name), "%s", nic->attr.name.c_str());
+    a->HardwareVersion = nic->attr.abi_version;
+    a->ProviderVersion = 0x00010000; // VIPL 1.0
+    a->NicAddressLen = 4;
+    a->LocalNicAddress = nic->addr.data();
+    a->ThreadSafe = VIP_TRUE;
+    a->MaxDiscriminatorLen = max_discriminator;
+    a->MaxRegisterBytes = static_cast<VIP_ULONG>(l.max_mr_size);
+    a->MaxRegisterRegions = l.max_mr;
+    a->MaxRegisterBlockBytes = static_cast<VIP_ULONG>(l.max_mr_size);
+    a->MaxVI = l.max_qp;
+    a->MaxDescriptorsPerQueue = queue_depth;
+    a->MaxSegmentsPerDesc = std::min(l.max_sge, 16u) + 1; // and the address segment
+    a->MaxCQ = l.max_cq;
+    a->MaxCQEntries = l.max_cqe / 2;
+    a->MaxTransferSize = static_cast<VIP_ULONG>(l.max_msg_size);
+    a->NativeMTU = nic->attr.mtu;
+    a->MaxPtags = l.max_pd;
+    a->ReliabilityLevelSupport =
+        VIP_SERVICE_UNRELIABLE | VIP_SERVICE_RELIABLE_DELIVERY | VIP_SERVICE_RELIABLE_RECEPTION;
+    a->RDMAReadSupport = VIP_SERVICE_RELIABLE_DELIVERY | VIP_SERVICE_RELIABLE_RECEPTION;
+    return VIP_SUCCESS;
+}
+
+VIP_RETURN VipCreatePtag(VIP_NIC_HANDLE NicHandle, VIP_PROTECTION_HANDLE *Ptag) {
+    auto nic = nic_of(NicHandle);
+    if (!nic || !Ptag)
+        return VIP_INVALID_PARAMETER;
+    try {
+        auto p = std::make_shared<vipl::Ptag>(nic.get(), viaduct::ProtectionDomain(*nic->dev));
+        {
+            std::lock_guard<std::mutex> g(nic->mu);
+            nic->children.push_back(p);
+        }
+        registry().add(p);
+        *Ptag = p.get();
+    } catch (const viaduct::Error &) {
+        return VIP_ERROR_RESOURCE;
+    }
+    return VIP_SUCCESS;
+}
+
+VIP_RETURN VipDestroyPtag(VIP_NIC_HANDLE NicHandle, VIP_PROTECTION_HANDLE Ptag) {
+    auto nic = nic_of(NicHandle);
+    if (!nic)
+        return VIP_INVALID_PARAMETER;
+    auto p = std::static_pointer_cast<vipl::Ptag>(registry().find(Ptag, Kind::Ptag));
+    if (!p || p->nic != nic.get())
+        return VIP_INVALID_PARAMETER;
+    if (p->users > 0)
+        return VIP_ERROR_RESOURCE;
+    registry().remove(Ptag);
+    std::lock_guard<std::mutex> g(nic->mu);
+    nic->children.remove(p);
+    return VIP_SUCCESS;
+}
+
+VIP_RETURN VipRegisterMem(VIP_NIC_HANDLE NicHandle, VIP_PVOID VirtualAddress, VIP_ULONG Length,
+                          VIP_MEM_ATTRIBUTES *MemAttribs, VIP_MEM_HANDLE *MemoryHandle) try {
+    auto nic = nic_of(NicHandle);
+    if (!nic || !VirtualAddress || Length == 0 || !MemAttribs || !MemoryHandle)
+        return VIP_INVALID_PARAMETER;
+    auto ptag = ptag_of(*nic, MemAttribs->Ptag);
+    if (!ptag)
+        return VIP_INVALID_PTAG;
+    std::uint32_t access = viaduct::access::local_write;
+    if (MemAttribs->EnableRdmaWrite)
+        access |= viaduct::access::remote_write;
+    if (MemAttribs->EnableRdmaRead)
+        access |= viaduct::access::remote_read;
+    auto mem = std::make_shared<Mem>(
+        Mem{[&]() -> viaduct::MemoryRegion {
+                try {
+                    return viaduct::MemoryRegion(ptag->pd, VirtualAddress, Length, access);
+                } catch (const viaduct::Error &e) {
+                    // read-only pages: registered for sending and RDMA Read only,
+                    // the NIC never writes them
+                    if ((e.errnum() == EFAULT || e.errnum() == EPERM || e.errnum() == EACCES) &&
+                        !MemAttribs->EnableRdmaWrite)
+                        return viaduct::MemoryRegion(ptag->pd, VirtualAddress, Length,
+                                                     access & ~viaduct::access::local_write);
+                    throw;
+                }
+            }(),
+            ptag, reinterpret_cast<std::uintptr_t>(VirtualAddress), Length,
+            MemAttribs->EnableRdmaWrite != 0, MemAttribs->EnableRdmaRead != 0});
+    ptag->users++;
+    std::unique_lock<std::shared_mutex> g(nic->mem_mu);
+    nic->mems[mem->mr.stag()] = mem;
+    *MemoryHandle = mem->mr.stag();
+    return VIP_SUCCESS;
+} catch (const viaduct::Error &e) {
+    return resource(e);
+}
+
+VIP_RETURN VipDeregisterMem(VIP_NIC_HANDLE NicHandle, VIP_PVOID VirtualAddress,
+                            VIP_MEM_HANDLE MemoryHandle) {
+    auto nic = nic_of(NicHandle);
+    if (!nic)
+        return VIP_INVALID_PARAMETER;
+    std::shared_ptr<Mem> mem;
+    {
+        std::unique_lock<std::shared_mutex> g(nic->mem_mu);
+        auto it = nic->mems.find(MemoryHandle);
+        if (it == nic->mems.end() ||
+            it->second->addr != reinterpret_cast<std::uintptr_t>(VirtualAddress))
+            return VIP_INVALID_PARAMETER;
+        mem = std::move(it->second);
+        nic->mems.erase(it);
+    }
+    mem->ptag->users--;
+    return VIP_SUCCESS;
+}
+
+VIP_RETURN VipQueryMem(VIP_NIC_HANDLE NicHandle, VIP_PVOID Address, VIP_MEM_HANDLE MemHandle,
+                       VIP_MEM_ATTRIBUTES *MemAttribs) {
+    auto nic = nic_of(NicHandle);
+    if (!nic || !MemAttribs)
+        return VIP_INVALID_PARAMETER;
+    auto mem = nic->find_mem(MemHandle);
+    const auto a = reinterpret_cast<std::uintptr_t>(Address);
+    if (!mem || a < mem->addr || a >= mem->addr + mem->length)
+        return VIP_INVALID_PARAMETER;
+    MemAttribs->Ptag = mem->ptag == nic->default_ptag ? nullptr : mem->ptag.get();
+    MemAttribs->EnableRdmaWrite = mem->rdma_write;
+    MemAttribs->EnableRdmaRead = mem->rdma_read;
+    return VIP_SUCCESS;
+}
+
+VIP_RETURN VipSetMemAttributes(VIP_NIC_HANDLE NicHandle, VIP_PVOID Address,
+                               VIP_MEM_HANDLE MemHandle, VIP_MEM_ATTRIBUTES *MemAttribs) {
+    auto nic = nic_of(NicHandle);
+    if (!nic || !MemAttribs)
+        return VIP_INVALID_PARAMETER;
+    auto mem = nic->find_mem(MemHandle);
+    const auto a = reinterpret_cast<std::uintptr_t>(Address);
+    if (!mem || a < mem->addr || a >= mem->addr + mem->length)
+        return VIP_INVALID_PARAMETER;
+    auto ptag = ptag_of(*nic, MemAttribs->Ptag);
+    if (!ptag)
+        return VIP_INVALID_PTAG;
+    // The memory handle is the region's STag, which the peer may hold:
+    // new rights or a new tag would need a new STag, which the handle
+    // cannot follow. Only the attributes the region has are accepted.
+    if (ptag != mem->ptag || (MemAttribs->EnableRdmaWrite != 0) != mem->rdma_write ||
+        (MemAttribs->EnableRdmaRead != 0) != mem->rdma_read)
+        return VIP_ERROR_RESOURCE;
+    return VIP_SUCCESS;
+}
+
+VIP_RETURN VipCreateCQ(VIP_NIC_HANDLE NicHandle, VIP_ULONG EntryCount, VIP_CQ_HANDLE *CQHandle) {
+    auto nic = nic_of(NicHandle);
+    if (!nic || !CQHandle || EntryCount == 0)
+        return VIP_INVALID_PARAMETER;
+    if (EntryCount > nic->attr.limits.max_cqe / 2)
+        return VIP_ERROR_RESOURCE;
+    try {
+        auto cq = std::make_shared<Cq>();
+        cq->nic = nic.get();
+        // room for the trailing Reads of Reliable Reception
+        cq->ncq = std::make_unique<NativeCq>(*nic->dev, static_cast<std::uint32_t>(2 * EntryCount));
+        cq->entries = static_cast<std::uint32_t>(EntryCount);
+        {
+            std::lock_guard<std::mutex> g(nic->mu);
+            nic->children.push_back(cq);
+        }
+        registry().add(cq);
+        *CQHandle = cq.get();
+    } catch (const viaduct::Error &e) {
+        return VIP_ERROR_RESOURCE;
+    }
+    return VIP_SUCCESS;
+}
+
+VIP_RETURN VipDestroyCQ(VIP_CQ_HANDLE CQHandle) {
+    auto cq = cq_of(CQHandle);
+    if (!cq)
+        return VIP_INVALID_PARAMETER;
+    if (cq->users > 0)
+        return VIP_ERROR_RESOURCE;
+    registry().remove(CQHandle);
+    cq->notifier.shutdown();
+    std::lock_guard<std::mutex> g(cq->nic->mu);
+    cq->nic->children.remove(cq);
+    return VIP_SUCCESS;
+}
+
+VIP_RETURN VipResizeCQ(VIP_CQ_HANDLE CQHandle, VIP_ULONG EntryCount) {
+    auto cq = cq_of(CQHandle);
+    if (!cq || EntryCount == 0)
+        return VIP_INVALID_PARAMETER;
+    if (EntryCount > cq->nic->attr.limits.max_cqe / 2)
+        return VIP_ERROR_RESOURCE;
+    try {
+        cq->ncq->cq.resize(static_cast<std::uint32_t>(2 * EntryCount));
+        cq->entries = static_cast<std::uint32_t>(EntryCount);
+    } catch (const viaduct::Error &) {
+        return VIP_ERROR_RESOURCE;
+    }
+    return VIP_SUCCESS;
+}
+
+VIP_RETURN VipCQDone(VIP_CQ_HANDLE CQHandle, VIP_VI_HANDLE *ViHandle, VIP_BOOLEAN *RecvQueue) {
+    auto cq = cq_of(CQHandle);
+    if (!cq || !ViHandle || !RecvQueue)
+        return VIP_INVALID_PARAMETER;
+    drain(*cq->nic, *cq->ncq, nullptr, cq.get());
+    std::lock_guard<std::mutex> g(cq->entries_mu);
+    if (cq->items.empty())
+        return VIP_NOT_DONE;
+    *ViHandle = cq->items.front().vi;
+    *RecvQueue = cq->items.front().recv ? VIP_TRUE : VIP_FALSE;
+    cq->items.pop_front();
+    return VIP_SUCCESS;
+}
+
+VIP_RETURN VipCQWait(VIP_CQ_HANDLE CQHandle, VIP_ULONG Timeout, VIP_VI_HANDLE *ViHandle,
+                     VIP_BOOLEAN *RecvQueue) {
+    auto cq = cq_of(CQHandle);
+    if (!cq || !ViHandle || !RecvQueue)
+        return VIP_INVALID_PARAMETER;
+    const auto deadline = deadline_of(Timeout);
+    std::array<viaduct::Completion, 16> buf;
+    for (;;) {
+        VIP_RETURN r = VipCQDone(CQHandle, ViHandle, RecvQueue);
+        if (r != VIP_NOT_DONE)
+            return r;
+        auto left = until(deadline);
+        if (left == 0ms)
+            return VIP_TIMEOUT;
+        std::size_t n =
+            cq->ncq->cq.wait(buf, std::min<std::chrono::milliseconds>(left, wait_slice));
+        dispatch(*cq->nic, nullptr, std::span(buf.data(), n));
+    }
+}
+
+VIP_RETURN VipCQNotify(VIP_CQ_HANDLE CQHandle, VIP_PVOID Context, VIP_CQ_NOTIFY_HANDLER Handler) {
+    auto cq = cq_of(CQHandle);
+    if (!cq || !Handler)
+        return VIP_INVALID_PARAMETER;
+    Notifier &n = cq->notifier;
+    std::lock_guard<std::mutex> g(n.mu);
+    n.regs.push_back({Context, Handler});
+    Cq *raw = cq.get();
+    start(n, [raw] {
+        notify_loop(raw->notifier, [raw](const Notifier::Reg &reg) {
+            VIP_VI_HANDLE vi = nullptr;
+            VIP_BOOLEAN recv = VIP_FALSE;
+            VIP_RETURN r = VipCQWait(raw, static_cast<VIP_ULONG>(wait_slice.count()), &vi, &recv);
+            if (r != VIP_SUCCESS)
+                return false;
+            std::get<Notifier::CqHandler>(reg.handler)(reg.context, raw->nic, vi, recv);
+            return true;
+        });
+    });
+    n.cv.notify_one();
+    return VIP_SUCCESS;
+}
+
+VIP_RETURN VipCreateVi(VIP_NIC_HANDLE NicHandle, VIP_VI_ATTRIBUTES *ViAttribs,
+                       VIP_CQ_HANDLE SendCQHandle, VIP_CQ_HANDLE RecvCQHandle,
+                       VIP_VI_HANDLE *ViHandle) {
+    auto nic = nic_of(NicHandle);
+    if (!nic || !readable_attrs(ViAttribs) || !ViHandle)
+        return VIP_INVALID_PARAMETER;
+    std::shared_ptr<Cq> scq, rcq;
+    if (SendCQHandle && (!(scq = cq_of(SendCQHandle)) || scq->nic != nic.get()))
+        return VIP_INVALID_PARAMETER;
+    if (RecvCQHandle && (!(rcq = cq_of(RecvCQHandle)) || rcq->nic != nic.get()))
+        return VIP_INVALID_PARAMETER;
+    std::shared_ptr<vipl::Ptag> ptag;
+    if (VIP_RETURN r = check_vi_attrs(*nic, *ViAttribs, ptag))
+        return r;
+    try {
+        auto vi = std::make_shared<Vi>();
+        vi->nic = nic.get();
+        vi->attrs = *ViAttribs;
+        vi->attrs.Ptag = ViAttribs->Ptag;
+        vi->ptag = ptag;
+        for (auto [wq, cq, recv] :
+             {std::tuple{&vi->sq, scq, false}, std::tuple{&vi->rq, rcq, true}}) {
+            wq->vi = vi.get();
+            wq->recv = recv;
+            wq->cq = cq;
+            if (!cq)
+                wq->own =
+                    std::make_unique<NativeCq>(*nic->dev, recv ? queue_depth : 2 * queue_depth);
+            wq->ncq = cq ? cq->ncq.get() : wq->own.get();
+        }
+        vi->qp = make_qp(*nic, *vi, vi->attrs, *ptag);
+        ptag->users++;
+        if (scq)
+            scq->users++;
+        if (rcq)
+            rcq->users++;
+        {
+            std::unique_lock<std::shared_mutex> g(nic->vi_mu);
+            nic->vis[vi->qp->handle()] = vi.get();
+        }
+        {
+            std::lock_guard<std::mutex> g(nic->mu);
+            nic->children.push_back(vi);
+        }
+        registry().add(vi);
+        *ViHandle = vi.get();
+    } catch (const viaduct::Error &) {
+        return VIP_ERROR_RESOURCE;
+    }
+    return VIP_SUCCESS;
+}
+
+VIP_RETURN VipDestroyVi(VIP_VI_HANDLE ViHandle) {
+    auto vi = vi_of(ViHandle);
+    if (!vi)
+        return VIP_INVALID_PARAMETER;
+    {
+        std::scoped_lock g(vi->cm_mu, vi->sq.mu, vi->rq.mu);
+        if (!vi->sq.q.empty() || !vi->rq.q.empty() || vi->conn || vi->pending ||
+            vi->error_latched || vi->qp->query().state != viaduct::QpState::Idle)
+            return VIP_INVALID_STATE;
+    }
+    registry().remove(ViHandle);
+    unhook_vi(*vi);
+    vi->sq.notifier.shutdown();
+    vi->rq.notifier.shutdown();
+    for (auto *wq : {&vi->sq, &vi->rq}) {
+        if (!wq->cq)
+            continue;
+        // no stale CQ entries for a VI that is gone
+        std::lock_guard<std::mutex> g(wq->cq->entries_mu);
+        std::erase_if(wq->cq->items, [&](const Cq::Item &i) { return i.vi == vi.get(); });
+        wq->cq->users--;
+    }
+    vi->ptag->users--;
+    std::lock_guard<std::mutex> g(vi->nic->mu);
+    vi->nic->children.remove(vi);
+    return VIP_SUCCESS;
+}
+
+VIP_RETURN VipQueryVi(VIP_VI_HANDLE ViHandle, VIP_VI_STATE *State, VIP_VI_ATTRIBUTES *ViAttribs,
+                      VIP_BOOLEAN *ViSendQEmpty, VIP_BOOLEAN *ViRecvQEmpty) {
+    auto vi = vi_of(ViHandle);
+    if (!vi || !State || !ViAttribs || !ViSendQEmpty || !ViRecvQEmpty)
+        return VIP_INVALID_PARAMETER;
+    try {
+        std::lock_guard<std::mutex> g(vi->cm_mu);
+        *State = vi_state(*vi);
+        *ViAttribs = vi->attrs;
+    } catch (const viaduct::Error &) {
+        return VIP_ERROR_RESOURCE;
+    }
+    {
+        std::lock_guard<std::mutex> g(vi->sq.mu);
+        *ViSendQEmpty = vi->sq.q.empty() ? VIP_TRUE : VIP_FALSE;
+    }
+    std::lock_guard<std::mutex> g(vi->rq.mu);
+    *ViRecvQEmpty = vi->rq.q.empty() ? VIP_TRUE : VIP_FALSE;
+    return VIP_SUCCESS;
+}
+
+VIP_RETURN VipSetViAttributes(VIP_VI_HANDLE ViHandle, VIP_VI_ATTRIBUTES *ViAttribs) {
+    auto vi = vi_of(ViHandle);
+    if (!vi || !ViAttribs)
+        return VIP_INVALID_PARAMETER;
+    std::shared_ptr<vipl::Ptag> ptag;
+    std::scoped_lock g(vi->cm_mu, vi->sq.mu, vi->rq.mu);
+    try {
+        if (!vi_idle(*vi))
+            return VIP_INVALID_STATE;
+    } catch (const viaduct::Error &) {
+        return VIP_ERROR_RESOURCE;
+    }
+    if (VIP_RETURN r = check_vi_attrs(*vi->nic, *ViAttribs, ptag))
+        return r;
+    try {
+        if (ptag != vi->ptag || ViAttribs->ReliabilityLevel != vi->attrs.ReliabilityLevel) {
+            // the tag and the level are the native QP's for life: a new one
+            if (!vi->sq.q.empty() || !vi->rq.q.empty())
+                return VIP_INVALID_STATE;
+            auto qp = make_qp(*vi->nic, *vi, *ViAttribs, *ptag);
+            unhook_vi(*vi);
+            vi->qp = std::move(qp);
+            std::unique_lock<std::shared_mutex> w(vi->nic->vi_mu);
+            vi->nic->vis[vi->qp->handle()] = vi.get();
+            ptag->users++;
+            vi->ptag->users--;
+            vi->ptag = ptag;
+        } else if (qp_access(*ViAttribs) != qp_access(vi->attrs)) {
+            viaduct::QpModify m;
+            m.access = qp_access(*ViAttribs);
+            vi->qp->modify(m);
+        }
+    } catch (const viaduct::Error &) {
+        return VIP_ERROR_RESOURCE;
+    }
+    vi->attrs = *ViAttribs;
+    return VIP_SUCCESS;
+}
+
+// ---------------------------------------------------------------- posting
+
+static VIP_RETURN post(Vi &vi, WorkQueue &wq, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
+    if (!d)
+        return VIP_INVALID_PARAMETER;
+    const auto at = reinterpret_cast<std::uintptr_t>(d);
+    auto mem = vi.nic->find_mem(mh);
+    // The descriptor must lie in the region its handle names, of the VI's
+    // tag: otherwise it is not touched at all (Post Descriptor Error).
+    if (at % VIP_DESCRIPTOR_ALIGNMENT || !mem || mem->ptag != vi.ptag || at < mem->addr ||
+        at + sizeof(VIP_CONTROL_SEGMENT) > mem->addr + mem->length) {
+        async_error(vi, VIP_ERROR_POST_DESC, d, wq.recv);
+        return VIP_SUCCESS;
+    }
+    const unsigned segs = static_cast<unsigned>(std::min<std::uint64_t>(
+        (mem->addr + mem->length - at - sizeof(VIP_CONTROL_SEGMENT)) / sizeof(VIP_DATA_SEGMENT),
+        0xffff));
+    const unsigned max_sge = vi.qp->caps().max_send_sge;
+    const bool rr = !wq.recv && vi.attrs.ReliabilityLevel == VIP_SERVICE_RELIABLE_RECEPTION;
+    DescCheck c = wq.recv ? check_recv(*d, segs, vi.qp->caps().max_recv_sge)
+                          : check_send(*d, segs, max_sge, vi.attrs.MaxTransferSize, true);
+    std::atomic_ref<VIP_UINT32>(d->CS.Status).store(0, std::memory_order_relaxed);
+
+    std::unique_lock<std::mutex> g(wq.mu);
+    if (wq.q.size() >= queue_depth) {
+        g.unlock();
+        async_error(vi, VIP_ERROR_VI_OVERRUN, d, wq.recv);
+        return VIP_SUCCESS;
+    }
+    const std::uint64_t seq = wq.next_seq++;
+    wq.q.push_back({d, c.op, rr && c.op != VIP_STATUS_OP_RDMA_READ, false, 0});
+    auto local_error = [&](std::uint32_t bits) {
+        wq.finish(wq.q.back(), bits, 0, c.op, 0);
+        wq.advance();
+        g.unlock();
+        // a reliable VI stops at its first bad descriptor
+        if (vi.attrs.ReliabilityLevel != VIP_SERVICE_UNRELIABLE)
+            fail_vi(vi);
+        return VIP_SUCCESS;
+    };
+    if (c.error)
+        return local_error(c.error);
+
+    const bool rdma = c.op == VIP_STATUS_OP_RDMA_WRITE || c.op == VIP_STATUS_OP_RDMA_READ;
+    std::array<viaduct::Sge, 16> sge;
+    for (unsigned i = 0; i < c.nds; i++) {
+        const VIP_DATA_SEGMENT *ds = segment(*d, i + (rdma ? 1u : 0u));
+        sge[i] = {ds->Data.AddressBits, ds->Length, ds->Handle};
+    }
+    try {
+        if (wq.recv) {
+            vi.qp->post_recv(viaduct::RecvWr{seq << 1, std::span(sge.data(), c.nds)});
+            return VIP_SUCCESS;
+        }
+        std::array<viaduct::SendWr, 2> wr{};
+        wr[0].wr_id = seq << 1;
+        wr[0].opcode = c.op == VIP_STATUS_OP_RDMA_WRITE  ? viaduct::SendOp::RdmaWrite
+                       : c.op == VIP_STATUS_OP_RDMA_READ ? viaduct::SendOp::RdmaRead
+                                                         : viaduct::SendOp::Send;
+        wr[0].sge = std::span<const viaduct::Sge>(sge.data(), c.nds);
+        wr[0].read_fence = d->CS.Control & VIP_CONTROL_QFENCE;
+        if ((d->CS.Control & VIP_CONTROL_IMMEDIATE) && c.op != VIP_STATUS_OP_RDMA_READ)
+            wr[0].imm_data = d->CS.ImmediateData;
+        if (rdma) {
+            const VIP_ADDRESS_SEGMENT &as = d->DS[0].Remote;
+            wr[0].remote_addr = as.Data.AddressBits;
+            wr[0].remote_stag = as.Handle;
+        }
+        std::size_t n = 1;
+        viaduct::Sge zero{0, 0, mh};
+        if (wq.q.back().rr) {
+            // Reliable Reception: the peer answers this Read only once
+            // everything before it is placed
+            wr[1].wr_id = seq << 1 | 1;
+            wr[1].opcode = viaduct::SendOp::RdmaRead;
+            wr[1].sge = std::span<const viaduct::Sge>(&zero, 1);
+            wr[1].remote_stag = rdma ? d->DS[0].Remote.Handle : 0;
+            n = 2;
+        }
+        vi.qp->post_send(std::span<const viaduct::SendWr>(wr.data(), n));
+    } catch (const viaduct::Error &e) {
+        return local_error(e.errnum() == ENOMEM ? VIP_STATUS_LENGTH_ERROR
+                                                : VIP_STATUS_FORMAT_ERROR);
+    }
+    return VIP_SUCCESS;
+}
+
+VIP_RETURN VipPostSend(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR *DescriptorPtr,
+                       VIP_MEM_HANDLE MemoryHandle) {
+    auto vi = vi_of(ViHandle);
+    if (!vi)
+        return VIP_INVALID_PARAMETER;
+    return post(*vi, vi->sq, DescriptorPtr, MemoryHandle);
+}
+
+VIP_RETURN VipPostRecv(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR *DescriptorPtr,
+                       VIP_MEM_HANDLE MemoryHandle) {
+    auto vi = vi_of(ViHandle);
+    if (!vi)
+        return VIP_INVALID_PARAMETER;
+    return post(*vi, vi->rq, DescriptorPtr, MemoryHandle);
+}
+
+VIP_RETURN VipSendDone(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR **DescriptorPtr) {
+    auto vi = vi_of(ViHandle);
+    if (!vi || !DescriptorPtr)
+        return VIP_INVALID_PARAMETER;
+    return done(vi->sq, DescriptorPtr);
+}
+
+VIP_RETURN VipRecvDone(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR **DescriptorPtr) {
+    auto vi = vi_of(ViHandle);
+    if (!vi || !DescriptorPtr)
+        return VIP_INVALID_PARAMETER;
+    return done(vi->rq, DescriptorPtr);
+}
+
+VIP_RETURN VipSendWait(VIP_VI_HANDLE ViHandle, VIP_ULONG Timeout, VIP_DESCRIPTOR **DescriptorPtr) {
+    auto vi = vi_of(ViHandle);
+    if (!vi || !DescriptorPtr)
+        return VIP_INVALID_PARAMETER;
+    if (vi->sq.cq)
+        return VIP_ERROR_RESOURCE;
+    return wait(vi->sq, deadline_of(Timeout), DescriptorPtr);
+}
+
+VIP_RETURN VipRecvWait(VIP_VI_HANDLE ViHandle, VIP_ULONG Timeout, VIP_DESCRIPTOR **DescriptorPtr) {
+    auto vi = vi_of(ViHandle);
+    if (!vi || !DescriptorPtr)
+        return VIP_INVALID_PARAMETER;
+    if (vi->rq.cq)
+        return VIP_ERROR_RESOURCE;
+    return wait(vi->rq, deadline_of(Timeout), DescriptorPtr);
+}
+
+VIP_RETURN VipSendNotify(VIP_VI_HANDLE ViHandle, VIP_PVOID Context,
+                         VIP_DESCRIPTOR_NOTIFY_HANDLER Handler) {
+    auto vi = vi_of(ViHandle);
+    if (!vi)
+        return VIP_INVALID_PARAMETER;
+    return desc_notify(vi->sq, Context, Handler);
+}
+
+VIP_RETURN VipRecvNotify(VIP_VI_HANDLE ViHandle, VIP_PVOID Context,
+                         VIP_DESCRIPTOR_NOTIFY_HANDLER Handler) {
+    auto vi = vi_of(ViHandle);
+    if (!vi)
+        return VIP_INVALID_PARAMETER;
+    return desc_notify(vi->rq, Context, Handler);
+}
+
+VIP_RETURN VipErrorCallback(VIP_NIC_HANDLE NicHandle, VIP_PVOID Context,
+                            VIP_ERROR_HANDLER Handler) {
+    auto nic = nic_of(NicHandle);
+    if (!nic)
+        return VIP_INVALID_PARAMETER;
+    std::lock_guard<std::mutex> g(nic->mu);
+    nic->handler = Handler; // NULL: the default, which logs
+    nic->handler_context = Context;
+    return VIP_SUCCESS;
+}
+
+} // extern "C"

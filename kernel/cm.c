@@ -1056,10 +1056,15 @@ static void cm_got_reply(struct vd_cm_id *id)
 	id->mpa.peer_ird = rep->ird;
 	id->mpa.peer_ord = rep->ord;
 	if (rep->reject) {
-		cm_event(id, VIADUCT_CM_EVENT_REJECTED, -ECONNREFUSED,
-			 frame_pd(id), rep->pd_len);
+		/*
+		 * Let go of the QP before the event: whoever reads REJECTED
+		 * may connect another id with the same QP at once. The
+		 * private data stays in @id->rx, which teardown leaves alone.
+		 */
 		cm_teardown(id, false);
 		id->state = VD_CM_CLOSED;
+		cm_event(id, VIADUCT_CM_EVENT_REJECTED, -ECONNREFUSED,
+			 frame_pd(id), rep->pd_len);
 		return;
 	}
 	/* CRC in both directions if either side asked for it (RFC 5044) */
@@ -1149,11 +1154,12 @@ static int cm_send_reply(struct vd_cm_id *id, bool reject, u32 flags,
 
 /* --- The state machine ---------------------------------------------- */
 
+/* The QP is free again by the time the user reads the event. */
 static void cm_fail(struct vd_cm_id *id, u32 type, int status)
 {
-	cm_event(id, type, status, NULL, 0);
 	cm_teardown(id, true);
 	id->state = VD_CM_CLOSED;
+	cm_event(id, type, status, NULL, 0);
 }
 
 /* A child that never became a CONNECT_REQUEST: gone without a trace. */

@@ -1044,6 +1044,7 @@ static int polled_burst(int fd, struct burst_res *b, unsigned int *doorbells,
 	struct vd_qp *q = &b->q;
 	unsigned int posted = 0, done = 0;
 	uint64_t end = vd_now_ms() + 60000;
+	__u32 base = q->sq_prod;
 	struct viaduct_cqe e;
 
 	*doorbells = 0;
@@ -1052,7 +1053,7 @@ static int polled_burst(int fd, struct burst_res *b, unsigned int *doorbells,
 		int progress = 0;
 
 		while (posted < BURST && !vd_sq_full(q) &&
-		       q->sq_prod - done < b->ring.entries) {
+		       q->sq_prod - base - done < b->ring.entries) {
 			vd_post_sqe(q, posted, VIADUCT_OP_SEND, VIADUCT_SQE_SIGNALED);
 			posted++;
 			progress = 1;
@@ -1080,28 +1081,52 @@ static int polled_burst(int fd, struct burst_res *b, unsigned int *doorbells,
 	return vd_sq_consumer(q) == q->sq_prod ? 0 : -3;
 }
 
-TEST_F_TIMEOUT(res, polled_doorbell_burst, 120)
+/* Waits until the polling worker has cleared NEED_WAKEUP in @q's page. */
+static int wait_worker_awake(struct vd_qp *q, unsigned int ms)
+{
+	uint64_t end = vd_now_ms() + ms;
+
+	while (__atomic_load_n(&q->db->flags, __ATOMIC_ACQUIRE) & VIADUCT_DB_F_NEED_WAKEUP) {
+		if (vd_now_ms() > end)
+			return -1;
+		vd_sleep_ms(1);
+	}
+	return 0;
+}
+
+/*
+ * How many DOORBELL calls the first burst needs depends on how soon the
+ * worker gets a CPU (the poster rings while NEED_WAKEUP is still set), so
+ * only the protocol is checked there. Once the worker is known to be awake
+ * and its idle time is far longer than the burst, a burst needs none.
+ */
+TEST_F_TIMEOUT(res, polled_doorbell_burst, 180)
 {
 	long long db0 = vd_stat(VD_ST_DOORBELLS), db1;
-	unsigned int doorbells, bad;
+	unsigned int doorbells, awake_doorbells, bad;
 	struct burst_res b;
 	int ret;
 
-	/* a worker that naps between TCG time slices would ask for wakeups */
-	ASSERT_EQ(0, vd_poll_idle_raise(20000000));
+	ASSERT_EQ(0, vd_poll_idle_raise(60000000));
 	ASSERT_EQ(0, burst_setup(self->fd, &b, VIADUCT_QP_F_POLLED));
 	ret = polled_burst(self->fd, &b, &doorbells, &bad);
 	ASSERT_EQ(0, ret) TH_LOG("burst failed at step %d (consumer %u, producer %u)", -ret,
 				 vd_sq_consumer(&b.q), b.q.sq_prod);
 	EXPECT_EQ(0, bad) TH_LOG("CQEs out of order or not flushed");
-	TH_LOG("%u WQEs took %u DOORBELL calls", BURST, doorbells);
-	EXPECT_GE(8, doorbells);
+	TH_LOG("%u WQEs took %u DOORBELL calls (the worker asleep at first)", BURST, doorbells);
+	EXPECT_LE(1, doorbells) TH_LOG("a new polled QP starts with NEED_WAKEUP set");
 	db1 = vd_stat(VD_ST_DOORBELLS);
 	if (db0 >= 0 && db1 >= 0) {
 		EXPECT_EQ(db0 + doorbells, db1) TH_LOG("module counted other doorbells");
 	} else {
 		TH_LOG("viaductctl reports no doorbell counter: only the test's own count checked");
 	}
+
+	ASSERT_EQ(0, wait_worker_awake(&b.q, 60000)) TH_LOG("the worker never cleared NEED_WAKEUP");
+	ret = polled_burst(self->fd, &b, &awake_doorbells, &bad);
+	ASSERT_EQ(0, ret) TH_LOG("second burst failed at step %d", -ret);
+	EXPECT_EQ(0, bad) TH_LOG("second burst: CQEs out of order or not flushed");
+	EXPECT_EQ(0, awake_doorbells) TH_LOG("DOORBELL rung while the worker was awake");
 	burst_teardown(self->fd, &b);
 	vd_snap_expect_back(&self->before, 3000, "polled_doorbell_burst");
 }
@@ -1151,7 +1176,7 @@ TEST_F_TIMEOUT(res, polled_doorbell_burst_strace, 180)
 
 	if (!strace)
 		SKIP(return, "no strace");
-	ASSERT_EQ(0, vd_poll_idle_raise(20000000));
+	ASSERT_EQ(0, vd_poll_idle_raise(60000000));
 	tfd = mkstemp(out);
 	ASSERT_LE(0, tfd);
 	close(tfd);
@@ -1173,9 +1198,9 @@ TEST_F_TIMEOUT(res, polled_doorbell_burst_strace, 180)
 	fclose(f);
 	unlink(out);
 	TH_LOG("under strace: %u DOORBELL calls counted by the child, %u traced", own, traced);
+	/* how many depends on scheduling; that strace sees each one does not */
 	EXPECT_EQ(own, traced);
-	/* ptrace slows the poster down, not the worker: still far fewer than the WQEs */
-	EXPECT_GE(BURST / 20, traced);
+	EXPECT_LE(1, traced);
 	vd_snap_expect_back(&self->before, 3000, "polled_doorbell_burst_strace");
 }
 

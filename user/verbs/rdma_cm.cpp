@@ -47,6 +47,21 @@ struct EventChannel {
     std::deque<Event *> synth;
     std::map<std::string, std::unique_ptr<viaduct::CmChannel>> natives; // by device
     std::map<std::string, Context *> contexts;
+    // The ids with a libviaduct id, by device and kernel handle: events
+    // name their id by handle (a request's id inherits its listener's
+    // user data, so that cannot tell them apart).
+    std::map<std::pair<std::string, std::uint32_t>, Id *> ids;
+
+    void add_id(Context *ctx, std::uint32_t handle, Id *id);
+    void remove_id(Context *ctx, std::uint32_t handle) {
+        std::lock_guard<std::mutex> guard(lock);
+        ids.erase({ctx->attr.name, handle});
+    }
+    Id *find_id(Context *ctx, std::uint32_t handle) {
+        std::lock_guard<std::mutex> guard(lock);
+        auto it = ids.find({ctx->attr.name, handle});
+        return it == ids.end() ? nullptr : it->second;
+    }
 
     ~EventChannel() {
         for (Event *e : synth)
@@ -87,13 +102,16 @@ struct EventChannel {
 struct Id {
     rdma_cm_id id{};
     EventChannel *channel = nullptr;
-    bool own_channel = false; // made for a synchronous id
+    bool own_channel = false; // made for a synchronous id, destroyed with it
+    bool sync = false;        // calls wait for the event that ends them
+    std::vector<std::pair<Context *, std::uint32_t>> registered; // with the channel
     Context *ctx = nullptr;
     std::optional<viaduct::ConnectionId> native;
     std::vector<viaduct::ConnectionId> listeners; // a wildcard listen: one per device
     bool addr_resolved = false;
     bool route_resolved = false;
     bool connected = false;
+    std::uint32_t conn_qp = 0; // handle of the QP rdma_connect()/rdma_accept() gave the CM
     std::uint32_t req_ird = 0, req_ord = 0; // a request's: what accept(NULL) answers
     Id *listen_parent = nullptr;
     ibv_qp_init_attr listen_qp_attr{}; // rdma_create_ep() on a passive id
@@ -115,6 +133,12 @@ struct Id {
         cv.notify_all();
     }
 };
+
+void EventChannel::add_id(Context *ctx, std::uint32_t handle, Id *id) {
+    std::lock_guard<std::mutex> guard(lock);
+    ids[{ctx->attr.name, handle}] = id;
+    id->registered.emplace_back(ctx, handle);
+}
 
 Id *to_id(rdma_cm_id *id) noexcept {
     return reinterpret_cast<Id *>(id);
@@ -255,8 +279,11 @@ int status_of(const viaduct::CmEvent &e) {
 
 // The rdma_cm event for a libviaduct one; null if it is for nobody now.
 Event *translate(EventChannel &ec, Context *ctx, viaduct::CmEvent nev) {
+    const bool request = nev.type() == viaduct::CmEventType::ConnectRequest;
+    Id *id = ec.find_id(ctx, request ? nev.listen_handle() : nev.handle());
+    if (!id)
+        return nullptr; // its id was destroyed; the event acks itself
     auto e = std::make_unique<Event>();
-    Id *id = reinterpret_cast<Id *>(static_cast<std::uintptr_t>(nev.user_data()));
     e->ev.event = to_event_type(nev.type());
     e->ev.status = status_of(nev);
     auto pd = nev.private_data();
@@ -266,6 +293,7 @@ Event *translate(EventChannel &ec, Context *ctx, viaduct::CmEvent nev) {
         req->channel = &ec;
         req->ctx = ctx;
         req->native.emplace(nev.connection());
+        ec.add_id(ctx, req->native->handle(), req.get());
         req->req_ird = nev.ord(); // the peer's ORD is the IRD to grant it
         req->req_ord = nev.ird();
         req->listen_parent = id;
@@ -296,6 +324,19 @@ Event *translate(EventChannel &ec, Context *ctx, viaduct::CmEvent nev) {
                 id->id.qp->state = IBV_QPS_RTS;
         } else if (nev.type() == viaduct::CmEventType::Disconnected) {
             id->connected = false;
+            // As on every rdma-core device, a disconnected QP is in error
+            // and what was posted to it completes flushed.
+            // The QP may have been destroyed since: look it up, and hold
+            // the table so that it cannot go while we use it.
+            std::shared_lock<std::shared_mutex> guard(ctx->qps_lock);
+            if (auto it = ctx->qps_by_handle.find(id->conn_qp); it != ctx->qps_by_handle.end()) {
+                try {
+                    it->second->native->modify(viaduct::QpState::Error);
+                    it->second->qp.state = IBV_QPS_ERR;
+                } catch (const viaduct::Error &) {
+                    // already in Error (an abortive close flushed it)
+                }
+            }
         }
     }
     e->ev.param.conn.private_data_len =
@@ -339,7 +380,8 @@ Event *next_event(EventChannel &ec, bool block) {
         }
         for (auto &[c, ctx] : chans)
             if (std::optional<viaduct::CmEvent> nev = c->read(std::chrono::milliseconds(0)))
-                return translate(ec, ctx, std::move(*nev));
+                if (Event *e = translate(ec, ctx, std::move(*nev)))
+                    return e;
         if (!block)
             throw viaduct::Error(EAGAIN, "no event");
         epoll_event ev;
@@ -356,8 +398,21 @@ void ack(Event *e) {
 }
 
 // For synchronous ids (no channel): waits for the event that ends a step.
+// Events of other ids that come first are kept for the channel's next
+// reader.
 void wait_sync(Id *id, rdma_cm_event_type want) {
-    Event *e = next_event(*id->channel, true);
+    std::vector<Event *> others;
+    Event *e = nullptr;
+    try {
+        while ((e = next_event(*id->channel, true))->ev.id != &id->id)
+            others.push_back(e);
+    } catch (...) {
+        for (Event *o : others)
+            id->channel->push(o);
+        throw;
+    }
+    for (Event *o : others)
+        id->channel->push(o);
     rdma_cm_event_type got = e->ev.event;
     int status = e->ev.status;
     ack(e);
@@ -459,8 +514,10 @@ void resolve_addr(Id *id, const sockaddr *src, const sockaddr *dst) {
         set_port(reinterpret_cast<sockaddr *>(&local), 0);
         store_addr(&id->id.route.addr.src_addr, reinterpret_cast<sockaddr *>(&local));
     }
-    if (!id->native)
+    if (!id->native) {
         id->native.emplace(id->channel->native_for(ctx), reinterpret_cast<std::uintptr_t>(id));
+        id->channel->add_id(ctx, id->native->handle(), id);
+    }
     id->addr_resolved = true;
     synthesize(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
 }
@@ -508,8 +565,7 @@ VV_EXPORT int rdma_create_id(rdma_event_channel *channel, rdma_cm_id **out, void
         if (channel) {
             id->channel = to_ec(channel);
         } else {
-            id->channel = make_channel();
-            id->own_channel = true;
+            id->sync = true;
         }
         id->id.channel = &id->channel->ch;
         id->id.context = context;
@@ -526,6 +582,8 @@ VV_EXPORT int rdma_destroy_id(rdma_cm_id *cid) {
         std::unique_lock<std::mutex> g(id->lock);
         id->cv.wait(g, [&] { return id->outstanding == 0; });
     }
+    for (auto &[ctx, handle] : id->registered)
+        id->channel->remove_id(ctx, handle);
     id->native.reset();
     id->listeners.clear();
     if (id->own_channel)
@@ -547,7 +605,7 @@ VV_EXPORT int rdma_resolve_addr(rdma_cm_id *cid, sockaddr *src, sockaddr *dst, i
     Id *id = to_id(cid);
     return guarded(-1, [&] {
         resolve_addr(id, src, dst);
-        if (id->own_channel)
+        if (id->sync)
             wait_sync(id, RDMA_CM_EVENT_ADDR_RESOLVED);
         return 0;
     });
@@ -561,7 +619,7 @@ VV_EXPORT int rdma_resolve_route(rdma_cm_id *cid, int) {
         id->route_resolved = true;
         id->id.route.num_paths = 1;
         synthesize(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
-        if (id->own_channel)
+        if (id->sync)
             wait_sync(id, RDMA_CM_EVENT_ROUTE_RESOLVED);
         return 0;
     });
@@ -590,6 +648,7 @@ VV_EXPORT int rdma_listen(rdma_cm_id *cid, int backlog) {
             viaduct::ConnectionId l(id->channel->native_for(ctx),
                                     reinterpret_cast<std::uintptr_t>(id));
             port = l.listen(addr, port, bl);
+            id->channel->add_id(ctx, l.handle(), id);
             ls.push_back(std::move(l));
         }
         set_port(src, port);
@@ -691,7 +750,8 @@ VV_EXPORT int rdma_connect(rdma_cm_id *cid, rdma_conn_param *param) {
         id->native->connect(*to_qp(qp)->native, address_string(dst), port_of(dst),
                             options_of(param, 0, 0));
         to_qp(qp)->cm_owned = true;
-        if (id->own_channel)
+        id->conn_qp = qp->handle;
+        if (id->sync)
             wait_sync(id, RDMA_CM_EVENT_ESTABLISHED);
         return 0;
     });
@@ -705,7 +765,8 @@ VV_EXPORT int rdma_accept(rdma_cm_id *cid, rdma_conn_param *param) {
         ibv_qp *qp = qp_for(id, param);
         id->native->accept(*to_qp(qp)->native, options_of(param, id->req_ird, id->req_ord));
         to_qp(qp)->cm_owned = true;
-        if (id->own_channel)
+        id->conn_qp = qp->handle;
+        if (id->sync)
             wait_sync(id, RDMA_CM_EVENT_ESTABLISHED);
         return 0;
     });
@@ -966,22 +1027,10 @@ VV_EXPORT int rdma_get_request(rdma_cm_id *listen, rdma_cm_id **out) {
             }
             rdma_cm_id *cid = e->ev.id;
             Id *id = to_id(cid);
-            // The request's id answers synchronously too: a channel of its own.
             ack(e);
-            id->channel = make_channel();
-            id->own_channel = true;
-            id->id.channel = &id->channel->ch;
-            // Its events still arrive on the listener's libviaduct channel,
-            // which the new channel watches as well.
-            {
-                std::lock_guard<std::mutex> g(l->channel->lock);
-                for (auto &[name, c] : l->channel->natives) {
-                    epoll_event ev{};
-                    ev.events = EPOLLIN;
-                    ev.data.fd = c->fd();
-                    ::epoll_ctl(id->channel->ch.fd, EPOLL_CTL_ADD, c->fd(), &ev);
-                }
-            }
+            // The request's id answers synchronously too, on the
+            // listener's channel (so it must not outlive the listener).
+            id->sync = true;
             if (l->has_listen_qp_attr) {
                 ibv_qp_init_attr a = l->listen_qp_attr;
                 if (rdma_create_qp(cid, l->id.pd, &a)) {

@@ -1051,6 +1051,7 @@ VV_EXPORT int ibv_modify_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int mask) {
     return guarded_err([&] {
         const unsigned m = static_cast<unsigned>(mask);
         viaduct::QpModify mod;
+        bool keep_state = false;
         if (m & IBV_QP_ACCESS_FLAGS) {
             if (attr->qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC)
                 throw viaduct::Error(EOPNOTSUPP, "no atomics");
@@ -1066,16 +1067,17 @@ VV_EXPORT int ibv_modify_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int mask) {
             case IBV_QPS_RESET:
             case IBV_QPS_INIT:
             case IBV_QPS_RTR:
-                // iWARP QPs wait in Idle for the CM; one in Error is reset.
+            case IBV_QPS_RTS:
+                // iWARP QPs wait in Idle for the CM, which moves them to
+                // RTS when it connects them; like other iWARP devices, a
+                // connected QP takes the steps rdma_init_qp_attr() lists
+                // as attribute changes. One in Error is reset.
                 if (now == viaduct::QpState::Error && attr->qp_state == IBV_QPS_RESET)
                     mod.state = viaduct::QpState::Idle;
+                else if (now == viaduct::QpState::Rts)
+                    keep_state = true;
                 else if (now != viaduct::QpState::Idle)
-                    throw viaduct::Error(EINVAL, "the QP is connected");
-                break;
-            case IBV_QPS_RTS:
-                // The CM moves a QP to RTS when it connects it.
-                if (now != viaduct::QpState::Idle && now != viaduct::QpState::Rts)
-                    throw viaduct::Error(EINVAL, "the QP is not Idle or connected");
+                    throw viaduct::Error(EINVAL, "the QP is closing or in error");
                 break;
             case IBV_QPS_ERR:
                 mod.state = viaduct::QpState::Error;
@@ -1093,7 +1095,7 @@ VV_EXPORT int ibv_modify_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int mask) {
         }
         if (m & IBV_QP_ACCESS_FLAGS)
             qp.access = attr->qp_access_flags;
-        if (m & IBV_QP_STATE)
+        if ((m & IBV_QP_STATE) && !keep_state)
             ibqp->state = attr->qp_state;
     });
 }

@@ -25,6 +25,16 @@ for b in /usr/bin/rping /usr/bin/ibv_devices /usr/bin/ibv_devinfo; do
 	fi
 	echo "$out" | grep -q "=> $dropin/" || { echo "$b does not load from $dropin"; fail=1; }
 done
+# perftest's vendor libraries resolve to the drop-in's, with every import
+if [ -x /usr/bin/ib_write_bw ]; then
+	out=$(LD_LIBRARY_PATH=$dropin ldd -r /usr/bin/ib_write_bw 2>&1)
+	if echo "$out" | grep -E 'undefined symbol|not found'; then
+		fail=1
+	fi
+	for v in libmlx5.so.1 libefa.so.1 librdmacm.so.1; do
+		echo "$out" | grep -q "$v => $dropin/" || { echo "ib_write_bw: $v not from $dropin"; fail=1; }
+	done
+fi
 bad=$(echo "$defs" | grep -Ev '^(IBVERBS_|RDMACM_)')
 if [ -n "$bad" ]; then
 	echo "exported outside rdma-core's versions:"

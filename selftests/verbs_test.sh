@@ -109,7 +109,7 @@ run() {
 }
 
 echo "TAP version 13"
-echo "1..25"
+echo "1..27"
 
 if [ ! -x "$ctl" ] || [ ! -e "$dropin/libibverbs.so.1" ]; then
 	echo "Bail out! viaductctl or libviaduct-verbs not built under $bin"
@@ -206,6 +206,21 @@ EXPECT_S="async event: local access violation work queue error (3) on the connec
 	run "examples: async_events, an access violation reported as an async event" \
 	"$A" "$exv/async_events" server @PORT@ -- \
 	"$B" "$exv/async_events" client 192.0.2.1 @PORT@
+
+# perftest's binaries, unmodified (their libmlx5 and libefa are the
+# drop-in's, answering "not this vendor's device"); a short fixed
+# iteration count, and nothing asserted about speed.
+if command -v ib_write_bw >/dev/null; then
+	EXPECT="#bytes" run "perftest: ib_write_bw -R on viaduct, 200 x 64 KiB" \
+		"$A" "${vv[@]}" ib_write_bw -R -n 200 -s 65536 -- \
+		"$B" "${vv[@]}" ib_write_bw -R -n 200 -s 65536 192.0.2.1
+	EXPECT="#bytes" run "perftest: ib_send_lat -R on viaduct, 200 x 64 bytes" \
+		"$A" "${vv[@]}" ib_send_lat -R -n 200 -s 64 -- \
+		"$B" "${vv[@]}" ib_send_lat -R -n 200 -s 64 192.0.2.1
+else
+	skip "perftest: ib_write_bw -R" "perftest not installed"
+	skip "perftest: ib_send_lat -R" "perftest not installed"
+fi
 
 have_siw=1
 modprobe siw 2>/dev/null || have_siw=0

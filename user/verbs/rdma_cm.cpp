@@ -110,7 +110,8 @@ struct Id {
     std::vector<viaduct::ConnectionId> listeners; // a wildcard listen: one per device
     bool addr_resolved = false;
     bool route_resolved = false;
-    bool connected = false;
+    std::atomic<bool> connected{false};     // set by the event reader, read by callers
+    std::atomic<bool> was_connected{false}; // ESTABLISHED was seen
     std::uint32_t conn_qp = 0; // handle of the QP rdma_connect()/rdma_accept() gave the CM
     std::uint32_t req_ird = 0, req_ord = 0; // a request's: what accept(NULL) answers
     Id *listen_parent = nullptr;
@@ -318,6 +319,7 @@ Event *translate(EventChannel &ec, Context *ctx, viaduct::CmEvent nev) {
         e->ev.param.conn.initiator_depth = static_cast<std::uint8_t>(nev.ird());
         if (nev.type() == viaduct::CmEventType::Established) {
             id->connected = true;
+            id->was_connected = true;
             store_socket_address(&id->id.route.addr.src_addr, nev.local());
             store_socket_address(&id->id.route.addr.dst_addr, nev.peer());
             if (id->id.qp)
@@ -787,7 +789,17 @@ VV_EXPORT int rdma_disconnect(rdma_cm_id *cid) {
     return guarded(-1, [&] {
         if (!id->native)
             throw viaduct::Error(ENOTCONN, "not connected");
-        id->native->disconnect(false);
+        // Once the peer has closed the connection there is nothing left
+        // to do, and librdmacm on iWARP succeeds then too.
+        if (id->was_connected && !id->connected)
+            return 0;
+        try {
+            id->native->disconnect(false);
+        } catch (const viaduct::Error &e) {
+            if (!id->was_connected || (e.errnum() != EINVAL && e.errnum() != ENOTCONN))
+                throw;
+            // closed by the peer; its DISCONNECTED is on the way
+        }
         return 0;
     });
 }

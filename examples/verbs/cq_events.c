@@ -4,7 +4,8 @@
  * reference's ibv_get_cq_event() examples, written from its description.
  *
  *   cq_events server PORT          receives 2 x COUNT messages
- *   cq_events client SERVER PORT   sends them
+ *   cq_events client SERVER PORT   sends them, waits for the server's
+ *                                  answer that it has them all, disconnects
  *
  * The server takes the first COUNT in blocking mode (arm, ibv_get_cq_event,
  * ack, re-arm, drain with ibv_poll_cq), the rest in non-blocking mode
@@ -111,7 +112,24 @@ static int server(const char *port)
 	ibv_ack_cq_events(c.cq, events);
 	printf("non-blocking mode: %d messages\n", got - blocking);
 	printf("received %d messages\n", got);
-	/* the client disconnects once its sends are done */
+	{
+		/* tell the client; it disconnects once it has the answer */
+		struct ibv_sge sge = { (uintptr_t)bufs[0], 1, mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 100, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_SEND,
+					  .send_flags = IBV_SEND_SIGNALED }, *bad;
+		struct ibv_wc wc;
+		int r;
+
+		if (ibv_post_send(c.id->qp, &wr, &bad))
+			die("ibv_post_send");
+		while ((r = ibv_poll_cq(c.cq, 1, &wc)) == 0 || (r == 1 && wc.wr_id != 100))
+			usleep(1000);
+		if (r < 0 || wc.status != IBV_WC_SUCCESS) {
+			fprintf(stderr, "the answer failed\n");
+			return 1;
+		}
+	}
 	ibv_dereg_mr(mr);
 	conn_close(&c, 0);
 	return 0;
@@ -123,11 +141,22 @@ static int client(const char *server, const char *port)
 	struct ibv_mr *mr;
 	int i, done = 0;
 
+	static char answer[64];
+	struct ibv_mr *amr;
+	struct ibv_sge asge;
+	struct ibv_recv_wr rwr = { .wr_id = 100, .sg_list = &asge, .num_sge = 1 }, *rbad;
+	int answered = 0;
+
 	conn_prepare(&c, server, port, DEPTH);
-	conn_connect(&c);
 	mr = ibv_reg_mr(c.pd, bufs, sizeof(bufs), IBV_ACCESS_LOCAL_WRITE);
-	if (!mr)
+	amr = ibv_reg_mr(c.pd, answer, sizeof(answer), IBV_ACCESS_LOCAL_WRITE);
+	if (!mr || !amr)
 		die("ibv_reg_mr");
+	/* the server's answer that it has every message */
+	asge = (struct ibv_sge){ (uintptr_t)answer, sizeof(answer), amr->lkey };
+	if (ibv_post_recv(c.id->qp, &rwr, &rbad))
+		die("ibv_post_recv");
+	conn_connect(&c);
 	for (i = 0; i < 2 * COUNT; i++) {
 		struct ibv_sge sge = { (uintptr_t)bufs[i], sizeof(bufs[i]), mr->lkey };
 		struct ibv_send_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1,
@@ -146,13 +175,29 @@ static int client(const char *server, const char *port)
 				fprintf(stderr, "send failed\n");
 				return 1;
 			}
-			done += r;
+			if (r == 1 && wc.opcode == IBV_WC_RECV)
+				answered = 1;
+			else
+				done += r;
 			if (!r)
 				usleep(1000);
 		}
 	}
 	printf("sent %d messages\n", done);
+	while (!answered) {
+		struct ibv_wc wc;
+		int r = ibv_poll_cq(c.cq, 1, &wc);
+
+		if (r < 0 || (r == 1 && wc.status != IBV_WC_SUCCESS)) {
+			fprintf(stderr, "no answer\n");
+			return 1;
+		}
+		answered = r == 1 && wc.opcode == IBV_WC_RECV;
+		if (!r)
+			usleep(1000);
+	}
 	ibv_dereg_mr(mr);
+	ibv_dereg_mr(amr);
 	conn_close(&c, 1);
 	return 0;
 }

@@ -47,17 +47,17 @@ vv=(env "LD_LIBRARY_PATH=$dropin")
 # with_port ARGS...: ARGS with @PORT@ replaced by $port, or with "-p $port"
 # appended if there is none (rping's and verbs_err's way).
 with_port() {
-	local a out=() found=0
+	local a args=() found=0
 	for a in "$@"; do
 		if [ "$a" = @PORT@ ]; then
-			out+=("$port")
+			args+=("$port")
 			found=1
 		else
-			out+=("$a")
+			args+=("$a")
 		fi
 	done
-	[ $found = 1 ] || out+=(-p "$port")
-	cmd=("${out[@]}")
+	[ $found = 1 ] || args+=(-p "$port")
+	cmd=("${args[@]}")
 }
 
 # run DESCRIPTION SERVER-NS SERVER-CMD... -- CLIENT-NS CLIENT-CMD...

@@ -272,6 +272,31 @@ siw_run lat-write ib_write_lat -s 8 -n "$lat_iters"
 siw_run rate1 ib_write_bw -s 64 -n "$rate_iters" -q 1
 siw_run rate8 ib_write_bw -s 64 -n "$rate_iters" -q 8
 
+# The same perftest binaries on viaduct, through libviaduct-verbs' drop-in
+# directory (Documentation/verbs.rst): one program on both stacks.
+dropin=$VD_BUILD/cmake/user/verbs/viaduct
+# verbs_run NAME PERFTEST-PROGRAM ARGS...: the same arguments on both sides.
+verbs_run() {
+	local name=$1 prog=$2
+	shift 2
+	say "data path: viaduct verbs $name"
+	dp_pair "verbs-$name" 'waiting' env LD_LIBRARY_PATH="$dropin" "$prog" -d vd0 -R -F "$@" -- \
+		env LD_LIBRARY_PATH="$dropin" "$prog" -d vd0 -R -F "$@" "$peer" || dp_fail "verbs-$name"
+}
+if [[ -e $dropin/libibverbs.so.1 ]]; then
+	verbs_run bw64k ib_write_bw -s 65536 -n "$bw_iters"
+	verbs_run bw1m ib_write_bw -s 1048576 -n "$bw_iters"
+	verbs_run read64k ib_read_bw -s 65536 -n "$bw_iters"
+	verbs_run read1m ib_read_bw -s 1048576 -n "$bw_iters"
+	verbs_run lat-send ib_send_lat -s 8 -n "$lat_iters"
+	verbs_run lat-write ib_write_lat -s 8 -n "$lat_iters"
+	verbs_run rate1 ib_write_bw -s 64 -n "$rate_iters" -q 1
+	verbs_run rate8 ib_write_bw -s 64 -n "$rate_iters" -q 8
+else
+	say "ERROR: libviaduct-verbs' drop-in directory missing: $dropin"
+	dp_failed=1
+fi
+
 say "data path: TCP (iperf3)"
 tcp_out=$dp/tcp.out
 if dp_pair tcp 'listening' iperf3 -s -1 -B "$peer" -- \
@@ -304,6 +329,11 @@ dp_get siw_lsend siw-lat-send 8 5
 dp_get siw_lwrite siw-lat-write 8 5
 dp_get siw_r1 siw-rate1 64 5
 dp_get siw_r8 siw-rate8 64 5
+for k in bw64k:65536:4 bw1m:1048576:4 read64k:65536:4 read1m:1048576:4 \
+	lat-send:8:5 lat-write:8:5 rate1:64:5 rate8:64:5; do
+	IFS=: read -r n sz col <<<"$k"
+	dp_get "verbs_$n" "verbs-$n" "$sz" "$col"
+done
 
 # ratio A B: A/B with two decimals, or "-" when either is missing.
 ratio() {
@@ -347,6 +377,36 @@ row() {
 	row "msg rate 64 B, 8 QPs, ioctl doorbell" Mpps "${res[vd_r8]}" "${res[siw_r8]}" - "-" "- -"
 	row "msg rate 64 B, 8 QPs, polled" Mpps "${res[vd_r8p]}" "${res[siw_r8]}" - ">= 1.5 x siw" "ge 1.5"
 	printf -- '-%.0s' {1..120}
+	echo
+} >>"$out"
+
+# vrow METRIC UNIT NAME SIW-KEY NATIVE-KEY HIGHER-IS-BETTER: perftest on
+# viaduct (verbs) beside perftest on siw and viaduct-perf (native) on viaduct.
+vrow() {
+	local m=$1 u=$2 v=${res[verbs_$3]} s=${res[$4]} nat=${res[$5]} hi=$6 cost
+	cost=$(awk -v v="$v" -v n="$nat" -v hi="$hi" 'BEGIN {
+		if (v !~ /^[0-9.]+$/ || n !~ /^[0-9.]+$/ || v <= 0 || n <= 0) { print "-"; exit }
+		printf "%+.1f%%", (hi ? n / v - 1 : v / n - 1) * 100 }')
+	printf '   %-36s %-5s %10s %10s %7s %12s %12s\n' "$m" "$u" "$v" "$s" "$(ratio "$v" "$s")" "$nat" "$cost"
+}
+
+{
+	echo
+	echo "perftest on both stacks: the same Debian binaries (-R) on vd0 through libviaduct-verbs'"
+	echo "drop-in directory and on siw; viaduct-perf (native API) on vd0 beside them, and the cost"
+	echo "of the verbs face over native (positive: perftest on verbs is slower). Units as above."
+	printf -- '-%.0s' {1..110}
+	echo
+	printf '   %-36s %-5s %10s %10s %7s %12s %12s\n' metric unit "vd verbs" siw vd/siw "vd native" "verbs cost"
+	vrow "write bw 64 KiB" MB/s bw64k siw_bw64k vd_bw64k 1
+	vrow "write bw 1 MiB" MB/s bw1m siw_bw1m vd_bw1m 1
+	vrow "read bw 64 KiB" MB/s read64k siw_rd64k vd_rd64k 1
+	vrow "read bw 1 MiB" MB/s read1m siw_rd1m vd_rd1m 1
+	vrow "send lat 8 B" us lat-send siw_lsend vd_lsend 0
+	vrow "write lat 8 B" us lat-write siw_lwrite vd_lwrite 0
+	vrow "msg rate 64 B, 1 QP" Mpps rate1 siw_r1 vd_r1 1
+	vrow "msg rate 64 B, 8 QPs" Mpps rate8 siw_r8 vd_r8 1
+	printf -- '-%.0s' {1..110}
 	echo
 } >>"$out"
 

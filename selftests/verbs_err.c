@@ -1,0 +1,459 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Error paths of the verbs and rdma_cm API, as rdma-core documents them.
+ * Built against rdma-core (-libverbs -lrdmacm) and run by verbs_test.sh
+ * through libviaduct-verbs' drop-in directory, so the binary is the same
+ * one that would run on any rdma-core device.
+ *
+ *   verbs_err local            destroy order, access rules, bad WRs,
+ *                              unsupported objects, event acknowledgement
+ *   verbs_err server ADDR -p PORT  accepts, posts receives, expects the peer's
+ *                              disconnect: DISCONNECTED and flushed receives
+ *   verbs_err client ADDR -p PORT  connects, sends one message, disconnects
+ *
+ * Prints "ok"/"not ok" lines for each check (TAP-style comments for the
+ * caller) and exits non-zero if any failed.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <poll.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+static int failures;
+
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (cond) {                                                    \
+			printf("#   ok: ");                                        \
+		} else {                                                       \
+			printf("#   FAILED (errno %d %s): ", errno,                \
+			       strerror(errno));                               \
+			failures++;                                            \
+		}                                                              \
+		printf(__VA_ARGS__);                                           \
+		printf("\n");                                                  \
+		fflush(stdout);                                                \
+	} while (0)
+
+static struct ibv_context *open_first(void)
+{
+	int n = 0;
+	struct ibv_device **list = ibv_get_device_list(&n);
+	struct ibv_context *ctx = NULL;
+
+	if (list && n > 0)
+		ctx = ibv_open_device(list[0]);
+	if (list)
+		ibv_free_device_list(list);
+	return ctx;
+}
+
+static int local_checks(void)
+{
+	static char buf[65536];
+	struct ibv_context *ctx = open_first();
+	struct ibv_device_attr da;
+	struct ibv_port_attr pa;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_comp_channel *ch;
+	struct ibv_qp *qp;
+	int ret;
+
+	CHECK(ctx != NULL, "a device opens");
+	if (!ctx)
+		return 1;
+	CHECK(ctx->device->node_type == IBV_NODE_RNIC &&
+	      ctx->device->transport_type == IBV_TRANSPORT_IWARP,
+	      "the device is an iWARP RNIC");
+	CHECK(ibv_query_device(ctx, &da) == 0 && da.max_qp > 0 && da.max_cqe > 0 &&
+	      da.phys_port_cnt == 1 && da.atomic_cap == IBV_ATOMIC_NONE,
+	      "ibv_query_device: limits, one port, no atomics");
+	CHECK(ibv_query_port(ctx, 1, &pa) == 0 && pa.link_layer == IBV_LINK_LAYER_ETHERNET,
+	      "ibv_query_port (the header's inline): Ethernet link layer");
+	errno = 0;
+	CHECK(ibv_query_port(ctx, 2, &pa) != 0, "ibv_query_port of port 2 fails");
+	{
+		union ibv_gid gid;
+		__be64 guid = da.node_guid;
+
+		/* iWARP: the GID is the MAC, the GUID the MAC and two zero bytes */
+		CHECK(ibv_query_gid(ctx, 1, 0, &gid) == 0 && memcmp(gid.raw, &guid, 6) == 0 &&
+		      ibv_get_device_guid(ctx->device) == guid,
+		      "ibv_query_gid: the MAC, as in the node GUID");
+		CHECK(ibv_query_gid(ctx, 1, 1, &gid) != 0, "ibv_query_gid of index 1 fails");
+	}
+
+	pd = ibv_alloc_pd(ctx);
+	CHECK(pd != NULL, "ibv_alloc_pd");
+	errno = 0;
+	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_REMOTE_WRITE);
+	CHECK(mr == NULL && errno == EINVAL, "remote write without local write: EINVAL");
+	errno = 0;
+	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+	CHECK(mr == NULL && errno == EOPNOTSUPP, "remote atomic access: EOPNOTSUPP");
+	mr = ibv_reg_mr(pd, buf, sizeof(buf),
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	CHECK(mr != NULL && mr->lkey == mr->rkey && mr->addr == buf,
+	      "ibv_reg_mr: one STag as lkey and rkey");
+	ret = ibv_dealloc_pd(pd);
+	CHECK(ret == EBUSY, "ibv_dealloc_pd with a live MR: EBUSY (%d)", ret);
+
+	ch = ibv_create_comp_channel(ctx);
+	CHECK(ch != NULL, "ibv_create_comp_channel");
+	cq = ibv_create_cq(ctx, 16, NULL, ch, 0);
+	CHECK(cq != NULL && cq->cqe >= 16, "ibv_create_cq: at least 16 entries");
+	errno = 0;
+	CHECK(ibv_create_cq(ctx, 16, NULL, ch, 5) == NULL && errno == EINVAL,
+	      "ibv_create_cq on a vector the device does not have: EINVAL");
+	CHECK(ibv_resize_cq(cq, 64) == 0 && cq->cqe >= 64, "ibv_resize_cq to 64");
+
+	/* a non-blocking channel with no event answers EAGAIN */
+	fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
+	{
+		struct ibv_cq *ecq;
+		void *ectx;
+
+		errno = 0;
+		CHECK(ibv_get_cq_event(ch, &ecq, &ectx) == -1 && errno == EAGAIN,
+		      "ibv_get_cq_event on an empty non-blocking channel: EAGAIN");
+	}
+	CHECK(ibv_req_notify_cq(cq, 0) == 0, "ibv_req_notify_cq (the header's inline)");
+
+	{
+		struct ibv_qp_init_attr ia = {
+			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD,
+			.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+				 .max_recv_sge = 1 },
+		};
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
+
+		errno = 0;
+		CHECK(ibv_create_qp(pd, &ia) == NULL && errno == EOPNOTSUPP,
+		      "a UD QP: EOPNOTSUPP");
+		errno = 0;
+		CHECK(ibv_create_srq(pd, &sa) == NULL && errno == EOPNOTSUPP,
+		      "an SRQ: EOPNOTSUPP");
+		errno = 0;
+		CHECK(ibv_alloc_mw(pd, IBV_MW_TYPE_1) == NULL, "a memory window: refused");
+		ia.qp_type = IBV_QPT_RC;
+		ia.cap.max_send_sge = 2;
+		ia.cap.max_inline_data = 0;
+		qp = ibv_create_qp(pd, &ia);
+		CHECK(qp != NULL && ia.cap.max_send_wr >= 4 && qp->state == IBV_QPS_RESET,
+		      "an RC QP, in RESET");
+	}
+	if (qp) {
+		struct ibv_sge sge[8];
+		struct ibv_recv_wr r[2], *rbad = NULL;
+		struct ibv_send_wr s[2], *sbad = NULL;
+		struct ibv_qp_attr qa;
+		struct ibv_qp_init_attr qi;
+		int i;
+
+		for (i = 0; i < 8; i++)
+			sge[i] = (struct ibv_sge){ (uintptr_t)buf + 64 * i, 64, mr->lkey };
+		memset(r, 0, sizeof(r));
+		r[0] = (struct ibv_recv_wr){ .wr_id = 1, .next = &r[1], .sg_list = sge, .num_sge = 1 };
+		r[1] = (struct ibv_recv_wr){ .wr_id = 2, .sg_list = sge, .num_sge = 8 };
+		ret = ibv_post_recv(qp, r, &rbad);
+		CHECK(ret == EINVAL && rbad == &r[1],
+		      "ibv_post_recv: a WR with more SGEs than the QP takes is EINVAL at bad_wr (%d)", ret);
+
+		memset(s, 0, sizeof(s));
+		s[0] = (struct ibv_send_wr){ .wr_id = 3, .next = &s[1], .sg_list = sge, .num_sge = 1,
+					     .opcode = IBV_WR_SEND };
+		s[1] = (struct ibv_send_wr){ .wr_id = 4, .sg_list = sge, .num_sge = 1,
+					     .opcode = IBV_WR_ATOMIC_CMP_AND_SWP };
+		ret = ibv_post_send(qp, &s[1], &sbad);
+		CHECK(ret == EINVAL && sbad == &s[1], "ibv_post_send of an atomic: EINVAL at bad_wr");
+		s[1].opcode = IBV_WR_SEND;
+		s[1].send_flags = IBV_SEND_INLINE;
+		s[1].num_sge = 1;
+		ret = ibv_post_send(qp, &s[1], &sbad);
+		CHECK(ret == EINVAL && sbad == &s[1],
+		      "ibv_post_send inline beyond max_inline_data: EINVAL at bad_wr");
+
+		CHECK(ibv_query_qp(qp, &qa, IBV_QP_STATE, &qi) == 0 && qa.qp_state == IBV_QPS_RESET &&
+		      qi.send_cq == cq, "ibv_query_qp: RESET, its CQ");
+		qa.qp_state = IBV_QPS_INIT;
+		qa.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+		CHECK(ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS) == 0 &&
+		      qp->state == IBV_QPS_INIT, "ibv_modify_qp to INIT with remote access");
+
+		ret = ibv_destroy_cq(cq);
+		CHECK(ret == EBUSY, "ibv_destroy_cq under a QP: EBUSY (%d)", ret);
+		CHECK(ibv_destroy_qp(qp) == 0, "ibv_destroy_qp");
+	}
+	errno = 0;
+	CHECK(ibv_destroy_comp_channel(ch) != 0 && errno == EBUSY,
+	      "ibv_destroy_comp_channel under a CQ: EBUSY");
+	CHECK(ibv_destroy_cq(cq) == 0, "ibv_destroy_cq");
+	CHECK(ibv_destroy_comp_channel(ch) == 0, "ibv_destroy_comp_channel");
+	CHECK(ibv_dereg_mr(mr) == 0, "ibv_dereg_mr");
+	CHECK(ibv_dealloc_pd(pd) == 0, "ibv_dealloc_pd once its MR is gone");
+	CHECK(ibv_close_device(ctx) == 0, "ibv_close_device");
+
+	CHECK(strcmp(ibv_wc_status_str(IBV_WC_WR_FLUSH_ERR), "Work Request Flushed Error") == 0 &&
+	      strcmp(ibv_node_type_str(IBV_NODE_RNIC), "iWARP NIC") == 0,
+	      "the *_str helpers");
+	return 0;
+}
+
+/* --- two hosts ---------------------------------------------------------- */
+
+struct destroy_arg {
+	struct rdma_cm_id *id;
+	volatile int done;
+};
+
+static void *destroy_thread(void *p)
+{
+	struct destroy_arg *a = p;
+
+	rdma_destroy_id(a->id);
+	a->done = 1;
+	return NULL;
+}
+
+static struct rdma_cm_event *expect_event(struct rdma_event_channel *ec,
+					  enum rdma_cm_event_type want)
+{
+	struct rdma_cm_event *ev;
+
+	if (rdma_get_cm_event(ec, &ev)) {
+		CHECK(0, "rdma_get_cm_event");
+		return NULL;
+	}
+	CHECK(ev->event == want, "event %s (want %s, status %d)", rdma_event_str(ev->event),
+	      rdma_event_str(want), ev->status);
+	return ev;
+}
+
+static int resolve(const char *addr, const char *port, int passive, struct sockaddr_storage *ss)
+{
+	struct rdma_addrinfo hints = { .ai_flags = passive ? RAI_PASSIVE : 0,
+				       .ai_port_space = RDMA_PS_TCP }, *res;
+
+	if (rdma_getaddrinfo(addr, port, &hints, &res))
+		return -1;
+	memcpy(ss, passive ? res->ai_src_addr : res->ai_dst_addr,
+	       passive ? res->ai_src_len : res->ai_dst_len);
+	rdma_freeaddrinfo(res);
+	return 0;
+}
+
+#define NRECV 4
+
+static int server(const char *addr, const char *port)
+{
+	static char buf[NRECV][256];
+	struct rdma_event_channel *ec = rdma_create_event_channel();
+	struct rdma_cm_id *listen, *id;
+	struct rdma_cm_event *ev;
+	struct sockaddr_storage ss;
+	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 4, .max_recv_wr = NRECV,
+						.max_send_sge = 1, .max_recv_sge = 1 } };
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	struct ibv_wc wc[NRECV + 1];
+	int i, n = 0, flushed = 0, got = 0, tries;
+	struct destroy_arg da;
+	pthread_t t;
+
+	CHECK(ec && resolve(addr, port, 1, &ss) == 0, "event channel, address");
+	CHECK(rdma_create_id(ec, &listen, NULL, RDMA_PS_TCP) == 0, "rdma_create_id");
+	CHECK(rdma_bind_addr(listen, (struct sockaddr *)&ss) == 0 && listen->verbs,
+	      "rdma_bind_addr picks the device that has the address");
+	CHECK(rdma_listen(listen, 1) == 0, "rdma_listen");
+	ev = expect_event(ec, RDMA_CM_EVENT_CONNECT_REQUEST);
+	if (!ev)
+		return 1;
+	CHECK(ev->param.conn.private_data_len >= 5 &&
+	      memcmp(ev->param.conn.private_data, "hello", 5) == 0,
+	      "the request carries the client's private data");
+	id = ev->id;
+	rdma_ack_cm_event(ev);
+
+	pd = ibv_alloc_pd(id->verbs);
+	cq = ibv_create_cq(id->verbs, 16, NULL, NULL, 0);
+	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	ia.send_cq = ia.recv_cq = cq;
+	CHECK(pd && cq && mr && rdma_create_qp(id, pd, &ia) == 0, "PD, CQ, MR, rdma_create_qp");
+	for (i = 0; i < NRECV; i++) {
+		struct ibv_sge sge = { (uintptr_t)buf[i], sizeof(buf[i]), mr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+		CHECK(ibv_post_recv(id->qp, &wr, &bad) == 0, "receive %d posted", i);
+	}
+	CHECK(rdma_accept(id, NULL) == 0, "rdma_accept");
+	ev = expect_event(ec, RDMA_CM_EVENT_ESTABLISHED);
+	if (ev)
+		rdma_ack_cm_event(ev);
+	/* the client sends one message; the reply tells it that it arrived */
+	for (tries = 0; tries < 1000 && !got; tries++) {
+		int k = ibv_poll_cq(cq, 1, wc);
+
+		if (k == 1)
+			got = wc[0].status == IBV_WC_SUCCESS && wc[0].opcode == IBV_WC_RECV &&
+			      wc[0].byte_len == 64 && !strcmp(buf[0], "one message") ? 1 : -1;
+		else
+			usleep(10000);
+	}
+	CHECK(got == 1, "the client's message arrived in the first receive");
+	{
+		struct ibv_sge sge = { (uintptr_t)buf[0], 8, mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 100, .opcode = IBV_WR_SEND,
+					  .send_flags = IBV_SEND_SIGNALED, .sg_list = &sge,
+					  .num_sge = 1 }, *bad;
+
+		CHECK(ibv_post_send(id->qp, &wr, &bad) == 0, "the reply posted");
+	}
+	/* then the client disconnects, with three receives still posted */
+	ev = expect_event(ec, RDMA_CM_EVENT_DISCONNECTED);
+	/* destroy_id waits until the DISCONNECTED event is acknowledged */
+	da.id = id;
+	da.done = 0;
+	if (ev) {
+		/* reap first: the QP goes with the id's owner, not the id */
+		int send_ok = 0, others = 0;
+
+		for (tries = 0; tries < 500 && n < NRECV; tries++) {
+			int k = ibv_poll_cq(cq, NRECV + 1, wc);
+
+			for (i = 0; i < k; i++) {
+				if (wc[i].wr_id == 100)
+					send_ok = wc[i].status == IBV_WC_SUCCESS;
+				else if (wc[i].status == IBV_WC_WR_FLUSH_ERR)
+					flushed++, n++;
+				else
+					others++, n++;
+			}
+			if (n < NRECV - 1)
+				usleep(10000);
+			else
+				break;
+		}
+		CHECK(send_ok && flushed == NRECV - 1 && !others,
+		      "the reply completed, the other %d receives flushed (flushed %d, others %d)",
+		      NRECV - 1, flushed, others);
+		rdma_destroy_qp(id);
+		pthread_create(&t, NULL, destroy_thread, &da);
+		usleep(200000);
+		CHECK(!da.done, "rdma_destroy_id waits while an event is unacknowledged");
+		rdma_ack_cm_event(ev);
+		pthread_join(t, NULL);
+		CHECK(da.done, "and returns once it is acknowledged");
+	}
+	ibv_dereg_mr(mr);
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd);
+	rdma_destroy_id(listen);
+	rdma_destroy_event_channel(ec);
+	return 0;
+}
+
+static int client(const char *addr, const char *port)
+{
+	static char msg[64] = "one message";
+	struct rdma_event_channel *ec = rdma_create_event_channel();
+	struct rdma_cm_id *id;
+	struct rdma_cm_event *ev;
+	struct sockaddr_storage ss;
+	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 4, .max_recv_wr = 4,
+						.max_send_sge = 1, .max_recv_sge = 1,
+						.max_inline_data = 64 } };
+	struct rdma_conn_param cp = { .private_data = "hello", .private_data_len = 5,
+				      .responder_resources = 1, .initiator_depth = 1 };
+	struct ibv_send_wr wr = { .wr_id = 7, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE }, *bad;
+	struct ibv_sge sge = { (uintptr_t)msg, sizeof(msg), 0 };
+	struct ibv_wc wc;
+	static char reply[64];
+	struct ibv_sge rsge;
+	struct ibv_recv_wr rwr = { .wr_id = 8, .sg_list = &rsge, .num_sge = 1 }, *rbad;
+	struct ibv_mr *mr;
+	int tries, n = 0;
+
+	CHECK(ec && resolve(addr, port, 0, &ss) == 0, "event channel, address");
+	CHECK(rdma_create_id(ec, &id, NULL, RDMA_PS_TCP) == 0, "rdma_create_id");
+	CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&ss, 2000) == 0, "rdma_resolve_addr");
+	ev = expect_event(ec, RDMA_CM_EVENT_ADDR_RESOLVED);
+	if (!ev)
+		return 1;
+	rdma_ack_cm_event(ev);
+	CHECK(rdma_resolve_route(id, 2000) == 0, "rdma_resolve_route");
+	ev = expect_event(ec, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	if (!ev)
+		return 1;
+	rdma_ack_cm_event(ev);
+	CHECK(rdma_create_qp(id, NULL, &ia) == 0 && id->send_cq && id->recv_cq,
+	      "rdma_create_qp without CQs makes them on the id");
+	mr = ibv_reg_mr(id->pd, reply, sizeof(reply), IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mr != NULL, "ibv_reg_mr on the PD rdma_create_qp made");
+	if (!mr)
+		return 1;
+	rsge = (struct ibv_sge){ (uintptr_t)reply, sizeof(reply), mr->lkey };
+	CHECK(ibv_post_recv(id->qp, &rwr, &rbad) == 0, "a receive for the reply");
+	CHECK(rdma_connect(id, &cp) == 0, "rdma_connect with private data");
+	ev = expect_event(ec, RDMA_CM_EVENT_ESTABLISHED);
+	if (!ev)
+		return 1;
+	rdma_ack_cm_event(ev);
+	CHECK(rdma_get_dst_port(id) == htons(atoi(port)), "rdma_get_dst_port");
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	CHECK(ibv_post_send(id->qp, &wr, &bad) == 0, "an inline Send posted");
+	for (tries = 0; tries < 500 && n == 0; tries++) {
+		n = ibv_poll_cq(id->send_cq, 1, &wc);
+		if (n == 0)
+			usleep(10000);
+	}
+	CHECK(n == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 7 && wc.opcode == IBV_WC_SEND &&
+	      wc.qp_num == id->qp->qp_num, "its completion: success, IBV_WC_SEND, the QP's number");
+	n = 0;
+	for (tries = 0; tries < 1000 && n == 0; tries++) {
+		n = ibv_poll_cq(id->recv_cq, 1, &wc);
+		if (n == 0)
+			usleep(10000);
+	}
+	CHECK(n == 1 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV,
+	      "the server's reply");
+	CHECK(rdma_disconnect(id) == 0, "rdma_disconnect");
+	ev = expect_event(ec, RDMA_CM_EVENT_DISCONNECTED);
+	if (ev)
+		rdma_ack_cm_event(ev);
+	rdma_destroy_qp(id);
+	ibv_dereg_mr(mr);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ec);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 2 && !strcmp(argv[1], "local"))
+		local_checks();
+	else if (argc == 5 && !strcmp(argv[1], "server") && !strcmp(argv[3], "-p"))
+		server(argv[2], argv[4]);
+	else if (argc == 5 && !strcmp(argv[1], "client") && !strcmp(argv[3], "-p"))
+		client(argv[2], argv[4]);
+	else {
+		fprintf(stderr, "usage: %s local | server ADDR -p PORT | client ADDR -p PORT\n",
+			argv[0]);
+		return 2;
+	}
+	return failures ? 1 : 0;
+}

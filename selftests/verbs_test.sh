@@ -1,0 +1,272 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# libviaduct-verbs with rdma-core's own, unmodified binaries (Debian's
+# ibverbs-utils and rdmacm-utils), run through the drop-in directory
+# ($build/user/verbs/viaduct: libibverbs.so.1 and librdmacm.so.1 are
+# libviaduct-verbs) with LD_LIBRARY_PATH and nothing else changed:
+#
+#   - ibv_devices and ibv_devinfo list and describe viaduct's device;
+#   - rping against itself on viaduct, plain, with -V and with -q (a QP the
+#     program creates and moves itself);
+#   - rping on viaduct against rping on Linux's siw (the real rdma-core),
+#     in both roles.
+#
+#   +---------------------+            +---------------------+
+#   | netns vva$$         |            | netns vvb$$         |
+#   |  vd0 / siw0 -> eth0 |<--veth---->|  eth0 <- vd0        |
+#   |  192.0.2.1/24       |            |  192.0.2.2/24       |
+#   +---------------------+            +---------------------+
+#
+# The siw cases are skipped when siw is not there. Prints TAP.
+
+set -u
+src=${VD_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
+bin=${VD_CMAKE_BUILD:-$src/build/cmake}
+ctl=$bin/tools/viaductctl/viaductctl
+dropin=$bin/user/verbs/viaduct
+err=$(dirname "$0")/helpers/verbs_err
+exv=$(dirname "$0")/helpers/viaduct-verbs
+exr=$(dirname "$0")/helpers/rdma-core
+A=vva$$
+B=vvb$$
+port=7274
+
+# shellcheck source=selftests/tap.sh
+. "$(dirname "$0")/helpers/tap.sh"
+
+cleanup() {
+	ip netns del "$A" 2>/dev/null
+	ip netns del "$B" 2>/dev/null
+}
+trap cleanup EXIT
+
+# Runs a program of rdma-core's on viaduct: "$vv" PROGRAM ARGS...
+vv=(env "LD_LIBRARY_PATH=$dropin")
+
+# with_port ARGS...: ARGS with @PORT@ replaced by $port, or with "-p $port"
+# appended if there is none (rping's and verbs_err's way).
+with_port() {
+	local a args=() found=0
+	for a in "$@"; do
+		if [ "$a" = @PORT@ ]; then
+			args+=("$port")
+			found=1
+		else
+			args+=("$a")
+		fi
+	done
+	[ $found = 1 ] || args+=(-p "$port")
+	cmd=("${args[@]}")
+}
+
+# run DESCRIPTION SERVER-NS SERVER-CMD... -- CLIENT-NS CLIENT-CMD...
+# Starts the server, then the client; both must exit 0 within a minute.
+# With EXPECT (EXPECT_S) set, the client's (server's) output must contain it.
+run() {
+	local desc=$1 sns=$2 srv rc_c rc_s out_s out_c cmd
+	shift 2
+	local scmd=()
+	while [ "$1" != -- ]; do
+		scmd+=("$1")
+		shift
+	done
+	shift
+	local cns=$1
+	shift
+	port=$((port + 1))
+	out_s=$(mktemp)
+	out_c=$(mktemp)
+	with_port "${scmd[@]}"
+	ip netns exec "$sns" timeout 60 "${cmd[@]}" >"$out_s" 2>&1 &
+	srv=$!
+	for _ in $(seq 100); do
+		ip netns exec "$sns" ss -Htln "sport = :$port" 2>/dev/null | grep -q . && break
+		sleep 0.1
+	done
+	with_port "$@"
+	ip netns exec "$cns" timeout 60 "${cmd[@]}" >"$out_c" 2>&1
+	rc_c=$?
+	wait "$srv"
+	rc_s=$?
+	if [ -n "${EXPECT:-}" ] && [ $rc_c -eq 0 ] && ! grep -qF -- "$EXPECT" "$out_c"; then
+		echo "# $desc: the client did not print '$EXPECT'"
+		rc_c=1
+	fi
+	if [ -n "${EXPECT_S:-}" ] && [ $rc_s -eq 0 ] && ! grep -qF -- "$EXPECT_S" "$out_s"; then
+		echo "# $desc: the server did not print '$EXPECT_S'"
+		rc_s=1
+	fi
+	if [ $rc_c -ne 0 ] || [ $rc_s -ne 0 ]; then
+		echo "# $desc: client exit $rc_c, server exit $rc_s"
+		echo "# server (${scmd[*]}):"
+		tail -n 15 "$out_s" | sed 's/^/#   /'
+		echo "# client ($*):"
+		tail -n 15 "$out_c" | sed 's/^/#   /'
+	fi
+	rm -f "$out_s" "$out_c"
+	ok $((rc_c != 0 || rc_s != 0)) "$desc"
+}
+
+echo "TAP version 13"
+echo "1..27"
+
+if [ ! -x "$ctl" ] || [ ! -e "$dropin/libibverbs.so.1" ]; then
+	echo "Bail out! viaductctl or libviaduct-verbs not built under $bin"
+	exit 1
+fi
+for p in rping ibv_devices ibv_devinfo; do
+	if ! command -v $p >/dev/null; then
+		echo "Bail out! $p not installed (rdmacm-utils, ibverbs-utils)"
+		exit 1
+	fi
+done
+
+ip netns add "$A" && ip netns add "$B" &&
+	ip link add vve$$a type veth peer name vve$$b &&
+	ip link set vve$$a netns "$A" name eth0 &&
+	ip link set vve$$b netns "$B" name eth0 &&
+	ip -n "$A" addr add 192.0.2.1/24 dev eth0 &&
+	ip -n "$B" addr add 192.0.2.2/24 dev eth0 &&
+	ip -n "$A" addr add 2001:db8::1/64 dev eth0 nodad &&
+	ip -n "$B" addr add 2001:db8::2/64 dev eth0 nodad &&
+	ip -n "$A" link set eth0 up && ip -n "$B" link set eth0 up &&
+	ip -n "$A" link set lo up && ip -n "$B" link set lo up &&
+	ip netns exec "$A" "$ctl" link add vd0 netdev eth0 >/dev/null &&
+	ip netns exec "$B" "$ctl" link add vd0 netdev eth0 >/dev/null
+ok $? "two namespaces joined by veth, a viaduct device in each"
+
+# The binaries resolve libibverbs and librdmacm to the drop-in directory.
+# Both names are the one file, which the loader maps once: ldd lists it
+# under the first name it meets.
+libs=$("${vv[@]}" ldd "$(command -v rping)")
+echo "$libs" | grep -E 'libibverbs|librdmacm|viaduct' | sed 's/^/#   /'
+echo "$libs" | grep -q "librdmacm.so.1 => $dropin/librdmacm.so.1" &&
+	! echo "$libs" | grep -E 'lib(ibverbs|rdmacm)\.so\.1 => ' | grep -qv "=> $dropin/"
+ok $? "rping loads libibverbs.so.1 and librdmacm.so.1 from the drop-in directory"
+
+out=$(ip netns exec "$A" env LD_LIBRARY_PATH="$dropin" ibv_devices 2>&1)
+echo "$out" | sed 's/^/#   /'
+# the GUID is the MAC of eth0 followed by two zero bytes, as siw shows it
+mac=$(ip -n "$A" -br link show eth0 | awk '{print $3}' | tr -d :)
+echo "$out" | grep -Eq "^[[:space:]]+vd0[[:space:]]+${mac}0000$"
+ok $? "ibv_devices lists vd0 with its MAC as node GUID"
+
+out=$(ip netns exec "$A" env LD_LIBRARY_PATH="$dropin" ibv_devinfo -v 2>&1)
+rc=$?
+echo "$out" | head -n 12 | sed 's/^/#   /'
+[ $rc -eq 0 ] && echo "$out" | grep -q 'hca_id:[[:space:]]*vd0' &&
+	echo "$out" | grep -q 'transport:[[:space:]]*iWARP (1)' &&
+	echo "$out" | grep -q 'state:[[:space:]]*PORT_ACTIVE' &&
+	echo "$out" | grep -q 'link_layer:[[:space:]]*Ethernet' &&
+	echo "$out" | grep -q "node_guid:[[:space:]]*${mac:0:4}:${mac:4:4}:${mac:8:4}:0000"
+ok $? "ibv_devinfo -v describes vd0: iWARP, port active, Ethernet, GUID from the MAC"
+
+# In a namespace without a viaduct device, the list is empty and says so.
+ip netns exec "$A" "$ctl" link del vd0 >/dev/null
+out=$(ip netns exec "$A" env LD_LIBRARY_PATH="$dropin" ibv_devinfo 2>&1)
+rc=$?
+echo "$out" | sed 's/^/#   /'
+[ $rc -ne 0 ] && echo "$out" | grep -q 'No IB devices found'
+ok $? "ibv_devinfo without a viaduct device: 'No IB devices found', non-zero exit"
+ip netns exec "$A" "$ctl" link add vd0 netdev eth0 >/dev/null
+
+run "rping -s, rping -c on viaduct, 100 bytes x 10, verified (-V)" \
+	"$A" "${vv[@]}" rping -s -a 192.0.2.1 -S 100 -C 10 -V -- \
+	"$B" "${vv[@]}" rping -c -a 192.0.2.1 -S 100 -C 10 -V
+run "rping -s, rping -c on viaduct, plain, 4000 bytes x 20" \
+	"$A" "${vv[@]}" rping -s -a 192.0.2.1 -S 4000 -C 20 -- \
+	"$B" "${vv[@]}" rping -c -a 192.0.2.1 -S 4000 -C 20
+run "rping -s -q, rping -c -q on viaduct (self-made QPs), verified" \
+	"$A" "${vv[@]}" rping -s -q -a 192.0.2.1 -S 100 -C 10 -V -- \
+	"$B" "${vv[@]}" rping -c -q -a 192.0.2.1 -S 100 -C 10 -V
+run "rping -s -v, rping -c -v over IPv6 on viaduct" \
+	"$A" "${vv[@]}" rping -s -a 2001:db8::1 -S 64 -C 3 -v -- \
+	"$B" "${vv[@]}" rping -c -a 2001:db8::1 -S 64 -C 3 -v
+
+out=$(ip netns exec "$A" env LD_LIBRARY_PATH="$dropin" "$err" local 2>&1)
+rc=$?
+echo "$out"
+[ $rc -eq 0 ]
+ok $? "verbs_err local: destroy order (EBUSY), access rules, bad WRs at bad_wr, EOPNOTSUPP"
+
+# verbs_err prints its own checks; run() shows them when it fails.
+run "verbs_err: private data, flushed receives, DISCONNECTED, destroy waits for the ack" \
+	"$A" "${vv[@]}" "$err" server 192.0.2.1 -- \
+	"$B" "${vv[@]}" "$err" client 192.0.2.1
+
+# The reference's examples, built with pkg-config viaduct-verbs.
+EXPECT="3 + 4 = 7" run "examples: add_client -> add_server (RDMA Write, Send, private data)" \
+	"$A" "$exv/add_server" @PORT@ -- \
+	"$B" "$exv/add_client" 192.0.2.1 3 4 @PORT@
+EXPECT="sent 16 messages" EXPECT_S="received 16 messages" run "examples: cq_events, blocking and non-blocking completion channels" \
+	"$A" "$exv/cq_events" server @PORT@ -- \
+	"$B" "$exv/cq_events" client 192.0.2.1 @PORT@
+EXPECT_S="async event: local access violation work queue error (3) on the connection's QP" \
+	run "examples: async_events, an access violation reported as an async event" \
+	"$A" "$exv/async_events" server @PORT@ -- \
+	"$B" "$exv/async_events" client 192.0.2.1 @PORT@
+
+# perftest's binaries, unmodified (their libmlx5 and libefa are the
+# drop-in's, answering "not this vendor's device"); a short fixed
+# iteration count, and nothing asserted about speed.
+if command -v ib_write_bw >/dev/null; then
+	EXPECT="#bytes" run "perftest: ib_write_bw -R on viaduct, 200 x 64 KiB" \
+		"$A" "${vv[@]}" ib_write_bw -R -n 200 -s 65536 -- \
+		"$B" "${vv[@]}" ib_write_bw -R -n 200 -s 65536 192.0.2.1
+	EXPECT="#bytes" run "perftest: ib_send_lat -R on viaduct, 200 x 64 bytes" \
+		"$A" "${vv[@]}" ib_send_lat -R -n 200 -s 64 -- \
+		"$B" "${vv[@]}" ib_send_lat -R -n 200 -s 64 192.0.2.1
+else
+	skip "perftest: ib_write_bw -R" "perftest not installed"
+	skip "perftest: ib_send_lat -R" "perftest not installed"
+fi
+
+have_siw=1
+modprobe siw 2>/dev/null || have_siw=0
+if [ $have_siw = 1 ]; then
+	ip netns exec "$A" "$ctl" link del vd0 >/dev/null &&
+		ip netns exec "$A" rdma link add siw0 type siw netdev eth0
+	ok $? "siw device in the first namespace instead of viaduct"
+	run "rping -s on siw (rdma-core), rping -c on viaduct, verified" \
+		"$A" rping -s -a 192.0.2.1 -S 100 -C 10 -V -- \
+		"$B" "${vv[@]}" rping -c -a 192.0.2.1 -S 100 -C 10 -V
+	run "rping -s on viaduct, rping -c on siw (rdma-core), verified" \
+		"$B" "${vv[@]}" rping -s -a 192.0.2.2 -S 100 -C 10 -V -- \
+		"$A" rping -c -a 192.0.2.2 -S 100 -C 10 -V
+	run "rping -s on siw, rping -c on viaduct, plain, 4000 bytes x 20" \
+		"$A" rping -s -a 192.0.2.1 -S 4000 -C 20 -- \
+		"$B" "${vv[@]}" rping -c -a 192.0.2.1 -S 4000 -C 20
+	# rping -c -q cannot run on siw: rdma-core's rdma_establish() sends
+	# an accept that the kernel refuses for an active iWARP id (EINVAL).
+	run "rping -s -q on viaduct, rping -c on siw, verified" \
+		"$B" "${vv[@]}" rping -s -q -a 192.0.2.2 -S 100 -C 10 -V -- \
+		"$A" rping -c -a 192.0.2.2 -S 100 -C 10 -V
+	run "rping -s -q on siw, rping -c -q on viaduct, verified" \
+		"$A" rping -s -q -a 192.0.2.1 -S 100 -C 10 -V -- \
+		"$B" "${vv[@]}" rping -c -q -a 192.0.2.1 -S 100 -C 10 -V
+	run "verbs_err server on siw (rdma-core), the same binary as client on viaduct" \
+		"$A" "$err" server 192.0.2.1 -- \
+		"$B" "${vv[@]}" "$err" client 192.0.2.1
+	run "verbs_err server on viaduct, the same binary as client on siw (rdma-core)" \
+		"$B" "${vv[@]}" "$err" server 192.0.2.2 -- \
+		"$A" "$err" client 192.0.2.2
+	EXPECT="40 + 2 = 42" run "examples: add_server built for rdma-core on siw, add_client for viaduct-verbs" \
+		"$A" "$exr/add_server" @PORT@ -- \
+		"$B" "$exv/add_client" 192.0.2.1 40 2 @PORT@
+	EXPECT="40 + 2 = 42" run "examples: add_server for viaduct-verbs, add_client built for rdma-core on siw" \
+		"$B" "$exv/add_server" @PORT@ -- \
+		"$A" "$exr/add_client" 192.0.2.2 40 2 @PORT@
+	ip netns exec "$A" rdma link del siw0
+	ok $? "siw device removed"
+else
+	for t in "siw device" "rping siw -> viaduct" "rping viaduct -> siw" \
+		"rping siw -> viaduct, plain" "rping -s -q viaduct -> siw" "rping -q siw -> viaduct" \
+		"verbs_err siw -> viaduct" "verbs_err viaduct -> siw" \
+		"add siw -> viaduct" "add viaduct -> siw" \
+		"siw device removed"; do
+		skip "$t" "no siw module"
+	done
+fi
+
+[ $failed -eq 0 ]

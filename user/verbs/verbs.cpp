@@ -1,0 +1,1440 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// libviaduct-verbs: libibverbs' API over libviaduct.
+//
+// The structures are rdma-core's own (<infiniband/verbs.h>); the context's
+// ops table carries the data-path calls the header's inline functions make
+// (ibv_post_send(), ibv_poll_cq(), ...), and verbs_context the extended
+// ones. Every call translates to libviaduct's core; nothing here talks to
+// the kernel.
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <mutex>
+#include <new>
+#include <sys/epoll.h>
+#include <unistd.h>
+#include <vector>
+
+#include <arpa/inet.h>
+
+#include "internal.hpp"
+
+// The header turns these into inline wrappers; the library exports the
+// functions themselves.
+#undef ibv_query_port
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+
+// The SGE layouts agree, so the program's SGE lists are passed as they are.
+static_assert(sizeof(ibv_sge) == sizeof(viaduct::Sge));
+static_assert(offsetof(ibv_sge, addr) == offsetof(viaduct::Sge, addr));
+static_assert(offsetof(ibv_sge, length) == offsetof(viaduct::Sge, length));
+static_assert(offsetof(ibv_sge, lkey) == offsetof(viaduct::Sge, stag));
+
+namespace vv {
+
+int errno_of_current_exception() noexcept {
+    try {
+        throw;
+    } catch (const viaduct::Error &e) {
+        return e.errnum();
+    } catch (const std::system_error &e) {
+        return e.code().value();
+    } catch (const std::bad_alloc &) {
+        return ENOMEM;
+    } catch (...) {
+        return EIO;
+    }
+}
+
+bool nonblocking(int fd) noexcept {
+    int fl = ::fcntl(fd, F_GETFL);
+    return fl >= 0 && (fl & O_NONBLOCK) != 0;
+}
+
+int wrap_fd(int fd) noexcept {
+    int ep = ::epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0)
+        return -1;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    if (::epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
+        int err = errno;
+        ::close(ep);
+        errno = err;
+        return -1;
+    }
+    return ep;
+}
+
+namespace {
+
+std::mutex devices_lock;
+std::vector<Device *> devices; // never freed, as rdma-core's
+
+Device *device_named(const std::string &name) {
+    std::lock_guard<std::mutex> guard(devices_lock);
+    for (Device *d : devices)
+        if (d->name == name)
+            return d;
+    auto *d = new Device;
+    d->name = name;
+    d->dev.node_type = IBV_NODE_RNIC;
+    d->dev.transport_type = IBV_TRANSPORT_IWARP;
+    std::snprintf(d->dev.name, sizeof(d->dev.name), "%s", name.c_str());
+    std::snprintf(d->dev.dev_name, sizeof(d->dev.dev_name), "%s", name.c_str());
+    std::snprintf(d->dev.dev_path, sizeof(d->dev.dev_path), "%s", viaduct::device_path().c_str());
+    std::snprintf(d->dev.ibdev_path, sizeof(d->dev.ibdev_path), "/sys/class/infiniband/%s",
+                  name.c_str());
+    devices.push_back(d);
+    return d;
+}
+
+// iWARP devices report the interface's MAC as GUID and GID (as siw does).
+__be64 guid_of(const viaduct::DeviceAttributes &a) {
+    std::uint64_t g = 0;
+    std::memcpy(&g, a.hw_addr.data(), 6);
+    return g; // bytes in MAC order: already the big-endian GUID
+}
+
+ibv_mtu mtu_enum(std::uint32_t mtu) {
+    if (mtu >= 4096)
+        return IBV_MTU_4096;
+    if (mtu >= 2048)
+        return IBV_MTU_2048;
+    if (mtu >= 1024)
+        return IBV_MTU_1024;
+    if (mtu >= 512)
+        return IBV_MTU_512;
+    return IBV_MTU_256;
+}
+
+int fill_port(Context &ctx, std::uint8_t port, ibv_port_attr *pa) {
+    if (port != 1)
+        return EINVAL;
+    viaduct::DeviceAttributes a = ctx.native.query();
+    std::memset(pa, 0, sizeof(*pa));
+    pa->state = a.running() ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+    pa->max_mtu = mtu_enum(a.mtu);
+    pa->active_mtu = mtu_enum(a.mtu);
+    pa->gid_tbl_len = 1;
+    pa->port_cap_flags = IBV_PORT_CM_SUP;
+    pa->max_msg_sz =
+        static_cast<std::uint32_t>(std::min<std::uint64_t>(a.limits.max_msg_size, UINT32_MAX));
+    pa->pkey_tbl_len = 1;
+    pa->active_width = 1;                 // 1X
+    pa->active_speed = 1;                 // SDR: a software device reports the slowest
+    pa->phys_state = a.running() ? 5 : 3; // LinkUp, Disabled
+    pa->link_layer = IBV_LINK_LAYER_ETHERNET;
+    return 0;
+}
+
+int query_port_ex(ibv_context *c, std::uint8_t port, ibv_port_attr *pa, size_t len) {
+    if (len < offsetof(ibv_port_attr, link_layer))
+        return EINVAL;
+    ibv_port_attr full{};
+    int err = guarded_err([&] {
+        if (int e = fill_port(*to_ctx(c), port, &full))
+            throw viaduct::Error(e, "no such port");
+    });
+    if (err)
+        return err;
+    std::memcpy(pa, &full, std::min(len, sizeof(full)));
+    return 0;
+}
+
+void fill_device_attr(Context &ctx, ibv_device_attr *da) {
+    const viaduct::DeviceAttributes a = ctx.native.query();
+    const viaduct::DeviceLimits &l = a.limits;
+    std::memset(da, 0, sizeof(*da));
+    std::snprintf(da->fw_ver, sizeof(da->fw_ver), "viaduct ABI %u", a.abi_version);
+    da->node_guid = guid_of(a);
+    da->sys_image_guid = guid_of(a);
+    da->max_mr_size = l.max_mr_size;
+    da->page_size_cap = l.page_size;
+    da->max_qp = static_cast<int>(l.max_qp);
+    da->max_qp_wr = static_cast<int>(l.max_qp_wr);
+    da->device_cap_flags = 0;
+    da->max_sge = static_cast<int>(l.max_sge);
+    da->max_sge_rd = 1; // an RDMA Read lands in one local SGE
+    da->max_cq = static_cast<int>(l.max_cq);
+    da->max_cqe = static_cast<int>(l.max_cqe);
+    da->max_mr = static_cast<int>(l.max_mr);
+    da->max_pd = static_cast<int>(l.max_pd);
+    da->max_qp_rd_atom = static_cast<int>(l.max_ird);
+    da->max_qp_init_rd_atom = static_cast<int>(l.max_ord);
+    da->max_res_rd_atom = static_cast<int>(l.max_ird);
+    da->atomic_cap = IBV_ATOMIC_NONE;
+    da->max_pkeys = 1;
+    da->phys_port_cnt = 1;
+}
+
+int query_device_ex(ibv_context *c, const ibv_query_device_ex_input *input,
+                    ibv_device_attr_ex *attr, size_t size) {
+    if (input && input->comp_mask)
+        return EINVAL;
+    if (size < sizeof(attr->orig_attr) + sizeof(attr->comp_mask))
+        return EINVAL;
+    ibv_device_attr_ex full{};
+    int err = guarded_err([&] { fill_device_attr(*to_ctx(c), &full.orig_attr); });
+    if (err)
+        return err;
+    full.max_dm_size = 0;
+    std::memcpy(attr, &full, std::min(size, sizeof(full)));
+    return 0;
+}
+
+// --- Completion queues --------------------------------------------------
+
+ibv_wc_status to_status(std::uint8_t s) {
+    switch (s) {
+    case VIADUCT_WC_SUCCESS:
+        return IBV_WC_SUCCESS;
+    case VIADUCT_WC_FLUSHED:
+        return IBV_WC_WR_FLUSH_ERR;
+    case VIADUCT_WC_LOC_LEN_ERR:
+        return IBV_WC_LOC_LEN_ERR;
+    case VIADUCT_WC_LOC_QP_OP_ERR:
+        return IBV_WC_LOC_QP_OP_ERR;
+    case VIADUCT_WC_LOC_PROT_ERR:
+        return IBV_WC_LOC_PROT_ERR;
+    case VIADUCT_WC_REM_ACCESS_ERR:
+        return IBV_WC_REM_ACCESS_ERR;
+    case VIADUCT_WC_REM_OP_ERR:
+        return IBV_WC_REM_OP_ERR;
+    case VIADUCT_WC_REM_INV_REQ_ERR:
+        return IBV_WC_REM_INV_REQ_ERR;
+    case VIADUCT_WC_TRANSPORT_ERR:
+        return IBV_WC_FATAL_ERR;
+    case VIADUCT_WC_REM_TERMINATED:
+        return IBV_WC_REM_ABORT_ERR;
+    default:
+        return IBV_WC_GENERAL_ERR;
+    }
+}
+
+ibv_wc_opcode to_wc_opcode(std::uint8_t op) {
+    switch (op) {
+    case VIADUCT_WC_SEND:
+        return IBV_WC_SEND;
+    case VIADUCT_WC_RDMA_WRITE:
+        return IBV_WC_RDMA_WRITE;
+    case VIADUCT_WC_RDMA_READ:
+        return IBV_WC_RDMA_READ;
+    case VIADUCT_WC_RECV_RDMA_WITH_IMM:
+        return IBV_WC_RECV_RDMA_WITH_IMM;
+    default:
+        return IBV_WC_RECV;
+    }
+}
+
+int poll_cq(ibv_cq *ibcq, int num, ibv_wc *wc) {
+    Cq &cq = *to_cq(ibcq);
+    Context &ctx = *to_ctx(ibcq->context);
+    if (num <= 0)
+        return 0;
+    std::array<viaduct_cqe, 32> buf;
+    int done = 0;
+    try {
+        while (done < num) {
+            std::size_t want =
+                std::min<std::size_t>(buf.size(), static_cast<std::size_t>(num - done));
+            std::size_t n = cq.native->poll(std::span(buf.data(), want));
+            if (n == 0)
+                break;
+            std::shared_lock<std::shared_mutex> guard(ctx.qps_lock);
+            for (std::size_t i = 0; i < n; ++i) {
+                const viaduct_cqe &c = buf[i];
+                ibv_wc &w = wc[done++];
+                std::memset(&w, 0, sizeof(w));
+                w.wr_id = c.wr_id;
+                w.status = to_status(c.status);
+                w.opcode = to_wc_opcode(c.opcode);
+                w.vendor_err = c.vendor_err;
+                w.byte_len = c.byte_len;
+                if (c.flags & VIADUCT_WC_F_IMMEDIATE) {
+                    w.wc_flags |= IBV_WC_WITH_IMM;
+                    w.imm_data = htonl(c.imm_data);
+                }
+                if (auto it = ctx.qps_by_handle.find(c.qp_handle); it != ctx.qps_by_handle.end())
+                    w.qp_num = it->second->qp.qp_num;
+            }
+            if (n < want)
+                break;
+        }
+    } catch (...) {
+        if (done)
+            return done;
+        errno = errno_of_current_exception();
+        return -1;
+    }
+    return done;
+}
+
+int req_notify_cq(ibv_cq *ibcq, int solicited_only) {
+    return guarded_err([&] { to_cq(ibcq)->native->arm(solicited_only != 0); });
+}
+
+// --- Work requests ------------------------------------------------------
+
+constexpr std::size_t batch_max = 16;
+
+// Translates one send WR; EINVAL for what viaduct does not do (as a
+// provider without the opcode answers).
+int to_send_wr(const Qp &qp, const ibv_send_wr &w, viaduct::SendWr &out,
+               std::vector<std::byte> &inline_buf) {
+    if (w.num_sge < 0)
+        return EINVAL;
+    if (w.send_flags & ~static_cast<unsigned>(IBV_SEND_FENCE | IBV_SEND_SIGNALED |
+                                              IBV_SEND_SOLICITED | IBV_SEND_INLINE))
+        return EINVAL;
+    out = {};
+    out.wr_id = w.wr_id;
+    out.signaled = qp.sq_sig_all || (w.send_flags & IBV_SEND_SIGNALED);
+    out.solicited = (w.send_flags & IBV_SEND_SOLICITED) != 0;
+    out.read_fence = (w.send_flags & IBV_SEND_FENCE) != 0;
+    switch (w.opcode) {
+    case IBV_WR_SEND_WITH_IMM:
+        out.imm_data = ntohl(w.imm_data);
+        [[fallthrough]];
+    case IBV_WR_SEND:
+        out.opcode = viaduct::SendOp::Send;
+        break;
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+        out.imm_data = ntohl(w.imm_data);
+        [[fallthrough]];
+    case IBV_WR_RDMA_WRITE:
+        out.opcode = viaduct::SendOp::RdmaWrite;
+        out.remote_addr = w.wr.rdma.remote_addr;
+        out.remote_stag = w.wr.rdma.rkey;
+        break;
+    case IBV_WR_RDMA_READ:
+        out.opcode = viaduct::SendOp::RdmaRead;
+        out.remote_addr = w.wr.rdma.remote_addr;
+        out.remote_stag = w.wr.rdma.rkey;
+        break;
+    default:
+        return EINVAL; // atomics, memory windows, invalidation, TSO
+    }
+    std::span<const viaduct::Sge> sges(reinterpret_cast<const viaduct::Sge *>(w.sg_list),
+                                       static_cast<std::size_t>(w.num_sge));
+    if ((w.send_flags & IBV_SEND_INLINE) && w.opcode != IBV_WR_RDMA_READ) {
+        std::size_t total = 0;
+        for (const viaduct::Sge &s : sges)
+            total += s.length;
+        if (total > qp.cap.max_inline_data)
+            return EINVAL;
+        std::size_t at = inline_buf.size();
+        if (inline_buf.capacity() < at + total)
+            return ENOMEM; // reserved by the caller; cannot happen
+        for (const viaduct::Sge &s : sges) {
+            const auto *p =
+                reinterpret_cast<const std::byte *>(static_cast<std::uintptr_t>(s.addr));
+            inline_buf.insert(inline_buf.end(), p, p + s.length);
+        }
+        out.inline_data = std::span<const std::byte>(inline_buf.data() + at, total);
+    } else {
+        out.sge = sges;
+    }
+    return 0;
+}
+
+std::size_t inline_bytes(const ibv_send_wr &w) {
+    if (!(w.send_flags & IBV_SEND_INLINE) || w.num_sge <= 0)
+        return 0;
+    std::size_t t = 0;
+    for (int i = 0; i < w.num_sge; ++i)
+        t += w.sg_list[i].length;
+    return t;
+}
+
+// Posts @n WRs, all or none; if none, finds the first that fails alone.
+template <class Wr, class Ib, class Post>
+int post_batch(std::span<const Wr> wrs, std::span<Ib *const> ib, Ib **bad, Post &&post) {
+    if (wrs.empty())
+        return 0;
+    int err = guarded_err([&] { post(wrs); });
+    if (!err)
+        return 0;
+    for (std::size_t i = 0; i < wrs.size(); ++i) {
+        err = guarded_err([&] { post(wrs.subspan(i, 1)); });
+        if (err) {
+            *bad = ib[i];
+            return err;
+        }
+    }
+    return 0;
+}
+
+int post_send(ibv_qp *ibqp, ibv_send_wr *wr, ibv_send_wr **bad) {
+    Qp &qp = *to_qp(ibqp);
+    thread_local std::vector<std::byte> inline_buf;
+    std::array<viaduct::SendWr, batch_max> batch;
+    std::array<ibv_send_wr *, batch_max> ibs;
+    auto post = [&](std::span<const viaduct::SendWr> s) { qp.native->post_send(s); };
+    while (wr) {
+        std::size_t n = 0, need = 0;
+        for (ibv_send_wr *w = wr; w && n < batch_max; w = w->next, ++n)
+            need += inline_bytes(*w);
+        try {
+            inline_buf.clear();
+            inline_buf.reserve(need);
+        } catch (...) {
+            *bad = wr;
+            return ENOMEM;
+        }
+        n = 0;
+        for (; wr && n < batch_max; wr = wr->next) {
+            if (int err = to_send_wr(qp, *wr, batch[n], inline_buf)) {
+                if (int e = post_batch<viaduct::SendWr, ibv_send_wr>(
+                        std::span(batch.data(), n), std::span(ibs.data(), n), bad, post))
+                    return e;
+                *bad = wr;
+                return err;
+            }
+            ibs[n++] = wr;
+        }
+        if (int e = post_batch<viaduct::SendWr, ibv_send_wr>(std::span(batch.data(), n),
+                                                             std::span(ibs.data(), n), bad, post))
+            return e;
+    }
+    return 0;
+}
+
+int post_recv(ibv_qp *ibqp, ibv_recv_wr *wr, ibv_recv_wr **bad) {
+    Qp &qp = *to_qp(ibqp);
+    std::array<viaduct::RecvWr, batch_max> batch;
+    std::array<ibv_recv_wr *, batch_max> ibs;
+    auto post = [&](std::span<const viaduct::RecvWr> s) { qp.native->post_recv(s); };
+    while (wr) {
+        std::size_t n = 0;
+        for (; wr && n < batch_max; wr = wr->next) {
+            if (wr->num_sge < 0) {
+                if (int e = post_batch<viaduct::RecvWr, ibv_recv_wr>(
+                        std::span(batch.data(), n), std::span(ibs.data(), n), bad, post))
+                    return e;
+                *bad = wr;
+                return EINVAL;
+            }
+            batch[n] = viaduct::RecvWr{
+                wr->wr_id, std::span(reinterpret_cast<const viaduct::Sge *>(wr->sg_list),
+                                     static_cast<std::size_t>(wr->num_sge))};
+            ibs[n++] = wr;
+        }
+        if (int e = post_batch<viaduct::RecvWr, ibv_recv_wr>(std::span(batch.data(), n),
+                                                             std::span(ibs.data(), n), bad, post))
+            return e;
+    }
+    return 0;
+}
+
+int post_srq_recv(ibv_srq *, ibv_recv_wr *wr, ibv_recv_wr **bad) {
+    *bad = wr;
+    return EOPNOTSUPP;
+}
+
+ibv_mw *alloc_mw(ibv_pd *, ibv_mw_type) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+}
+
+int bind_mw(ibv_qp *, ibv_mw *, ibv_mw_bind *) {
+    return EOPNOTSUPP;
+}
+
+int dealloc_mw(ibv_mw *) {
+    return EOPNOTSUPP;
+}
+
+// ibv_query_qp's state from the kernel's and what the program asked for:
+// before the CM connects a QP it is Idle, whichever of RESET, INIT or RTR
+// the program moved it to.
+ibv_qp_state to_ib_state(viaduct::QpState s, ibv_qp_state asked) {
+    switch (s) {
+    case viaduct::QpState::Idle:
+        return asked <= IBV_QPS_RTR ? asked : IBV_QPS_RTR;
+    case viaduct::QpState::Rts:
+        return IBV_QPS_RTS;
+    case viaduct::QpState::Closing:
+        return IBV_QPS_SQD;
+    case viaduct::QpState::Terminate:
+        return IBV_QPS_SQE;
+    case viaduct::QpState::Error:
+        return IBV_QPS_ERR;
+    }
+    return IBV_QPS_UNKNOWN;
+}
+
+std::uint32_t to_qp_access(unsigned a) {
+    std::uint32_t r = 0;
+    if (a & IBV_ACCESS_REMOTE_WRITE)
+        r |= VIADUCT_QP_ACCESS_REMOTE_WRITE;
+    if (a & IBV_ACCESS_REMOTE_READ)
+        r |= VIADUCT_QP_ACCESS_REMOTE_READ;
+    return r;
+}
+
+void wait_events(pthread_mutex_t &m, pthread_cond_t &c, const std::uint32_t &done,
+                 const std::uint32_t &reported) {
+    pthread_mutex_lock(&m);
+    while (done != reported)
+        pthread_cond_wait(&c, &m);
+    pthread_mutex_unlock(&m);
+}
+
+Cq *find_cq(Context &ctx, std::uint32_t handle) {
+    std::shared_lock<std::shared_mutex> guard(ctx.qps_lock);
+    auto it = ctx.cqs_by_handle.find(handle);
+    return it == ctx.cqs_by_handle.end() ? nullptr : it->second;
+}
+
+} // namespace
+
+std::vector<std::string> device_names() {
+    std::vector<std::string> names;
+    for (const viaduct::DeviceEntry &e : viaduct::Device::list())
+        names.push_back(e.name);
+    return names;
+}
+
+ibv_qp *create_qp(ibv_pd *ibpd, ibv_qp_init_attr *attr, bool for_cm) {
+    Pd &pd = *to_pd(ibpd);
+    Context &ctx = *to_ctx(ibpd->context);
+    if (attr->qp_type != IBV_QPT_RC || attr->srq)
+        throw viaduct::Error(EOPNOTSUPP, "only RC QPs without SRQ");
+    if (!attr->send_cq || !attr->recv_cq)
+        throw viaduct::Error(EINVAL, "a QP needs a send and a receive CQ");
+    const viaduct::DeviceLimits &l = ctx.attr.limits;
+    const ibv_qp_cap &c = attr->cap;
+    if (c.max_send_wr > l.max_qp_wr || c.max_recv_wr > l.max_qp_wr || c.max_send_sge > l.max_sge ||
+        c.max_recv_sge > l.max_sge || c.max_inline_data > l.max_inline)
+        throw viaduct::Error(EINVAL, "QP capabilities beyond the device's");
+    auto qp = std::make_unique<Qp>();
+    qp->send_cq = to_cq(attr->send_cq);
+    qp->recv_cq = to_cq(attr->recv_cq);
+    viaduct::QpConfig cfg;
+    cfg.send_cq = &*qp->send_cq->native;
+    cfg.recv_cq = &*qp->recv_cq->native;
+    cfg.sq_depth = std::max(1u, c.max_send_wr);
+    cfg.rq_depth = std::max(1u, c.max_recv_wr);
+    cfg.max_send_sge = std::max(1u, c.max_send_sge);
+    cfg.max_recv_sge = std::max(1u, c.max_recv_sge);
+    cfg.max_inline = c.max_inline_data;
+    cfg.reliability = viaduct::Reliability::ReliableDelivery;
+    // iWARP's CM enables remote reads and writes on the QPs it connects.
+    if (for_cm) {
+        qp->access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+        cfg.access = VIADUCT_QP_ACCESS_REMOTE_WRITE | VIADUCT_QP_ACCESS_REMOTE_READ;
+    }
+    cfg.ord = l.max_ord;
+    cfg.ird = l.max_ird;
+    cfg.user_data = reinterpret_cast<std::uintptr_t>(qp.get());
+    qp->native.emplace(pd.native, cfg);
+    const viaduct::QpCaps &caps = qp->native->caps();
+    qp->cap.max_send_wr = caps.sq_depth;
+    qp->cap.max_recv_wr = caps.rq_depth;
+    qp->cap.max_send_sge = caps.max_send_sge;
+    qp->cap.max_recv_sge = caps.max_recv_sge;
+    qp->cap.max_inline_data = caps.max_inline;
+    attr->cap = qp->cap;
+    qp->pd = &pd;
+    qp->sq_sig_all = attr->sq_sig_all != 0;
+    ibv_qp &q = qp->qp;
+    q.context = ibpd->context;
+    q.qp_context = attr->qp_context;
+    q.pd = ibpd;
+    q.send_cq = attr->send_cq;
+    q.recv_cq = attr->recv_cq;
+    q.handle = qp->native->handle();
+    q.qp_num = caps.qpn;
+    q.state = for_cm ? IBV_QPS_INIT : IBV_QPS_RESET;
+    q.qp_type = IBV_QPT_RC;
+    pthread_mutex_init(&q.mutex, nullptr);
+    pthread_cond_init(&q.cond, nullptr);
+    {
+        std::unique_lock<std::shared_mutex> guard(ctx.qps_lock);
+        ctx.qps_by_handle[q.handle] = qp.get();
+        ctx.qps_by_qpn[q.qp_num] = qp.get();
+    }
+    pd.users++;
+    qp->send_cq->users++;
+    qp->recv_cq->users++;
+    return &qp.release()->qp;
+}
+
+Qp *find_qp_by_qpn(Context &ctx, std::uint32_t qpn) {
+    std::shared_lock<std::shared_mutex> guard(ctx.qps_lock);
+    auto it = ctx.qps_by_qpn.find(qpn);
+    return it == ctx.qps_by_qpn.end() ? nullptr : it->second;
+}
+
+} // namespace vv
+
+using namespace vv;
+
+// --- Devices ------------------------------------------------------------
+
+VV_EXPORT ibv_device **ibv_get_device_list(int *num) {
+    return guarded<ibv_device **>(nullptr, [&]() -> ibv_device ** {
+        std::vector<std::string> names;
+        try {
+            names = device_names();
+        } catch (const viaduct::Error &e) {
+            if (e.errnum() == ENOENT || e.errnum() == ENXIO)
+                throw viaduct::Error(ENOSYS, "no viaduct module");
+            throw;
+        }
+        auto **list =
+            static_cast<ibv_device **>(std::calloc(names.size() + 1, sizeof(ibv_device *)));
+        if (!list)
+            throw std::bad_alloc();
+        for (std::size_t i = 0; i < names.size(); ++i)
+            list[i] = &device_named(names[i])->dev;
+        if (num)
+            *num = static_cast<int>(names.size());
+        return list;
+    });
+}
+
+VV_EXPORT void ibv_free_device_list(ibv_device **list) {
+    std::free(list);
+}
+
+VV_EXPORT const char *ibv_get_device_name(ibv_device *dev) {
+    return dev->name;
+}
+
+VV_EXPORT int ibv_get_device_index(ibv_device *dev) {
+    return guarded(-1, [&] {
+        for (const viaduct::DeviceEntry &e : viaduct::Device::list())
+            if (e.name == dev->name)
+                return static_cast<int>(e.index);
+        throw viaduct::Error(ENODEV, "device gone");
+    });
+}
+
+VV_EXPORT __be64 ibv_get_device_guid(ibv_device *dev) {
+    return guarded<__be64>(0, [&] {
+        return guid_of(viaduct::Device::open(std::string_view(dev->name)).attributes());
+    });
+}
+
+VV_EXPORT ibv_context *ibv_open_device(ibv_device *dev) {
+    return guarded<ibv_context *>(nullptr, [&] {
+        auto ctx = std::make_unique<Context>(viaduct::Device::open(std::string_view(dev->name)));
+        ctx->attr = ctx->native.attributes();
+        ctx->async_epfd = wrap_fd(ctx->native.fd());
+        if (ctx->async_epfd < 0)
+            throw viaduct::Error(errno, "cannot make the async event descriptor");
+        verbs_context &v = ctx->vctx;
+        v.sz = sizeof(verbs_context);
+        v.query_port = query_port_ex;
+        v.query_device_ex = query_device_ex;
+        ibv_context &c = v.context;
+        c.device = dev;
+        c.cmd_fd = ctx->native.fd();
+        c.async_fd = ctx->async_epfd;
+        c.num_comp_vectors = 1;
+        pthread_mutex_init(&c.mutex, nullptr);
+        c.abi_compat = __VERBS_ABI_IS_EXTENDED;
+        c.ops.poll_cq = poll_cq;
+        c.ops.req_notify_cq = req_notify_cq;
+        c.ops.post_send = post_send;
+        c.ops.post_recv = post_recv;
+        c.ops.post_srq_recv = post_srq_recv;
+        c.ops.alloc_mw = alloc_mw;
+        c.ops.bind_mw = bind_mw;
+        c.ops.dealloc_mw = dealloc_mw;
+        return ctx.release()->ibv();
+    });
+}
+
+VV_EXPORT int ibv_close_device(ibv_context *c) {
+    Context *ctx = to_ctx(c);
+    ::close(ctx->async_epfd);
+    pthread_mutex_destroy(&c->mutex);
+    delete ctx;
+    return 0;
+}
+
+VV_EXPORT int ibv_query_device(ibv_context *c, ibv_device_attr *attr) {
+    return guarded_err([&] { fill_device_attr(*to_ctx(c), attr); });
+}
+
+// The exported ibv_query_port() is the old entry point that fills only the
+// fields before link_layer; the header's inline version uses query_port.
+VV_EXPORT int ibv_query_port(ibv_context *c, std::uint8_t port, _compat_ibv_port_attr *pa) {
+    return query_port_ex(c, port, reinterpret_cast<ibv_port_attr *>(pa),
+                         offsetof(ibv_port_attr, link_layer));
+}
+
+VV_EXPORT int ibv_query_gid(ibv_context *c, std::uint8_t port, int index, ibv_gid *gid) {
+    if (port != 1 || index != 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    std::memset(gid, 0, sizeof(*gid));
+    std::memcpy(gid->raw, to_ctx(c)->attr.hw_addr.data(), 6);
+    return 0;
+}
+
+VV_EXPORT int _ibv_query_gid_ex(ibv_context *c, std::uint32_t port, std::uint32_t index,
+                                ibv_gid_entry *entry, std::uint32_t flags, size_t size) {
+    if (flags)
+        return EINVAL;
+    if (port != 1 || index != 0)
+        return ENODATA;
+    ibv_gid_entry e{};
+    std::memcpy(e.gid.raw, to_ctx(c)->attr.hw_addr.data(), 6);
+    e.gid_index = 0;
+    e.port_num = 1;
+    e.gid_type = IBV_GID_TYPE_IB;
+    e.ndev_ifindex = to_ctx(c)->attr.ifindex;
+    std::memcpy(entry, &e, std::min(size, sizeof(e)));
+    return 0;
+}
+
+VV_EXPORT ssize_t _ibv_query_gid_table(ibv_context *c, ibv_gid_entry *entries, size_t max_entries,
+                                       std::uint32_t flags, size_t size) {
+    if (flags || size < sizeof(ibv_gid_entry)) {
+        errno = EINVAL;
+        return -EINVAL;
+    }
+    if (max_entries < 1)
+        return -EINVAL;
+    if (int err = _ibv_query_gid_ex(c, 1, 0, entries, 0, size))
+        return -err;
+    return 1;
+}
+
+// rdma-core's private helper (IBVERBS_PRIVATE), used by ibv_devinfo. Its
+// enum ibv_gid_type_sysfs is not in the public header: 0 is the IB/RoCE v1
+// type, which iWARP GIDs have.
+VV_EXPORT int ibv_query_gid_type(ibv_context *, std::uint8_t port, unsigned index, int *type) {
+    if (port != 1 || index != 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    *type = 0;
+    return 0;
+}
+
+VV_EXPORT int ibv_query_pkey(ibv_context *, std::uint8_t port, int index, __be16 *pkey) {
+    if (port != 1 || index != 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    *pkey = htons(0xffff);
+    return 0;
+}
+
+VV_EXPORT int ibv_get_pkey_index(ibv_context *, std::uint8_t port, __be16 pkey) {
+    if (port != 1 || pkey != htons(0xffff)) {
+        errno = EINVAL;
+        return -1;
+    }
+    return 0;
+}
+
+// --- Asynchronous events ------------------------------------------------
+
+VV_EXPORT int ibv_get_async_event(ibv_context *c, ibv_async_event *event) {
+    Context &ctx = *to_ctx(c);
+    return guarded(-1, [&] {
+        for (;;) {
+            auto timeout = nonblocking(ctx.async_epfd) ? std::chrono::milliseconds(0)
+                                                       : std::chrono::milliseconds(-1);
+            std::optional<viaduct::AsyncEvent> ev = ctx.native.read_event(timeout);
+            if (!ev)
+                throw viaduct::Error(EAGAIN, "no event");
+            std::memset(event, 0, sizeof(*event));
+            using T = viaduct::AsyncEventType;
+            if (ev->type == T::DeviceFatal) {
+                event->event_type = IBV_EVENT_DEVICE_FATAL;
+                event->element.port_num = 1;
+                return 0;
+            }
+            if (ev->type == T::CqError) {
+                Cq *cq = find_cq(ctx, ev->handle);
+                if (!cq)
+                    continue; // destroyed since
+                pthread_mutex_lock(&cq->cq.mutex);
+                cq->async_events++;
+                pthread_mutex_unlock(&cq->cq.mutex);
+                event->event_type = IBV_EVENT_CQ_ERR;
+                event->element.cq = &cq->cq;
+                return 0;
+            }
+            Qp *qp = nullptr;
+            {
+                std::shared_lock<std::shared_mutex> guard(ctx.qps_lock);
+                if (auto it = ctx.qps_by_handle.find(ev->handle); it != ctx.qps_by_handle.end())
+                    qp = it->second;
+            }
+            if (!qp)
+                continue; // destroyed since
+            switch (ev->type) {
+            case T::QpFatal:
+                event->event_type = IBV_EVENT_QP_FATAL;
+                break;
+            case T::QpRequestError:
+                event->event_type = IBV_EVENT_QP_REQ_ERR;
+                break;
+            case T::QpAccessError:
+                event->event_type = IBV_EVENT_QP_ACCESS_ERR;
+                break;
+            case T::CommunicationEstablished:
+                event->event_type = IBV_EVENT_COMM_EST;
+                break;
+            case T::SqDrained:
+                event->event_type = IBV_EVENT_SQ_DRAINED;
+                break;
+            case T::QpLastWqe:
+                event->event_type = IBV_EVENT_QP_LAST_WQE_REACHED;
+                break;
+            default:
+                continue;
+            }
+            pthread_mutex_lock(&qp->qp.mutex);
+            qp->async_events++;
+            pthread_mutex_unlock(&qp->qp.mutex);
+            event->element.qp = &qp->qp;
+            return 0;
+        }
+    });
+}
+
+VV_EXPORT void ibv_ack_async_event(ibv_async_event *event) {
+    switch (event->event_type) {
+    case IBV_EVENT_CQ_ERR: {
+        ibv_cq *cq = event->element.cq;
+        pthread_mutex_lock(&cq->mutex);
+        cq->async_events_completed++;
+        pthread_cond_broadcast(&cq->cond);
+        pthread_mutex_unlock(&cq->mutex);
+        return;
+    }
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR:
+    case IBV_EVENT_COMM_EST:
+    case IBV_EVENT_SQ_DRAINED:
+    case IBV_EVENT_PATH_MIG:
+    case IBV_EVENT_PATH_MIG_ERR:
+    case IBV_EVENT_QP_LAST_WQE_REACHED: {
+        ibv_qp *qp = event->element.qp;
+        pthread_mutex_lock(&qp->mutex);
+        qp->events_completed++;
+        pthread_cond_broadcast(&qp->cond);
+        pthread_mutex_unlock(&qp->mutex);
+        return;
+    }
+    default:
+        return;
+    }
+}
+
+// --- Protection domains and memory regions -------------------------------
+
+VV_EXPORT ibv_pd *ibv_alloc_pd(ibv_context *c) {
+    return guarded<ibv_pd *>(nullptr, [&] {
+        auto pd = std::make_unique<Pd>(viaduct::ProtectionDomain(to_ctx(c)->native));
+        pd->pd.context = c;
+        pd->pd.handle = pd->native.handle();
+        return &pd.release()->pd;
+    });
+}
+
+VV_EXPORT int ibv_dealloc_pd(ibv_pd *ibpd) {
+    Pd *pd = to_pd(ibpd);
+    if (pd->users.load() > 0)
+        return EBUSY;
+    delete pd;
+    return 0;
+}
+
+namespace {
+
+ibv_mr *reg_mr(ibv_pd *ibpd, void *addr, size_t length, std::uint64_t iova, unsigned access) {
+    return guarded<ibv_mr *>(nullptr, [&] {
+        access &= ~static_cast<unsigned>(IBV_ACCESS_OPTIONAL_RANGE);
+        if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+            !(access & IBV_ACCESS_LOCAL_WRITE))
+            throw viaduct::Error(EINVAL, "remote write needs local write");
+        if (access & ~static_cast<unsigned>(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                                            IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND))
+            throw viaduct::Error(EOPNOTSUPP, "atomics, on-demand paging, zero-based");
+        if (iova != reinterpret_cast<std::uintptr_t>(addr))
+            throw viaduct::Error(EOPNOTSUPP, "an iova other than the address");
+        std::uint32_t a = 0;
+        if (access & IBV_ACCESS_LOCAL_WRITE)
+            a |= viaduct::access::local_write;
+        if (access & IBV_ACCESS_REMOTE_WRITE)
+            a |= viaduct::access::remote_write;
+        if (access & IBV_ACCESS_REMOTE_READ)
+            a |= viaduct::access::remote_read;
+        if (access & IBV_ACCESS_MW_BIND)
+            a |= viaduct::access::mw_bind;
+        Pd *pd = to_pd(ibpd);
+        auto mr = std::make_unique<Mr>(viaduct::MemoryRegion(pd->native, addr, length, a), pd);
+        ibv_mr &m = mr->mr;
+        m.context = ibpd->context;
+        m.pd = ibpd;
+        m.addr = addr;
+        m.length = length;
+        m.handle = mr->native.handle();
+        m.lkey = mr->native.lkey();
+        m.rkey = mr->native.rkey();
+        pd->users++;
+        return &mr.release()->mr;
+    });
+}
+
+} // namespace
+
+VV_EXPORT ibv_mr *ibv_reg_mr(ibv_pd *pd, void *addr, size_t length, int access) {
+    return reg_mr(pd, addr, length, reinterpret_cast<std::uintptr_t>(addr),
+                  static_cast<unsigned>(access));
+}
+
+VV_EXPORT ibv_mr *ibv_reg_mr_iova(ibv_pd *pd, void *addr, size_t length, std::uint64_t iova,
+                                  int access) {
+    return reg_mr(pd, addr, length, iova, static_cast<unsigned>(access));
+}
+
+VV_EXPORT ibv_mr *ibv_reg_mr_iova2(ibv_pd *pd, void *addr, size_t length, std::uint64_t iova,
+                                   unsigned access) {
+    return reg_mr(pd, addr, length, iova, access);
+}
+
+VV_EXPORT ibv_mr *ibv_reg_dmabuf_mr(ibv_pd *, std::uint64_t, size_t, std::uint64_t, int, int) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+}
+
+VV_EXPORT int ibv_rereg_mr(ibv_mr *, int, ibv_pd *, void *, size_t, int) {
+    errno = EOPNOTSUPP;
+    return IBV_REREG_MR_ERR_INPUT;
+}
+
+VV_EXPORT int ibv_dereg_mr(ibv_mr *ibmr) {
+    Mr *mr = to_mr(ibmr);
+    mr->pd->users--;
+    delete mr;
+    return 0;
+}
+
+// --- Completion channels and queues -------------------------------------
+
+VV_EXPORT ibv_comp_channel *ibv_create_comp_channel(ibv_context *c) {
+    return guarded<ibv_comp_channel *>(nullptr, [&] {
+        auto ch = std::make_unique<CompChannel>(viaduct::CompletionChannel(to_ctx(c)->native));
+        ch->ch.context = c;
+        ch->ch.fd = wrap_fd(ch->native.fd());
+        if (ch->ch.fd < 0)
+            throw viaduct::Error(errno, "cannot make the channel's descriptor");
+        return &ch.release()->ch;
+    });
+}
+
+VV_EXPORT int ibv_destroy_comp_channel(ibv_comp_channel *c) {
+    CompChannel *ch = to_channel(c);
+    if (ch->users.load() > 0) {
+        errno = EBUSY;
+        return -1;
+    }
+    ::close(c->fd);
+    delete ch;
+    return 0;
+}
+
+VV_EXPORT ibv_cq *ibv_create_cq(ibv_context *c, int cqe, void *cq_context,
+                                ibv_comp_channel *channel, int comp_vector) {
+    return guarded<ibv_cq *>(nullptr, [&] {
+        Context &ctx = *to_ctx(c);
+        if (cqe < 1 || static_cast<std::uint32_t>(cqe) > ctx.attr.limits.max_cqe ||
+            comp_vector < 0 || comp_vector >= c->num_comp_vectors)
+            throw viaduct::Error(EINVAL, "bad CQ size or vector");
+        auto cq = std::make_unique<Cq>();
+        CompChannel *ch = channel ? to_channel(channel) : nullptr;
+        cq->native.emplace(ctx.native, static_cast<std::uint32_t>(cqe), ch ? &ch->native : nullptr,
+                           reinterpret_cast<std::uintptr_t>(cq.get()));
+        cq->channel = ch;
+        ibv_cq &q = cq->cq;
+        q.context = c;
+        q.channel = channel;
+        q.cq_context = cq_context;
+        q.handle = cq->native->handle();
+        q.cqe = static_cast<int>(cq->native->entries());
+        pthread_mutex_init(&q.mutex, nullptr);
+        pthread_cond_init(&q.cond, nullptr);
+        if (ch)
+            ch->users++;
+        {
+            std::unique_lock<std::shared_mutex> guard(ctx.qps_lock);
+            ctx.cqs_by_handle[q.handle] = cq.get();
+        }
+        return &cq.release()->cq;
+    });
+}
+
+VV_EXPORT int ibv_resize_cq(ibv_cq *ibcq, int cqe) {
+    return guarded_err([&] {
+        if (cqe < 1 || static_cast<std::uint32_t>(cqe) > to_ctx(ibcq->context)->attr.limits.max_cqe)
+            throw viaduct::Error(EINVAL, "bad CQ size");
+        ibcq->cqe = static_cast<int>(to_cq(ibcq)->native->resize(static_cast<std::uint32_t>(cqe)));
+    });
+}
+
+VV_EXPORT int ibv_destroy_cq(ibv_cq *ibcq) {
+    Cq *cq = to_cq(ibcq);
+    if (cq->users.load() > 0)
+        return EBUSY;
+    wait_events(ibcq->mutex, ibcq->cond, ibcq->comp_events_completed, cq->comp_events);
+    wait_events(ibcq->mutex, ibcq->cond, ibcq->async_events_completed, cq->async_events);
+    if (cq->channel)
+        cq->channel->users--;
+    {
+        Context &ctx = *to_ctx(ibcq->context);
+        std::unique_lock<std::shared_mutex> guard(ctx.qps_lock);
+        ctx.cqs_by_handle.erase(ibcq->handle);
+    }
+    delete cq;
+    return 0;
+}
+
+VV_EXPORT int ibv_get_cq_event(ibv_comp_channel *channel, ibv_cq **cq, void **cq_context) {
+    CompChannel &ch = *to_channel(channel);
+    return guarded(-1, [&] {
+        Cq *q = nullptr;
+        while (!q) {
+            const bool nb = nonblocking(channel->fd);
+            std::optional<viaduct::CqEvent> ev =
+                ch.native.wait(std::chrono::milliseconds(nb ? 0 : -1));
+            if (!ev)
+                throw viaduct::Error(EAGAIN, "no event");
+            q = find_cq(*to_ctx(channel->context), ev->cq_handle); // null: destroyed since
+        }
+        pthread_mutex_lock(&q->cq.mutex);
+        q->comp_events++;
+        pthread_mutex_unlock(&q->cq.mutex);
+        *cq = &q->cq;
+        *cq_context = q->cq.cq_context;
+        return 0;
+    });
+}
+
+VV_EXPORT void ibv_ack_cq_events(ibv_cq *cq, unsigned nevents) {
+    pthread_mutex_lock(&cq->mutex);
+    cq->comp_events_completed += nevents;
+    pthread_cond_broadcast(&cq->cond);
+    pthread_mutex_unlock(&cq->mutex);
+}
+
+// --- Queue pairs --------------------------------------------------------
+
+VV_EXPORT ibv_qp *ibv_create_qp(ibv_pd *pd, ibv_qp_init_attr *attr) {
+    return guarded<ibv_qp *>(nullptr, [&] { return create_qp(pd, attr, false); });
+}
+
+VV_EXPORT ibv_qp_ex *ibv_qp_to_qp_ex(ibv_qp *) {
+    errno = EOPNOTSUPP; // QPs made with ibv_create_qp() have no ibv_qp_ex
+    return nullptr;
+}
+
+VV_EXPORT int ibv_modify_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int mask) {
+    Qp &qp = *to_qp(ibqp);
+    return guarded_err([&] {
+        const unsigned m = static_cast<unsigned>(mask);
+        viaduct::QpModify mod;
+        bool keep_state = false;
+        if (m & IBV_QP_ACCESS_FLAGS) {
+            if (attr->qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC)
+                throw viaduct::Error(EOPNOTSUPP, "no atomics");
+            mod.access = to_qp_access(attr->qp_access_flags);
+        }
+        if (m & IBV_QP_MAX_QP_RD_ATOMIC)
+            mod.ord = attr->max_rd_atomic;
+        if (m & IBV_QP_MAX_DEST_RD_ATOMIC)
+            mod.ird = attr->max_dest_rd_atomic;
+        if (m & IBV_QP_STATE) {
+            viaduct::QpState now = qp.native->query().state;
+            switch (attr->qp_state) {
+            case IBV_QPS_RESET:
+            case IBV_QPS_INIT:
+            case IBV_QPS_RTR:
+            case IBV_QPS_RTS:
+                // iWARP QPs wait in Idle for the CM, which moves them to
+                // RTS when it connects them; like other iWARP devices, a
+                // connected QP takes the steps rdma_init_qp_attr() lists
+                // as attribute changes. One in Error is reset.
+                if (now == viaduct::QpState::Error && attr->qp_state == IBV_QPS_RESET)
+                    mod.state = viaduct::QpState::Idle;
+                else if (now == viaduct::QpState::Rts)
+                    keep_state = true;
+                else if (now != viaduct::QpState::Idle)
+                    throw viaduct::Error(EINVAL, "the QP is closing or in error");
+                break;
+            case IBV_QPS_ERR:
+                mod.state = viaduct::QpState::Error;
+                break;
+            default:
+                throw viaduct::Error(EINVAL, "no such state transition on iWARP");
+            }
+        }
+        if (mod.state || mod.access || mod.ord || mod.ird) {
+            // Idle QPs only take attributes; a connected one only a state.
+            if (!mod.state || qp.native->query().state == viaduct::QpState::Idle)
+                qp.native->modify(mod);
+            else
+                qp.native->modify(*mod.state);
+        }
+        if (m & IBV_QP_ACCESS_FLAGS)
+            qp.access = attr->qp_access_flags;
+        if ((m & IBV_QP_STATE) && !keep_state)
+            ibqp->state = attr->qp_state;
+    });
+}
+
+VV_EXPORT int ibv_query_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int, ibv_qp_init_attr *init) {
+    Qp &qp = *to_qp(ibqp);
+    return guarded_err([&] {
+        viaduct::QpAttributes a = qp.native->query();
+        std::memset(attr, 0, sizeof(*attr));
+        attr->qp_state = to_ib_state(a.state, ibqp->state);
+        attr->cur_qp_state = attr->qp_state;
+        attr->qp_access_flags = qp.access;
+        attr->cap = qp.cap;
+        attr->max_rd_atomic = static_cast<std::uint8_t>(std::min(a.ord, 255u));
+        attr->max_dest_rd_atomic = static_cast<std::uint8_t>(std::min(a.ird, 255u));
+        attr->port_num = 1;
+        std::memset(init, 0, sizeof(*init));
+        init->qp_context = ibqp->qp_context;
+        init->send_cq = ibqp->send_cq;
+        init->recv_cq = ibqp->recv_cq;
+        init->cap = qp.cap;
+        init->qp_type = IBV_QPT_RC;
+        init->sq_sig_all = qp.sq_sig_all;
+    });
+}
+
+VV_EXPORT int ibv_query_qp_data_in_order(ibv_qp *, ibv_wr_opcode, std::uint32_t) {
+    return 0; // placement is out of order on iWARP
+}
+
+VV_EXPORT int ibv_destroy_qp(ibv_qp *ibqp) {
+    Qp *qp = to_qp(ibqp);
+    Context &ctx = *to_ctx(ibqp->context);
+    wait_events(ibqp->mutex, ibqp->cond, ibqp->events_completed, qp->async_events);
+    {
+        std::unique_lock<std::shared_mutex> guard(ctx.qps_lock);
+        ctx.qps_by_handle.erase(ibqp->handle);
+        ctx.qps_by_qpn.erase(ibqp->qp_num);
+    }
+    qp->pd->users--;
+    qp->send_cq->users--;
+    qp->recv_cq->users--;
+    delete qp;
+    return 0;
+}
+
+// --- What iWARP (or viaduct) does not have ------------------------------
+
+VV_EXPORT ibv_srq *ibv_create_srq(ibv_pd *, ibv_srq_init_attr *) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+}
+VV_EXPORT int ibv_modify_srq(ibv_srq *, ibv_srq_attr *, int) {
+    return EOPNOTSUPP;
+}
+VV_EXPORT int ibv_query_srq(ibv_srq *, ibv_srq_attr *) {
+    return EOPNOTSUPP;
+}
+VV_EXPORT int ibv_destroy_srq(ibv_srq *) {
+    return EOPNOTSUPP;
+}
+VV_EXPORT ibv_ah *ibv_create_ah(ibv_pd *, ibv_ah_attr *) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+}
+VV_EXPORT int ibv_destroy_ah(ibv_ah *) {
+    return EOPNOTSUPP;
+}
+VV_EXPORT ibv_ah *ibv_create_ah_from_wc(ibv_pd *, ibv_wc *, ibv_grh *, std::uint8_t) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+}
+VV_EXPORT int ibv_init_ah_from_wc(ibv_context *, std::uint8_t, ibv_wc *, ibv_grh *, ibv_ah_attr *) {
+    errno = EOPNOTSUPP;
+    return -1;
+}
+VV_EXPORT int ibv_attach_mcast(ibv_qp *, const ibv_gid *, std::uint16_t) {
+    return EOPNOTSUPP;
+}
+VV_EXPORT int ibv_detach_mcast(ibv_qp *, const ibv_gid *, std::uint16_t) {
+    return EOPNOTSUPP;
+}
+VV_EXPORT int ibv_query_ece(ibv_qp *, ibv_ece *) {
+    return EOPNOTSUPP;
+}
+VV_EXPORT int ibv_set_ece(ibv_qp *, ibv_ece *) {
+    return EOPNOTSUPP;
+}
+VV_EXPORT ibv_context *ibv_import_device(int) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+}
+VV_EXPORT ibv_pd *ibv_import_pd(ibv_context *, std::uint32_t) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+}
+VV_EXPORT void ibv_unimport_pd(ibv_pd *) {}
+VV_EXPORT ibv_mr *ibv_import_mr(ibv_pd *, std::uint32_t) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+}
+VV_EXPORT void ibv_unimport_mr(ibv_mr *) {}
+
+// --- Fork support -------------------------------------------------------
+//
+// Registered memory is pinned by the kernel; after fork() the parent keeps
+// its pages (the kernel's pinning uses FOLL_LONGTERM, and copy-on-write
+// breaks toward the child), so nothing is needed from the library.
+
+VV_EXPORT int ibv_fork_init(void) {
+    return 0;
+}
+VV_EXPORT ibv_fork_status ibv_is_fork_initialized(void) {
+    return IBV_FORK_UNNEEDED;
+}
+VV_EXPORT int ibv_dontfork_range(void *, size_t) {
+    return 0;
+}
+VV_EXPORT int ibv_dofork_range(void *, size_t) {
+    return 0;
+}
+
+// --- Helpers ------------------------------------------------------------
+
+VV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size) {
+    std::string path = std::string(dir) + "/" + file;
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = ::read(fd, buf, size);
+    ::close(fd);
+    if (n <= 0)
+        return -1;
+    std::size_t len = static_cast<std::size_t>(n);
+    if (len == size)
+        --len;
+    if (len > 0 && buf[len - 1] == '\n')
+        --len;
+    buf[len] = '\0';
+    return static_cast<int>(len);
+}
+
+VV_EXPORT const char *ibv_node_type_str(ibv_node_type t) {
+    switch (t) {
+    case IBV_NODE_CA:
+        return "InfiniBand channel adapter";
+    case IBV_NODE_SWITCH:
+        return "InfiniBand switch";
+    case IBV_NODE_ROUTER:
+        return "InfiniBand router";
+    case IBV_NODE_RNIC:
+        return "iWARP NIC";
+    case IBV_NODE_USNIC:
+        return "usNIC";
+    case IBV_NODE_USNIC_UDP:
+        return "usNIC UDP";
+    case IBV_NODE_UNSPECIFIED:
+        return "unspecified";
+    default:
+        return "unknown";
+    }
+}
+
+VV_EXPORT const char *ibv_port_state_str(ibv_port_state s) {
+    switch (s) {
+    case IBV_PORT_NOP:
+        return "PORT_NOP";
+    case IBV_PORT_DOWN:
+        return "PORT_DOWN";
+    case IBV_PORT_INIT:
+        return "PORT_INIT";
+    case IBV_PORT_ARMED:
+        return "PORT_ARMED";
+    case IBV_PORT_ACTIVE:
+        return "PORT_ACTIVE";
+    case IBV_PORT_ACTIVE_DEFER:
+        return "PORT_ACTIVE_DEFER";
+    default:
+        return "invalid state";
+    }
+}
+
+VV_EXPORT const char *ibv_event_type_str(ibv_event_type e) {
+    switch (e) {
+    case IBV_EVENT_CQ_ERR:
+        return "CQ error";
+    case IBV_EVENT_QP_FATAL:
+        return "local work queue catastrophic error";
+    case IBV_EVENT_QP_REQ_ERR:
+        return "invalid request local work queue error";
+    case IBV_EVENT_QP_ACCESS_ERR:
+        return "local access violation work queue error";
+    case IBV_EVENT_COMM_EST:
+        return "communication established";
+    case IBV_EVENT_SQ_DRAINED:
+        return "send queue drained";
+    case IBV_EVENT_PATH_MIG:
+        return "path migrated";
+    case IBV_EVENT_PATH_MIG_ERR:
+        return "path migration request error";
+    case IBV_EVENT_DEVICE_FATAL:
+        return "local catastrophic error";
+    case IBV_EVENT_PORT_ACTIVE:
+        return "port active";
+    case IBV_EVENT_PORT_ERR:
+        return "port error";
+    case IBV_EVENT_LID_CHANGE:
+        return "LID change";
+    case IBV_EVENT_PKEY_CHANGE:
+        return "P_Key change";
+    case IBV_EVENT_SM_CHANGE:
+        return "SM change";
+    case IBV_EVENT_SRQ_ERR:
+        return "SRQ catastrophic error";
+    case IBV_EVENT_SRQ_LIMIT_REACHED:
+        return "SRQ limit reached";
+    case IBV_EVENT_QP_LAST_WQE_REACHED:
+        return "last WQE reached";
+    case IBV_EVENT_CLIENT_REREGISTER:
+        return "client reregistration";
+    case IBV_EVENT_GID_CHANGE:
+        return "GID table change";
+    case IBV_EVENT_WQ_FATAL:
+        return "WQ fatal";
+    default:
+        return "unknown";
+    }
+}
+
+VV_EXPORT const char *ibv_wc_status_str(ibv_wc_status s) {
+    switch (s) {
+    case IBV_WC_SUCCESS:
+        return "success";
+    case IBV_WC_LOC_LEN_ERR:
+        return "local length error";
+    case IBV_WC_LOC_QP_OP_ERR:
+        return "local QP operation error";
+    case IBV_WC_LOC_EEC_OP_ERR:
+        return "local EE context operation error";
+    case IBV_WC_LOC_PROT_ERR:
+        return "local protection error";
+    case IBV_WC_WR_FLUSH_ERR:
+        return "Work Request Flushed Error";
+    case IBV_WC_MW_BIND_ERR:
+        return "memory management operation error";
+    case IBV_WC_BAD_RESP_ERR:
+        return "bad response error";
+    case IBV_WC_LOC_ACCESS_ERR:
+        return "local access error";
+    case IBV_WC_REM_INV_REQ_ERR:
+        return "remote invalid request error";
+    case IBV_WC_REM_ACCESS_ERR:
+        return "remote access error";
+    case IBV_WC_REM_OP_ERR:
+        return "remote operation error";
+    case IBV_WC_RETRY_EXC_ERR:
+        return "transport retry counter exceeded";
+    case IBV_WC_RNR_RETRY_EXC_ERR:
+        return "RNR retry counter exceeded";
+    case IBV_WC_LOC_RDD_VIOL_ERR:
+        return "local RDD violation error";
+    case IBV_WC_REM_INV_RD_REQ_ERR:
+        return "remote invalid RD request";
+    case IBV_WC_REM_ABORT_ERR:
+        return "aborted error";
+    case IBV_WC_INV_EECN_ERR:
+        return "invalid EE context number";
+    case IBV_WC_INV_EEC_STATE_ERR:
+        return "invalid EE context state";
+    case IBV_WC_FATAL_ERR:
+        return "fatal error";
+    case IBV_WC_RESP_TIMEOUT_ERR:
+        return "response timeout error";
+    case IBV_WC_GENERAL_ERR:
+        return "general error";
+    case IBV_WC_TM_ERR:
+        return "TM error";
+    case IBV_WC_TM_RNDV_INCOMPLETE:
+        return "TM software rendezvous";
+    default:
+        return "unknown";
+    }
+}
+
+VV_EXPORT int ibv_rate_to_mult(ibv_rate rate) {
+    switch (rate) {
+    case IBV_RATE_2_5_GBPS:
+        return 1;
+    case IBV_RATE_5_GBPS:
+        return 2;
+    case IBV_RATE_10_GBPS:
+        return 4;
+    case IBV_RATE_20_GBPS:
+        return 8;
+    case IBV_RATE_30_GBPS:
+        return 12;
+    case IBV_RATE_40_GBPS:
+        return 16;
+    case IBV_RATE_60_GBPS:
+        return 24;
+    case IBV_RATE_80_GBPS:
+        return 32;
+    case IBV_RATE_120_GBPS:
+        return 48;
+    default:
+        return -1;
+    }
+}
+
+VV_EXPORT ibv_rate mult_to_ibv_rate(int mult) {
+    switch (mult) {
+    case 1:
+        return IBV_RATE_2_5_GBPS;
+    case 2:
+        return IBV_RATE_5_GBPS;
+    case 4:
+        return IBV_RATE_10_GBPS;
+    case 8:
+        return IBV_RATE_20_GBPS;
+    case 12:
+        return IBV_RATE_30_GBPS;
+    case 16:
+        return IBV_RATE_40_GBPS;
+    case 24:
+        return IBV_RATE_60_GBPS;
+    case 32:
+        return IBV_RATE_80_GBPS;
+    case 48:
+        return IBV_RATE_120_GBPS;
+    default:
+        return IBV_RATE_MAX;
+    }
+}
+
+VV_EXPORT int ibv_rate_to_mbps(ibv_rate rate) {
+    int mult = ibv_rate_to_mult(rate);
+    return mult < 0 ? -1 : mult * 2500;
+}
+
+VV_EXPORT ibv_rate mbps_to_ibv_rate(int mbps) {
+    return mult_to_ibv_rate(mbps % 2500 ? -1 : mbps / 2500);
+}

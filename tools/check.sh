@@ -183,7 +183,7 @@ start_kernels
 phase "host build (cmake)"
 cmake_ok=0
 if step host/cmake-build "$out/cmake.log" bash -c \
-	"cmake -S . -B build/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build build/cmake -j2"; then
+	"cmake -S . -B build/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVIADUCT_WERROR=ON && cmake --build build/cmake -j2"; then
 	cmake_ok=1
 fi
 
@@ -211,6 +211,15 @@ host_checks() {
 	else
 		record FAIL host/module/builds-against-6.1 # deps.sh installs them
 	fi
+
+	phase "dkms [beside the VM]"
+	rc=0
+	"$repo/tools/dkms-check.sh" >"$out/dkms.log" 2>&1 || rc=$?
+	case $rc in
+	0) record PASS host/dkms ;;
+	77) record SKIP host/dkms "$out/dkms.log" ;;
+	*) record FAIL host/dkms "$out/dkms.log" ;;
+	esac
 
 	phase "style [beside the VM]"
 	if [[ -n $ksrc ]]; then

@@ -422,7 +422,12 @@ std::unique_ptr<viaduct::QueuePair> make_qp(Nic &nic, Vi &vi, const VIP_VI_ATTRI
     cfg.rq_depth = queue_depth;
     cfg.max_send_sge = std::min(nic.attr.limits.max_sge, 16u);
     cfg.max_recv_sge = cfg.max_send_sge;
-    cfg.reliability = static_cast<viaduct::Reliability>(a.ReliabilityLevel);
+    // Reliable Reception is this library's (a zero-length RDMA Read behind
+    // each Send and Write, Documentation/vipl.rst); the module refuses it
+    // on a QP, so such a VI runs on a Reliable Delivery QP.
+    cfg.reliability = a.ReliabilityLevel == VIP_SERVICE_RELIABLE_RECEPTION
+                          ? viaduct::Reliability::ReliableDelivery
+                          : static_cast<viaduct::Reliability>(a.ReliabilityLevel);
     cfg.access = qp_access(a);
     cfg.ord = std::min(nic.attr.limits.max_ord, 8u);
     cfg.ird = std::min(nic.attr.limits.max_ird, 8u);

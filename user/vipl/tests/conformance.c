@@ -147,8 +147,16 @@ static void teardown(VIP_VI_HANDLE vi)
 		;
 	for (int i = 0; i < 100 && (VipSendWait(vi, 200, &d) != VIP_DESCRIPTOR_ERROR || d); i++)
 		;
-	if (VipDestroyVi(vi) != VIP_SUCCESS)
-		bail("VipDestroyVi after teardown");
+	/*
+	 * After an error the flush of the native QP completes in the
+	 * background: VipDestroyVi answers VIP_INVALID_STATE until the VI is
+	 * Idle, which it must become.
+	 */
+	for (int i = 0; VipDestroyVi(vi) != VIP_SUCCESS; i++) {
+		if (i == 300)
+			bail("VipDestroyVi after teardown: the VI never became Idle");
+		usleep(100000);
+	}
 }
 
 static VIP_RETURN request(VIP_VI_HANDLE vi, const char *disc, VIP_ULONG timeout,

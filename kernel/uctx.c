@@ -273,9 +273,13 @@ static long vd_uctx_ioctl(struct file *file, unsigned int cmd,
 			return -ENOMEM;
 	}
 	ret = -EFAULT;
-	if (_IOC_DIR(cmd) & _IOC_WRITE &&
-	    copy_from_user(karg, uarg, size))
-		goto out;
+	if (_IOC_DIR(cmd) & _IOC_WRITE) {
+		if (copy_from_user(karg, uarg, size))
+			goto out;
+	} else {
+		/* a handler that fills part of it never copies out the stack */
+		memset(karg, 0, size);
+	}
 	if (ioc->flags & VD_IOCTL_DEV) {
 		ret = -ENODEV;
 		vd = vd_uctx_device(ctx);

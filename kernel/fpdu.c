@@ -33,8 +33,13 @@ int vd_fpdu_walk_payload(struct vd_tp *tp, u32 off, u32 len,
 	if (msg->mr) {
 		if (!msg->mr->umem)
 			return -EFAULT;
-		return fn(tp, msg->mr->umem,
-			  vd_mr_offset(msg->mr, msg->mr_addr + off), len, arg);
+		/* per batch: the source may have been invalidated or gone */
+		if (!vd_mr_use_begin(msg->mr))
+			return -ESTALE;
+		ret = fn(tp, msg->mr->umem,
+			 vd_mr_offset(msg->mr, msg->mr_addr + off), len, arg);
+		vd_mr_use_end(msg->mr);
+		return ret;
 	}
 	for (i = 0; i < msg->num_sge && len; i++) {
 		const struct viaduct_sge *s = &msg->sge[i];
@@ -45,12 +50,15 @@ int vd_fpdu_walk_payload(struct vd_tp *tp, u32 off, u32 len,
 		}
 		n = min(len, s->length - off);
 		if (vd_tpt_check(&tp->dev->tpt, s->stag, tp->qp->pd,
-				 VD_RIGHT_LOCAL_READ, s->addr + off, n,
-				 &mr) != VD_ACCESS_OK)
+				 tp->qp->qpn, VD_RIGHT_LOCAL_READ,
+				 s->addr + off, n, &mr) != VD_ACCESS_OK)
 			return -EACCES;
-		ret = mr->umem ? fn(tp, mr->umem,
-				    vd_mr_offset(mr, s->addr + off), n, arg) :
-				 -EFAULT;
+		ret = -EFAULT;
+		if (mr->umem && vd_mr_use_begin(mr)) {
+			ret = fn(tp, mr->umem, vd_mr_offset(mr, s->addr + off),
+				 n, arg);
+			vd_mr_use_end(mr);
+		}
 		vd_mr_put(mr);
 		if (ret)
 			return ret;

@@ -181,6 +181,12 @@ void vd_umem_release(struct vd_umem *umem)
 {
 	if (!umem)
 		return;
+	if (!umem->mm) {
+		/* a view of pages other umems pin (frmr.c) */
+		kvfree(umem->pages);
+		kfree(umem);
+		return;
+	}
 	vd_umem_unpin(umem->pages, umem->npages, umem->writable);
 	atomic64_sub(umem->npages, &umem->mm->pinned_vm);
 	vd_stat_sub(pinned_pages, umem->npages);

@@ -52,7 +52,8 @@
 #define VD_MR_MAX_SIZE		((u64)(VD_UMEM_MAX_PAGES - 1) << PAGE_SHIFT)
 
 struct vd_umem {
-	struct mm_struct *mm;		/* charged with npages; mmgrab()ed */
+	/* charged with npages, mmgrab()ed; NULL: a view (frmr.c) */
+	struct mm_struct *mm;
 	unsigned long addr;		/* first registered byte */
 	u64 length;			/* registered bytes */
 	unsigned long npages;		/* pinned pages */

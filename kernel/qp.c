@@ -27,7 +27,7 @@
 #include "stats.h"
 #include "viaduct.h"
 
-/* A flushed or failed SQ WR reports its own opcode as the CQE opcode. */
+/* The opcodes of the basic WRs are their CQE opcodes; vd_sq_wc_opcode(). */
 static_assert(VIADUCT_WC_SEND == VIADUCT_OP_SEND);
 static_assert(VIADUCT_WC_RDMA_WRITE == VIADUCT_OP_RDMA_WRITE);
 static_assert(VIADUCT_WC_RDMA_READ == VIADUCT_OP_RDMA_READ);
@@ -68,6 +68,23 @@ static u8 wq_check(const struct vd_wq *wq, const void *copy, u32 *len)
 	return vd_qp_check_sqe(copy, &wq->lim, len);
 }
 
+/* The CQE opcode of an SQ WR, executed, failed or flushed. */
+static u8 vd_sq_wc_opcode(u8 op)
+{
+	switch (op) {
+	case VIADUCT_OP_SEND_INV:
+		return VIADUCT_WC_SEND;
+	case VIADUCT_OP_RDMA_READ_INV:
+		return VIADUCT_WC_RDMA_READ;
+	case VIADUCT_OP_LOCAL_INV:
+		return VIADUCT_WC_LOCAL_INV;
+	case VIADUCT_OP_FAST_REG:
+		return VIADUCT_WC_FAST_REG;
+	default:
+		return op;
+	}
+}
+
 /*
  * Writes the CQE of the WR whose private copy is @copy. The caller fills
  * status, byte_len and whatever else the transport knows; the WR's own
@@ -87,7 +104,7 @@ static int wq_push(struct vd_qp *qp, struct vd_wq *wq, const void *copy,
 		const struct viaduct_sqe *sqe = copy;
 
 		cqe->wr_id = sqe->wr_id;
-		cqe->opcode = sqe->opcode;
+		cqe->opcode = vd_sq_wc_opcode(sqe->opcode);
 	}
 	cqe->qp_handle = qp->handle;
 	return vd_cq_push(wq->cq, cqe, solicited);

@@ -136,6 +136,35 @@ static bool sum_sges(const struct viaduct_sge *sge, u32 n, u32 *total)
 }
 
 /*
+ * Local Invalidate and Fast-Register move no data: no inline payload, no
+ * solicited event. A Local Invalidate has no SGE and no address; a
+ * Fast-Register's SGEs are its page list (at least one), its access bits
+ * ride in @imm_data without VIADUCT_SQE_IMMEDIATE (frmr.c checks them).
+ * Neither has a message length: *len is 0.
+ */
+static u8 check_local_op(const struct viaduct_sqe *sqe,
+			 const struct vd_wqe_limits *lim, u32 *len)
+{
+	const struct viaduct_sge *sge = (const void *)(sqe + 1);
+	u32 total;
+
+	if (sqe->flags & (VIADUCT_SQE_SOLICITED | VIADUCT_SQE_INLINE |
+			  VIADUCT_SQE_IMMEDIATE) || sqe->length)
+		return VIADUCT_WC_LOC_QP_OP_ERR;
+	if (sqe->opcode == VIADUCT_OP_LOCAL_INV) {
+		if (sqe->num_sge || sqe->remote_addr || sqe->imm_data)
+			return VIADUCT_WC_LOC_QP_OP_ERR;
+	} else {
+		if (!sqe->num_sge || sqe->num_sge > lim->max_sge)
+			return VIADUCT_WC_LOC_LEN_ERR;
+		if (!sum_sges(sge, sqe->num_sge, &total))
+			return VIADUCT_WC_LOC_LEN_ERR;
+	}
+	*len = 0;
+	return VIADUCT_WC_SUCCESS;
+}
+
+/*
  * Validates a private copy of an SQ slot. The caller guarantees that the
  * copy is a whole slot, so that lim->max_sge SGEs fit behind the header.
  */
@@ -149,14 +178,23 @@ u8 vd_qp_check_sqe(const void *slot, const struct vd_wqe_limits *lim,
 
 	if (op > VIADUCT_OP_MAX || flags & ~VIADUCT_SQE_FLAGS_ALL)
 		return VIADUCT_WC_LOC_QP_OP_ERR;
+	if (op == VIADUCT_OP_LOCAL_INV || op == VIADUCT_OP_FAST_REG)
+		return check_local_op(sqe, lim, len);
+	if (op == VIADUCT_OP_RDMA_READ_INV)
+		op = VIADUCT_OP_RDMA_READ;	/* the same rules */
 	/* a solicited event needs a receive at the peer to complete */
 	if (flags & VIADUCT_SQE_SOLICITED && op != VIADUCT_OP_SEND &&
+	    op != VIADUCT_OP_SEND_INV &&
 	    !(op == VIADUCT_OP_RDMA_WRITE && flags & VIADUCT_SQE_IMMEDIATE))
 		return VIADUCT_WC_LOC_QP_OP_ERR;
-	if (flags & VIADUCT_SQE_IMMEDIATE ? op == VIADUCT_OP_RDMA_READ :
+	/* Send with Invalidate carries the STag where immediate data goes */
+	if (flags & VIADUCT_SQE_IMMEDIATE ?
+	    op == VIADUCT_OP_RDMA_READ || op == VIADUCT_OP_SEND_INV :
 	    sqe->imm_data != 0)
 		return VIADUCT_WC_LOC_QP_OP_ERR;
 	if (op == VIADUCT_OP_SEND && (sqe->remote_stag || sqe->remote_addr))
+		return VIADUCT_WC_LOC_QP_OP_ERR;
+	if (op == VIADUCT_OP_SEND_INV && sqe->remote_addr)
 		return VIADUCT_WC_LOC_QP_OP_ERR;
 
 	if (flags & VIADUCT_SQE_INLINE) {

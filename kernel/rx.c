@@ -72,12 +72,33 @@ static void rx_fail_recv(struct vd_tp *tp, u8 status)
 	vd_qp_complete(tp->qp, VD_QP_RQ, &cqe, false);
 }
 
-/* Copies @len bytes into a region the TPT check returned. */
+/*
+ * Copies @len bytes into a region the TPT check returned, unless it was
+ * invalidated or deregistered since (-ESTALE): nothing is placed into a
+ * region once its access ended.
+ */
 static int rx_place(struct vd_mr *mr, u64 addr, const void *src, u32 len)
 {
+	int ret;
+
 	if (!mr->umem)
 		return -EFAULT;
-	return vd_umem_copy_to(mr->umem, vd_mr_offset(mr, addr), src, len);
+	if (!vd_mr_use_begin(mr))
+		return -ESTALE;
+	ret = vd_umem_copy_to(mr->umem, vd_mr_offset(mr, addr), src, len);
+	vd_mr_use_end(mr);
+	return ret;
+}
+
+/* A tagged placement failed: its STag ended meanwhile, or worse. */
+static void rx_place_failed(struct vd_tp *tp, int ret, const u8 *ulpdu,
+			    u32 ulpdu_len)
+{
+	if (ret == -ESTALE)
+		rx_fail_code(tp, vd_term_access_code(VD_ACCESS_INVALID_STATE,
+						     true), ulpdu, ulpdu_len);
+	else
+		rx_fail(tp, VD_IW_DDP_CATASTROPHIC, ulpdu, ulpdu_len);
 }
 
 /* --- Tagged: RDMA Write, RDMA Read Response -------------------------- */
@@ -95,7 +116,8 @@ static void rx_write(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
 		st = VD_ACCESS_RIGHTS;
 	else
 		st = vd_tpt_check(&tp->dev->tpt, hdr->stag, tp->qp->pd,
-				  VD_RIGHT_REMOTE_WRITE, hdr->to, len, &mr);
+				  tp->qp->qpn, VD_RIGHT_REMOTE_WRITE, hdr->to,
+				  len, &mr);
 	if (st != VD_ACCESS_OK) {
 		rx_fail_code(tp, vd_term_access_code(st, true), ulpdu,
 			     ulpdu_len);
@@ -106,7 +128,7 @@ static void rx_write(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
 
 		vd_mr_put(mr);
 		if (ret) {
-			rx_fail(tp, VD_IW_DDP_CATASTROPHIC, ulpdu, ulpdu_len);
+			rx_place_failed(tp, ret, ulpdu, ulpdu_len);
 			return;
 		}
 	}
@@ -148,7 +170,7 @@ static void rx_read_resp(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
 		return;
 	}
 	st = vd_tpt_check(&tp->dev->tpt, stag, tp->qp->pd,
-			  VD_RIGHT_LOCAL_WRITE, to, len, &mr);
+			  tp->qp->qpn, VD_RIGHT_LOCAL_WRITE, to, len, &mr);
 	if (st != VD_ACCESS_OK) {
 		rx_fail_code(tp, vd_term_access_code(st, true), ulpdu,
 			     ulpdu_len);
@@ -159,7 +181,7 @@ static void rx_read_resp(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
 
 		vd_mr_put(mr);
 		if (ret) {
-			rx_fail(tp, VD_IW_DDP_CATASTROPHIC, ulpdu, ulpdu_len);
+			rx_place_failed(tp, ret, ulpdu, ulpdu_len);
 			return;
 		}
 	}
@@ -241,8 +263,8 @@ static u8 rx_place_sges(struct vd_tp *tp, u32 mo, const u8 *src, u32 len)
 		}
 		n = min(len, sge[i].length - off);
 		st = vd_tpt_check(&tp->dev->tpt, sge[i].stag, tp->qp->pd,
-				  VD_RIGHT_LOCAL_WRITE, sge[i].addr + off, n,
-				  &mr);
+				  tp->qp->qpn, VD_RIGHT_LOCAL_WRITE,
+				  sge[i].addr + off, n, &mr);
 		if (st != VD_ACCESS_OK)
 			return vd_access_wc_status(st, false);
 		ret = rx_place(mr, sge[i].addr + off, src, n);
@@ -254,6 +276,31 @@ static u8 rx_place_sges(struct vd_tp *tp, u32 mo, const u8 *src, u32 len)
 		off = 0;
 	}
 	return len ? VIADUCT_WC_LOC_LEN_ERR : VIADUCT_WC_SUCCESS;
+}
+
+/*
+ * The last segment of a Send with Invalidate arrived: its STag becomes
+ * INVALID before the receive completes, and the completion names it. Only
+ * an STag of the QP's PD that a peer may invalidate (tpt.h) is; anything
+ * else ends the stream with the Terminate RFC 5040 gives.
+ */
+static bool rx_invalidate(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
+			  struct viaduct_cqe *cqe, const u8 *ulpdu,
+			  u32 ulpdu_len)
+{
+	enum vd_access_status st;
+
+	st = vd_tpt_invalidate_sync(&tp->dev->tpt, hdr->inv_stag, tp->qp->pd,
+				    tp->qp->qpn, true);
+	if (st != VD_ACCESS_OK) {
+		rx_fail_recv(tp, VIADUCT_WC_REM_INV_REQ_ERR);
+		rx_fail_code(tp, vd_access_term_invalidate(st), ulpdu,
+			     ulpdu_len);
+		return false;
+	}
+	cqe->flags |= VIADUCT_WC_F_INVALIDATED;
+	cqe->invalidated_stag = hdr->inv_stag;
+	return true;
 }
 
 static void rx_send(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
@@ -299,14 +346,10 @@ static void rx_send(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
 	if (!hdr->last)
 		return;
 
-	if (hdr->opcode == VD_OP_SEND_INV || hdr->opcode == VD_OP_SEND_SE_INV) {
-		if (vd_tpt_invalidate(&tp->dev->tpt, hdr->inv_stag,
-				      tp->qp->pd) != VD_ACCESS_OK) {
-			rx_fail_recv(tp, VIADUCT_WC_REM_INV_REQ_ERR);
-			rx_fail(tp, VD_IW_RDMAP_P_INVALIDATE, ulpdu, ulpdu_len);
-			return;
-		}
-	}
+	if ((hdr->opcode == VD_OP_SEND_INV ||
+	     hdr->opcode == VD_OP_SEND_SE_INV) &&
+	    !rx_invalidate(tp, hdr, &cqe, ulpdu, ulpdu_len))
+		return;
 	cqe.byte_len = tp->rx_recv_len;
 	if (se)
 		cqe.flags |= VIADUCT_WC_F_SOLICITED;
@@ -397,8 +440,8 @@ static void rx_read_req(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
 		st = VD_ACCESS_RIGHTS;
 	else
 		st = vd_tpt_check(&tp->dev->tpt, hdr->src_stag, tp->qp->pd,
-				  VD_RIGHT_REMOTE_READ, hdr->src_to, hdr->size,
-				  &mr);
+				  tp->qp->qpn, VD_RIGHT_REMOTE_READ,
+				  hdr->src_to, hdr->size, &mr);
 	if (st != VD_ACCESS_OK) {
 		rx_fail_code(tp, vd_term_access_code(st, false), ulpdu,
 			     ulpdu_len);

@@ -16,18 +16,24 @@
 #include <linux/err.h>
 #include <linux/overflow.h>
 #include <linux/slab.h>
+#include <linux/wait_bit.h>
 #include <kunit/visibility.h>
 
 #include "mem.h"
 #include "pd.h"
 #include "stats.h"
+#include "terminate.h"
 #include "tpt.h"
 
 static void vd_mr_free(struct vd_mr *mr)
 {
 	struct vd_tpt *tpt = mr->tpt;
+	u32 i;
 
 	vd_umem_release(mr->umem);
+	for (i = 0; i < mr->nr_srcs; i++)
+		vd_mr_put(mr->srcs[i]);
+	kfree(mr->srcs);
 	vd_pd_put(mr->pd);
 	vd_stat_dec(mrs);
 	kfree_rcu(mr, rcu);
@@ -98,10 +104,23 @@ int vd_mr_access_rights(u32 access)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_mr_access_rights);
 
-/* On success the region owns @umem; on failure the caller still does. */
-struct vd_mr *vd_mr_insert(struct vd_tpt *tpt, struct vd_pd *pd,
-			   struct vd_umem *umem, u64 addr, u64 length,
-			   u32 access, u8 key)
+/* Nothing local is reached through a window: it grants remote rights only. */
+#define VD_RIGHTS_MW	(VD_RIGHT_REMOTE_READ | VD_RIGHT_REMOTE_WRITE)
+
+static bool vd_stag_is_mw(enum vd_stag_type type)
+{
+	return type == VD_STAG_MW1 || type == VD_STAG_MW2;
+}
+
+/*
+ * On success the STag owns @umem; on failure the caller still does. A
+ * fast-register MR that has not been registered yet has no pages and a
+ * length of 0; every other STag covers at least one byte.
+ */
+struct vd_mr *vd_stag_insert(struct vd_tpt *tpt, struct vd_pd *pd,
+			     struct vd_umem *umem, u64 addr, u64 length,
+			     u32 access, u8 key, enum vd_stag_type type,
+			     u32 qpn, bool valid)
 {
 	int rights = vd_mr_access_rights(access);
 	struct vd_mr *mr;
@@ -111,7 +130,13 @@ struct vd_mr *vd_mr_insert(struct vd_tpt *tpt, struct vd_pd *pd,
 
 	if (rights < 0)
 		return ERR_PTR(rights);
-	if (!length || check_add_overflow(addr, length - 1, &last))
+	if (type >= VD_STAG_TYPE_NR || (qpn && type != VD_STAG_MW2))
+		return ERR_PTR(-EINVAL);
+	if (vd_stag_is_mw(type))
+		rights &= VD_RIGHTS_MW;
+	if (!length && !(type == VD_STAG_FAST_REG && !valid))
+		return ERR_PTR(-EINVAL);
+	if (length && check_add_overflow(addr, length - 1, &last))
 		return ERR_PTR(-EINVAL);
 
 	if (atomic_inc_return(&tpt->nr_mrs) > tpt->max_mr) {
@@ -132,7 +157,9 @@ struct vd_mr *vd_mr_insert(struct vd_tpt *tpt, struct vd_pd *pd,
 	mr->pd = vd_pd_get(pd);
 	mr->access = access;
 	mr->rights = rights;
-	mr->state = VD_MR_VALID;
+	mr->state = valid ? VD_MR_VALID : VD_MR_INVALID;
+	mr->type = type;
+	mr->qpn = qpn;
 	mr->addr = addr;
 	mr->length = length;
 	mr->umem = umem;
@@ -164,6 +191,15 @@ err_detach:
 err_uncount:
 	atomic_dec(&tpt->nr_mrs);
 	return ERR_PTR(ret);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_stag_insert);
+
+struct vd_mr *vd_mr_insert(struct vd_tpt *tpt, struct vd_pd *pd,
+			   struct vd_umem *umem, u64 addr, u64 length,
+			   u32 access, u8 key)
+{
+	return vd_stag_insert(tpt, pd, umem, addr, length, access, key,
+			      VD_STAG_MR, 0, true);
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_mr_insert);
 
@@ -214,9 +250,54 @@ void vd_mr_put(struct vd_mr *mr)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_mr_put);
 
+/*
+ * The bracket around a copy. A Dekker pair with vd_mr_quiesce(): the copy
+ * counts itself in, then looks at the region's state; the ending side
+ * changes the state, then looks at the count. With a full barrier on both
+ * sides, either the copy sees the new state and backs out, or the ending
+ * side sees the copy and waits for it.
+ */
+bool vd_mr_use_begin(struct vd_mr *mr)
+{
+	atomic_inc(&mr->users);
+	/* @users written before, the state read after */
+	smp_mb__after_atomic();
+	if (likely(READ_ONCE(mr->state) == VD_MR_VALID &&
+		   !READ_ONCE(mr->dead)))
+		return true;
+	vd_mr_use_end(mr);
+	return false;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_mr_use_begin);
+
+void vd_mr_use_end(struct vd_mr *mr)
+{
+	/* atomic_dec_and_test() is a full barrier for wake_up_var() */
+	if (atomic_dec_and_test(&mr->users))
+		wake_up_var(&mr->users);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_mr_use_end);
+
+/*
+ * A bracket covers one batch of a copy (at most a transmit buffer or one
+ * FPDU) and never sleeps, so this is short; the bound is for a bug.
+ */
+#define VD_MR_QUIESCE_TIMEOUT	(10 * HZ)
+
+static void vd_mr_quiesce(struct vd_mr *mr)
+{
+	might_sleep();
+	/* the state or @dead written before, @users read after */
+	smp_mb();
+	if (!wait_var_event_timeout(&mr->users, !atomic_read(&mr->users),
+				    VD_MR_QUIESCE_TIMEOUT))
+		WARN_ONCE(1, "viaduct: STag 0x%08x still in use\n", mr->stag);
+}
+
 void vd_mr_deregister(struct vd_mr *mr)
 {
 	struct vd_tpt *tpt = mr->tpt;
+	struct vd_mr *cur;
 
 	might_sleep();
 	/*
@@ -224,7 +305,8 @@ void vd_mr_deregister(struct vd_mr *mr)
 	 * before the erase then gets either a reference or, once the count
 	 * is zero, VD_ACCESS_INVALID_STAG, never a third answer.
 	 */
-	xa_erase(&tpt->mrs, vd_stag_index(mr->stag));
+	/* a fast-register MR's slot may hold its current registration */
+	cur = xa_erase(&tpt->mrs, vd_stag_index(mr->stag));
 	atomic_dec(&tpt->nr_mrs);
 	/*
 	 * Stop counting as a user of the PD now, so that DESTROY_PD right
@@ -232,6 +314,15 @@ void vd_mr_deregister(struct vd_mr *mr)
 	 * region; the PD reference itself goes with the region.
 	 */
 	vd_pd_detach(mr->pd);
+	/* no copy is in progress when DEREG_MR returns, none starts after */
+	WRITE_ONCE(mr->dead, true);
+	if (cur && cur != mr)
+		WRITE_ONCE(cur->dead, true);
+	vd_mr_quiesce(mr);
+	if (cur && cur != mr) {
+		vd_mr_quiesce(cur);
+		vd_mr_put(cur);
+	}
 	kref_put(&mr->ref, vd_mr_release_now);
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_mr_deregister);
@@ -250,10 +341,10 @@ static struct vd_mr *vd_tpt_lookup(struct vd_tpt *tpt, u32 stag)
 	return mr;
 }
 
-/* Steps 3 to 7 of the check. */
+/* Steps 3 to 8 of the check. */
 static enum vd_access_status vd_mr_check(const struct vd_mr *mr,
-					 const struct vd_pd *pd, u32 rights,
-					 u64 addr, u64 length)
+					 const struct vd_pd *pd, u32 qpn,
+					 u32 rights, u64 addr, u64 length)
 {
 	u64 off;
 
@@ -261,6 +352,8 @@ static enum vd_access_status vd_mr_check(const struct vd_mr *mr,
 		return VD_ACCESS_INVALID_STATE;
 	if (unlikely(mr->pd != pd))
 		return VD_ACCESS_PD_MISMATCH;
+	if (unlikely(mr->type == VD_STAG_MW2 && mr->qpn != qpn))
+		return VD_ACCESS_QP_MISMATCH;
 	if (unlikely(!rights || (rights & ~mr->rights)))
 		return VD_ACCESS_RIGHTS;
 	/* Bytes addr .. addr + length - 1 must be addressable: no wrap. */
@@ -277,7 +370,7 @@ static enum vd_access_status vd_mr_check(const struct vd_mr *mr,
 }
 
 enum vd_access_status vd_tpt_check(struct vd_tpt *tpt, u32 stag,
-				   const struct vd_pd *pd, u32 rights,
+				   const struct vd_pd *pd, u32 qpn, u32 rights,
 				   u64 addr, u64 length, struct vd_mr **mrp)
 {
 	enum vd_access_status status;
@@ -294,7 +387,7 @@ enum vd_access_status vd_tpt_check(struct vd_tpt *tpt, u32 stag,
 	if (unlikely(!mr))
 		status = VD_ACCESS_INVALID_STAG;
 	else
-		status = vd_mr_check(mr, pd, rights, addr, length);
+		status = vd_mr_check(mr, pd, qpn, rights, addr, length);
 	/* A region whose count reached zero is being deregistered: gone. */
 	if (status == VD_ACCESS_OK && mrp) {
 		if (likely(kref_get_unless_zero(&mr->ref)))
@@ -308,28 +401,65 @@ enum vd_access_status vd_tpt_check(struct vd_tpt *tpt, u32 stag,
 EXPORT_SYMBOL_IF_KUNIT(vd_tpt_check);
 
 /*
- * Invalidating an already INVALID region succeeds: the result the caller
- * asked for holds. Which rights an invalidation needs (a remote one needs
- * the QP to allow it) is the caller's policy.
+ * Which STags an invalidation may end: tpt.h has the rules. Invalidating
+ * an already INVALID STag succeeds: the result the caller asked for holds.
  */
-enum vd_access_status vd_tpt_invalidate(struct vd_tpt *tpt, u32 stag,
-					const struct vd_pd *pd)
+static enum vd_access_status vd_stag_invalidatable(const struct vd_mr *mr,
+						   const struct vd_pd *pd,
+						   u32 qpn, bool remote)
 {
-	enum vd_access_status status = VD_ACCESS_OK;
+	if (mr->pd != pd)
+		return VD_ACCESS_PD_MISMATCH;
+	if (mr->type != VD_STAG_FAST_REG && mr->type != VD_STAG_MW2)
+		return VD_ACCESS_INVALIDATE;
+	if (remote && mr->type == VD_STAG_MW2 && mr->qpn != qpn)
+		return VD_ACCESS_QP_MISMATCH;
+	return VD_ACCESS_OK;
+}
+
+enum vd_access_status vd_tpt_invalidate(struct vd_tpt *tpt, u32 stag,
+					const struct vd_pd *pd, u32 qpn,
+					bool remote)
+{
+	enum vd_access_status status;
 	struct vd_mr *mr;
 
 	rcu_read_lock();
 	mr = vd_tpt_lookup(tpt, stag);
-	if (!mr)
+	if (!mr) {
 		status = VD_ACCESS_INVALID_STAG;
-	else if (mr->pd != pd)
-		status = VD_ACCESS_PD_MISMATCH;
-	else
-		WRITE_ONCE(mr->state, VD_MR_INVALID);
+	} else {
+		status = vd_stag_invalidatable(mr, pd, qpn, remote);
+		if (status == VD_ACCESS_OK)
+			WRITE_ONCE(mr->state, VD_MR_INVALID);
+	}
 	rcu_read_unlock();
 	return status;
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_tpt_invalidate);
+
+enum vd_access_status vd_tpt_invalidate_sync(struct vd_tpt *tpt, u32 stag,
+					     const struct vd_pd *pd, u32 qpn,
+					     bool remote)
+{
+	enum vd_access_status status;
+	struct vd_mr *mr = NULL;
+
+	rcu_read_lock();
+	status = vd_tpt_invalidate(tpt, stag, pd, qpn, remote);
+	if (status == VD_ACCESS_OK) {
+		mr = vd_tpt_lookup(tpt, stag);
+		if (mr && !kref_get_unless_zero(&mr->ref))
+			mr = NULL;
+	}
+	rcu_read_unlock();
+	if (mr) {
+		vd_mr_quiesce(mr);
+		vd_mr_put(mr);
+	}
+	return status;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_tpt_invalidate_sync);
 
 /*
  * RFC 5040 section 7.2, RDMAP layer, Remote Protection Error: for a
@@ -342,6 +472,8 @@ static const u8 vd_term_rdmap_code[VD_ACCESS_NR] = {
 	[VD_ACCESS_RIGHTS]		= 0x02,	/* access rights violation */
 	[VD_ACCESS_PD_MISMATCH]		= 0x03,	/* STag not associated with stream */
 	[VD_ACCESS_WRAP]		= 0x04,	/* to wrap */
+	[VD_ACCESS_QP_MISMATCH]		= 0x03,	/* STag not associated with stream */
+	[VD_ACCESS_INVALIDATE]		= 0x09,	/* STag cannot be invalidated */
 };
 
 /*
@@ -357,6 +489,8 @@ static const u8 vd_term_ddp_code[VD_ACCESS_NR] = {
 	[VD_ACCESS_RIGHTS]		= 0x02,	/* STag not associated with stream */
 	[VD_ACCESS_PD_MISMATCH]		= 0x02,	/* STag not associated with stream */
 	[VD_ACCESS_WRAP]		= 0x03,	/* to wrap */
+	[VD_ACCESS_QP_MISMATCH]		= 0x02,	/* STag not associated with stream */
+	[VD_ACCESS_INVALIDATE]		= 0x00,	/* invalid STag (no own code) */
 };
 
 /* Both return 0 for VD_ACCESS_OK, which has no Terminate. */
@@ -381,6 +515,23 @@ u16 vd_access_term_ddp(enum vd_access_status status)
 			    vd_term_ddp_code[status]);
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_access_term_ddp);
+
+/*
+ * RFC 5040 section 7.4 has "STag cannot be invalidated" twice: as a
+ * Remote Protection Error for an STag the stream may not invalidate (its
+ * PD, its type, its QP), and as a Remote Operation Error when there is no
+ * such STag to invalidate. Linux siw answers the same way.
+ */
+u16 vd_access_term_invalidate(enum vd_access_status status)
+{
+	if (status == VD_ACCESS_OK)
+		return 0;
+	return VD_TERM_CODE(VD_TERM_LAYER_RDMAP,
+			    status == VD_ACCESS_INVALID_STAG ?
+			    VD_TERM_RDMAP_REMOTE_OP : VD_TERM_RDMAP_REMOTE_PROT,
+			    VD_TERM_RDMAP_CANNOT_INV);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_access_term_invalidate);
 
 /*
  * @remote: the failed check was made by the peer (reported to us in a

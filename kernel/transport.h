@@ -86,6 +86,7 @@ struct vd_orq_entry {
 	u32 size;
 	u32 done;		/* bytes of the response placed */
 	bool rtr;		/* the zero-length ready-to-receive Read */
+	bool inv;		/* RDMA Read with local invalidate of the sink */
 };
 
 /* An RDMA Read Request we serve (the IRQ). */
@@ -166,6 +167,7 @@ struct vd_tp {
 	bool tx_failed;			/* a WR failed: start no more */
 	bool tx_term;			/* @tx_buf holds the Terminate */
 	bool tx_hold;			/* passive P2P: until the RTR came */
+	bool tx_fenced;			/* a local fence waits for completions */
 	bool tx_rtr;			/* active P2P: the RTR is still to send */
 	u32 msn[VD_QN_NR];		/* next MSN per untagged queue */
 	struct vd_tx_msg msg;

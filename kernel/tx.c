@@ -94,6 +94,21 @@ static void tp_wr_finish(struct vd_tp *tp, u32 seq, u8 status, u32 len)
 	spin_unlock_bh(&tp->lock);
 	if (failed)
 		tp_local_failure(tp);
+	else if (READ_ONCE(tp->tx_fenced))
+		vd_tp_queue_tx(tp);
+}
+
+/*
+ * RDMA Read with local invalidate: the sink STag becomes INVALID once the
+ * response is placed, before the WR completes. Returns the CQE status.
+ */
+static u8 tp_read_invalidate(struct vd_tp *tp, u32 stag)
+{
+	enum vd_access_status st;
+
+	st = vd_tpt_invalidate_sync(&tp->dev->tpt, stag, tp->qp->pd,
+				    tp->qp->qpn, false);
+	return vd_access_wc_status(st, false);
 }
 
 /* rx.c: the last segment of the RDMA Read Response at the ORQ's head. */
@@ -101,15 +116,19 @@ void vd_tp_read_done(struct vd_tp *tp)
 {
 	struct vd_orq_entry *e;
 	bool failed = false;
+	u8 status = VIADUCT_WC_SUCCESS;
 
-	spin_lock_bh(&tp->lock);
+	/* only rx.c moves the head: the entry stays ours until then */
 	e = &tp->orq[tp->orq_head % VD_MAX_ORD];
+	if (e->inv)
+		status = tp_read_invalidate(tp, e->sink_stag);
+	spin_lock_bh(&tp->lock);
 	tp->orq_head++;
 	if (!e->rtr) {
 		struct vd_sq_rec *rec = &tp->sq_rec[e->seq & tp->sq_mask];
 
-		rec->status = VIADUCT_WC_SUCCESS;
-		rec->byte_len = e->size;
+		rec->status = status;
+		rec->byte_len = status ? 0 : e->size;
 		rec->done = true;
 		failed = tp_retire(tp);
 	}
@@ -283,35 +302,88 @@ static int tx_peek_wr(struct vd_tp *tp, u32 n, u32 *byte_len)
 	return ret;
 }
 
+static bool tx_is_read(u8 op)
+{
+	return op == VIADUCT_OP_RDMA_READ || op == VIADUCT_OP_RDMA_READ_INV;
+}
+
+static bool tx_is_local(u8 op)
+{
+	return op == VIADUCT_OP_LOCAL_INV || op == VIADUCT_OP_FAST_REG;
+}
+
 /* What qp.c does not check: the SGEs against the TPT, and what we lack. */
 static u8 tx_check_wr(struct vd_tp *tp, const struct viaduct_sqe *sqe)
 {
 	const struct viaduct_sge *sge = (const void *)(sqe + 1);
-	u32 rights = sqe->opcode == VIADUCT_OP_RDMA_READ ?
+	u32 rights = tx_is_read(sqe->opcode) ?
 		     VD_RIGHT_LOCAL_WRITE : VD_RIGHT_LOCAL_READ;
 	enum vd_access_status st;
 	u32 i;
 
-	if (sqe->opcode == VIADUCT_OP_RDMA_READ && !tp->ord)
+	if (tx_is_read(sqe->opcode) && !tp->ord)
 		return VIADUCT_WC_LOC_QP_OP_ERR;
-	if (sqe->flags & VIADUCT_SQE_INLINE)
+	/* a local operation checks what it uses itself */
+	if (tx_is_local(sqe->opcode) || (sqe->flags & VIADUCT_SQE_INLINE))
 		return VIADUCT_WC_SUCCESS;
 	for (i = 0; i < sqe->num_sge; i++) {
 		st = vd_tpt_check(&tp->dev->tpt, sge[i].stag, tp->qp->pd,
-				  rights, sge[i].addr, sge[i].length, NULL);
+				  tp->qp->qpn, rights, sge[i].addr,
+				  sge[i].length, NULL);
 		if (st != VD_ACCESS_OK)
 			return vd_access_wc_status(st, false);
 	}
 	return VIADUCT_WC_SUCCESS;
 }
 
-static u8 tx_send_opcode(u8 flags)
+static u8 tx_send_opcode(u8 op, u8 flags)
 {
 	bool se = flags & VIADUCT_SQE_SOLICITED;
 
+	if (op == VIADUCT_OP_SEND_INV)
+		return se ? VD_OP_SEND_SE_INV : VD_OP_SEND_INV;
 	if (flags & VIADUCT_SQE_IMMEDIATE)
 		return se ? VD_OP_SEND_SE_IMM : VD_OP_SEND_IMM;
 	return se ? VD_OP_SEND_SE : VD_OP_SEND;
+}
+
+/*
+ * Local Invalidate and Fast-Register: executed here, in SQ order, so that
+ * every later WR sees their effect. Returns the CQE status.
+ */
+static u8 tx_local_op(struct vd_tp *tp, const struct viaduct_sqe *sqe)
+{
+	struct vd_tpt *tpt = &tp->dev->tpt;
+	enum vd_access_status st;
+
+	if (sqe->opcode == VIADUCT_OP_FAST_REG)
+		return vd_frmr_register(tpt, tp->qp->pd, tp->qp->qpn,
+					sqe->remote_stag, sqe->remote_addr,
+					sqe->imm_data,
+					(const struct viaduct_sge *)(sqe + 1),
+					sqe->num_sge);
+	st = vd_tpt_invalidate_sync(tpt, sqe->remote_stag, tp->qp->pd,
+				    tp->qp->qpn, false);
+	return vd_access_wc_status(st, false);
+}
+
+/*
+ * A local fence holds a WR until every earlier one completed (the read
+ * fence only waits for RDMA Reads); tp_wr_finish() and
+ * vd_tp_read_done() let it go.
+ */
+static bool tx_fence_holds(struct vd_tp *tp, const struct viaduct_sqe *sqe)
+{
+	bool hold;
+
+	if (!(sqe->flags & VIADUCT_SQE_LOCAL_FENCE))
+		return false;
+	/* under @lock: a completion after it sees the flag and wakes us */
+	spin_lock_bh(&tp->lock);
+	hold = tp->sq_retired != tp->sq_started;
+	WRITE_ONCE(tp->tx_fenced, hold);
+	spin_unlock_bh(&tp->lock);
+	return hold;
 }
 
 /*
@@ -336,7 +408,9 @@ static bool tx_next_wr(struct vd_tp *tp)
 		return false;
 	if ((sqe->flags & VIADUCT_SQE_READ_FENCE) && reads)
 		return false;
-	if (sqe->opcode == VIADUCT_OP_RDMA_READ && tp->ord && reads >= tp->ord)
+	if (tx_is_read(sqe->opcode) && tp->ord && reads >= tp->ord)
+		return false;
+	if (tx_fence_holds(tp, sqe))
 		return false;
 
 	status = tx_check_wr(tp, sqe);
@@ -344,7 +418,7 @@ static bool tx_next_wr(struct vd_tp *tp)
 	spin_lock_bh(&tp->lock);
 	seq = tp->sq_started++;
 	tp->sq_rec[seq & tp->sq_mask] = (struct vd_sq_rec){};
-	if (!status && sqe->opcode == VIADUCT_OP_RDMA_READ) {
+	if (!status && tx_is_read(sqe->opcode)) {
 		const struct viaduct_sge *sge = (const void *)(sqe + 1);
 
 		tp->orq[tp->orq_tail % VD_MAX_ORD] = (struct vd_orq_entry){
@@ -352,10 +426,14 @@ static bool tx_next_wr(struct vd_tp *tp)
 			.sink_stag = sge->stag,
 			.sink_to = sge->addr,
 			.size = sge->length,
+			.inv = sqe->opcode == VIADUCT_OP_RDMA_READ_INV,
 		};
 		tp->orq_tail++;
 	}
 	spin_unlock_bh(&tp->lock);
+
+	if (!status && tx_is_local(sqe->opcode))
+		status = tx_local_op(tp, sqe);
 
 	if (status) {
 		pr_debug("qp%u: SQ WR %u failed: status %u\n", tp->qp->qpn, seq,
@@ -364,12 +442,18 @@ static bool tx_next_wr(struct vd_tp *tp)
 		tp_wr_finish(tp, seq, status, 0);
 		return true;
 	}
+	if (tx_is_local(sqe->opcode)) {
+		tp_wr_finish(tp, seq, VIADUCT_WC_SUCCESS, 0);
+		return true;
+	}
 
 	switch (sqe->opcode) {
 	case VIADUCT_OP_SEND:
-		tx_msg_init(tp, tx_send_opcode(sqe->flags), len);
+	case VIADUCT_OP_SEND_INV:
+		tx_msg_init(tp, tx_send_opcode(sqe->opcode, sqe->flags), len);
 		msg->hdr.msn = tp->msn[VD_QN_SEND]++;
 		msg->hdr.imm = sqe->imm_data;
+		msg->hdr.inv_stag = sqe->remote_stag;
 		break;
 	case VIADUCT_OP_RDMA_WRITE:
 		tx_msg_init(tp, VD_OP_WRITE, len);
@@ -514,6 +598,17 @@ static void tx_msg_done(struct vd_tp *tp)
 		tp_wr_finish(tp, msg->seq, VIADUCT_WC_SUCCESS, msg->wr_len);
 }
 
+/*
+ * The source of the Read Response being streamed was invalidated or
+ * deregistered: the rest is not sent, and the requester learns that its
+ * source STag is no longer valid (RDMAP, remote protection, invalid STag).
+ */
+static void tp_response_source_gone(struct vd_tp *tp)
+{
+	vd_tp_terminate(tp, vd_access_term_rdmap(VD_ACCESS_INVALID_STATE),
+			VIADUCT_EVENT_QP_ACCESS_ERR, NULL, 0, 0);
+}
+
 /* A message could not be built (its memory went away): fail it. */
 static void tx_msg_failed(struct vd_tp *tp, int err)
 {
@@ -541,7 +636,10 @@ static void tx_msg_failed(struct vd_tp *tp, int err)
 		tp_wr_finish(tp, msg->seq, VIADUCT_WC_LOC_PROT_ERR, 0);
 	}
 	/* part of the message may be out: the peer must learn */
-	tp_local_failure(tp);
+	if (msg->response && err == -ESTALE)
+		tp_response_source_gone(tp);
+	else
+		tp_local_failure(tp);
 }
 
 /*

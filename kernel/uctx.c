@@ -130,7 +130,9 @@ static VD_IOCTL_HANDLER(ioctl_query_device)
 	if (ret)
 		return ret;
 	attr->caps = VIADUCT_DEV_CAP_POLLED_DOORBELL | VIADUCT_DEV_CAP_IMM_DATA |
-		     VIADUCT_DEV_CAP_CONVERT_SOCKET | VIADUCT_DEV_CAP_P2P;
+		     VIADUCT_DEV_CAP_CONVERT_SOCKET | VIADUCT_DEV_CAP_P2P |
+		     VIADUCT_DEV_CAP_SEND_INV | VIADUCT_DEV_CAP_FAST_REG |
+		     VIADUCT_DEV_CAP_LOCAL_FENCE;
 	if (vd_zc_min())
 		attr->caps |= VIADUCT_DEV_CAP_ZERO_COPY;
 	return copy_to_user(uarg, attr, sizeof(*attr)) ? -EFAULT : 0;
@@ -239,6 +241,9 @@ static const struct vd_ioctl vd_ioctls[] = {
 	},
 	[_IOC_NR(VIADUCT_IOCTL_CM_ACK_EVENT)] = {
 		VIADUCT_IOCTL_CM_ACK_EVENT, vd_ucm_ack, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_ALLOC_MR)] = {
+		VIADUCT_IOCTL_ALLOC_MR, vd_uobj_alloc_mr, VD_IOCTL_DEV
 	},
 };
 

@@ -455,6 +455,38 @@ long vd_uobj_reg_mr(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 			   &r->handle, sizeof(*r), uarg);
 }
 
+static int build_fast_reg_mr(struct vd_uobj_table *t, struct vd_uobj *u,
+			     void *reply, void *arg)
+{
+	struct viaduct_alloc_mr *r = reply;
+	struct vd_device *vd = arg;
+	struct vd_uobj *pdu;
+	struct vd_mr *mr;
+
+	pdu = uobj_find(t, r->pd_handle, VD_UOBJ_PD);
+	if (!pdu)
+		return -ENOENT;
+	mr = vd_frmr_alloc(&vd->tpt, pdu->pd, r->max_pages, r->key);
+	if (IS_ERR(mr))
+		return PTR_ERR(mr);
+	u->mr = mr;
+	u->pd_handle = r->pd_handle;
+	r->stag = mr->stag;
+	return 0;
+}
+
+/* A fast-register MR is an MR handle: DEREG_MR releases it. */
+long vd_uobj_alloc_mr(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
+		      void __user *uarg)
+{
+	struct viaduct_alloc_mr *r = karg;
+
+	if (r->reserved[0] || r->reserved[1] || r->reserved[2] || r->reserved2)
+		return -EINVAL;
+	return uobj_create(&ctx->objs, VD_UOBJ_MR, build_fast_reg_mr, vd, r,
+			   &r->handle, sizeof(*r), uarg);
+}
+
 static int build_cq(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 		    void *arg)
 {

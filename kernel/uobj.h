@@ -169,6 +169,7 @@ VD_IOCTL_HANDLER(vd_uobj_create_pd);
 VD_IOCTL_HANDLER(vd_uobj_destroy_pd);
 VD_IOCTL_HANDLER(vd_uobj_reg_mr);
 VD_IOCTL_HANDLER(vd_uobj_dereg_mr);
+VD_IOCTL_HANDLER(vd_uobj_alloc_mr);
 VD_IOCTL_HANDLER(vd_uobj_create_cq);
 VD_IOCTL_HANDLER(vd_uobj_resize_cq);
 VD_IOCTL_HANDLER(vd_uobj_destroy_cq);

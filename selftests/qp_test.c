@@ -593,7 +593,7 @@ static void expect_flushed(struct __test_metadata *_metadata, struct vd_cring *r
 		EXPECT_EQ(q->c.handle, e.qp_handle);
 		EXPECT_EQ(recv ? VIADUCT_WC_F_RECV : 0, e.flags & VIADUCT_WC_F_RECV);
 		EXPECT_EQ(0, e.reserved);
-		EXPECT_EQ(0, e.reserved2);
+		EXPECT_EQ(0, e.invalidated_stag);
 	}
 }
 

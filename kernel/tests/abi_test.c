@@ -284,7 +284,7 @@ static void abi_shared_memory(struct kunit *test)
 		     FIELD(struct viaduct_cqe, reserved, 19, 1),
 		     FIELD(struct viaduct_cqe, imm_data, 20, 4),
 		     FIELD(struct viaduct_cqe, vendor_err, 24, 4),
-		     FIELD(struct viaduct_cqe, reserved2, 28, 4));
+		     FIELD(struct viaduct_cqe, invalidated_stag, 28, 4));
 
 	KUNIT_EXPECT_LE(test, sizeof(struct viaduct_doorbell), PAGE_SIZE);
 	/* CQEs after the header stay naturally aligned */

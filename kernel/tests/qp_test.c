@@ -226,6 +226,11 @@ struct sqe_case {
 #define SND	VIADUCT_OP_SEND
 #define WR	VIADUCT_OP_RDMA_WRITE
 #define RD	VIADUCT_OP_RDMA_READ
+#define SINV	VIADUCT_OP_SEND_INV
+#define LINV	VIADUCT_OP_LOCAL_INV
+#define FREG	VIADUCT_OP_FAST_REG
+#define RINV	VIADUCT_OP_RDMA_READ_INV
+#define LFEN	VIADUCT_SQE_LOCAL_FENCE
 #define OPERR	VIADUCT_WC_LOC_QP_OP_ERR
 #define LENERR	VIADUCT_WC_LOC_LEN_ERR
 
@@ -248,9 +253,39 @@ static const struct sqe_case sqe_cases[] = {
 	{ "read, 1 SGE", RD, SIG | FEN, 1, 0, 0, 0x100, 0x1000, { 8 }, 0, 8 },
 	{ "send, 1 MiB", SND, 0, 2, 0, 0, 0, 0, { 1U << 19, 1U << 19 }, 0,
 	  1U << 20 },
-	{ "opcode 3", 3, 0, 0, 0, 0, 0, 0, { }, OPERR },
+	{ "send inv", SINV, SIG, 1, 0, 0, 0x1234, 0, { 8 }, 0, 8 },
+	{ "send se inv, inline", SINV, SOL | INL, 0, 6, 0, 0x1234, 0, { }, 0,
+	  6 },
+	{ "send inv, no SGE", SINV, 0, 0, 0, 0, 0x1234, 0, { }, 0, 0 },
+	{ "send inv with imm", SINV, IMM, 0, 0, 5, 0x1234, 0, { }, OPERR },
+	{ "send inv with remote addr", SINV, 0, 0, 0, 0, 0x1234, 0x10, { },
+	  OPERR },
+	{ "opcode past the last", VIADUCT_OP_MAX + 1, 0, 0, 0, 0, 0, 0, { },
+	  OPERR },
 	{ "opcode 255", 255, 0, 0, 0, 0, 0, 0, { }, OPERR },
-	{ "flag 0x20", SND, 0x20, 0, 0, 0, 0, 0, { }, OPERR },
+	{ "flag 0x40", SND, 0x40, 0, 0, 0, 0, 0, { }, OPERR },
+	{ "send, local fence", SND, SIG | LFEN, 1, 0, 0, 0, 0, { 5 }, 0, 5 },
+	{ "local inv", LINV, SIG | LFEN, 0, 0, 0, 0x1234, 0, { }, 0, 0 },
+	{ "local inv with an SGE", LINV, 0, 1, 0, 0, 0x1234, 0, { 8 },
+	  OPERR },
+	{ "local inv with addr", LINV, 0, 0, 0, 0, 0x1234, 0x10, { }, OPERR },
+	{ "local inv, solicited", LINV, SOL, 0, 0, 0, 0x1234, 0, { }, OPERR },
+	{ "local inv, imm", LINV, IMM, 0, 0, 1, 0x1234, 0, { }, OPERR },
+	{ "fast reg, 2 SGEs", FREG, SIG, 2, 0, 7, 0x1234, 0x5000,
+	  { 4096, 100 }, 0, 0 },
+	{ "fast reg, 4 GiB", FREG, 0, 4, 0, 1, 0x1234, 0,
+	  { 1U << 30, 1U << 30, 1U << 30, (1U << 30) - 1 }, 0, 0 },
+	{ "fast reg, no SGE", FREG, 0, 0, 0, 7, 0x1234, 0, { }, LENERR },
+	{ "fast reg, 5 SGEs", FREG, 0, 5, 0, 7, 0x1234, 0,
+	  { 1, 1, 1, 1, 1 }, LENERR },
+	{ "fast reg, inline", FREG, INL, 0, 8, 7, 0x1234, 0, { }, OPERR },
+	{ "fast reg, imm flag", FREG, IMM, 1, 0, 7, 0x1234, 0, { 8 }, OPERR },
+	{ "fast reg wraps u32", FREG, 0, 2, 0, 7, 0x1234, 0, { U32_MAX, 1 },
+	  LENERR },
+	{ "read inv", RINV, SIG | FEN, 1, 0, 0, 0x100, 0x1000, { 8 }, 0, 8 },
+	{ "read inv, 2 SGEs", RINV, 0, 2, 0, 0, 0x100, 0, { 8, 8 }, LENERR },
+	{ "read inv with imm", RINV, IMM, 1, 0, 1, 0x100, 0, { 8 }, OPERR },
+	{ "read inv, inline", RINV, INL, 0, 8, 0, 0x100, 0, { }, OPERR },
 	{ "flag 0x80", WR, SIG | 0x80, 0, 0, 0, 0, 0, { }, OPERR },
 	{ "5 SGEs", SND, 0, 5, 0, 0, 0, 0, { 1, 1, 1, 1, 1 }, LENERR },
 	{ "65535 SGEs", WR, 0, 0xffff, 0, 0, 0, 0, { }, LENERR },

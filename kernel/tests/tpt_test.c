@@ -8,6 +8,7 @@
  * looks at the table. Pinning real user memory is tested by the selftests.
  */
 #include <kunit/test.h>
+#include <linux/completion.h>
 #include <linux/delay.h>
 #include <linux/gfp.h>
 #include <linux/jiffies.h>
@@ -68,14 +69,17 @@ static void tpt_test_exit(struct kunit *test)
 	vd_tpt_uninit(&f->tpt);
 }
 
-static struct vd_mr *reg(struct kunit *test, struct vd_pd *pd, u64 addr,
-			 u64 len, u32 access, u8 key)
+/* A VALID STag of @type (a type-2 window bound to QP @qpn). */
+static struct vd_mr *reg_type(struct kunit *test, struct vd_pd *pd, u64 addr,
+			      u64 len, u32 access, u8 key,
+			      enum vd_stag_type type, u32 qpn)
 {
 	struct tpt_fixture *f = test->priv;
 	struct vd_mr *mr;
 	int i;
 
-	mr = vd_mr_insert(&f->tpt, pd, NULL, addr, len, access, key);
+	mr = vd_stag_insert(&f->tpt, pd, NULL, addr, len, access, key, type,
+			    qpn, true);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, mr);
 	for (i = 0; i < MAX_TRACKED; i++) {
 		if (!f->mrs[i]) {
@@ -86,6 +90,20 @@ static struct vd_mr *reg(struct kunit *test, struct vd_pd *pd, u64 addr,
 	vd_mr_deregister(mr);
 	KUNIT_ASSERT_TRUE_MSG(test, false, "too many regions");
 	return NULL;
+}
+
+static struct vd_mr *reg(struct kunit *test, struct vd_pd *pd, u64 addr,
+			 u64 len, u32 access, u8 key)
+{
+	return reg_type(test, pd, addr, len, access, key, VD_STAG_MR, 0);
+}
+
+/* A fast-register MR, registered: the STag type that invalidates. */
+static struct vd_mr *reg_fr(struct kunit *test, struct vd_pd *pd, u64 addr,
+			    u64 len, u32 access, u8 key)
+{
+	return reg_type(test, pd, addr, len, access, key, VD_STAG_FAST_REG,
+			0);
 }
 
 static void dereg(struct kunit *test, struct vd_mr *mr)
@@ -99,16 +117,16 @@ static void dereg(struct kunit *test, struct vd_mr *mr)
 	vd_mr_deregister(mr);
 }
 
-/* Check, and drop the reference an OK check returns. */
-static enum vd_access_status check(struct kunit *test, u32 stag,
-				   const struct vd_pd *pd, u32 rights,
-				   u64 addr, u64 len)
+/* Check through QP @qpn, and drop the reference an OK check returns. */
+static enum vd_access_status check_qp(struct kunit *test, u32 stag,
+				      const struct vd_pd *pd, u32 qpn,
+				      u32 rights, u64 addr, u64 len)
 {
 	struct tpt_fixture *f = test->priv;
 	enum vd_access_status st;
 	struct vd_mr *mr = ERR_PTR(-EINVAL);
 
-	st = vd_tpt_check(&f->tpt, stag, pd, rights, addr, len, &mr);
+	st = vd_tpt_check(&f->tpt, stag, pd, qpn, rights, addr, len, &mr);
 	if (st == VD_ACCESS_OK && len) {
 		KUNIT_EXPECT_NOT_ERR_OR_NULL(test, mr);
 		if (!IS_ERR_OR_NULL(mr)) {
@@ -119,6 +137,13 @@ static enum vd_access_status check(struct kunit *test, u32 stag,
 		KUNIT_EXPECT_NULL(test, mr);
 	}
 	return st;
+}
+
+static enum vd_access_status check(struct kunit *test, u32 stag,
+				   const struct vd_pd *pd, u32 rights,
+				   u64 addr, u64 len)
+{
+	return check_qp(test, stag, pd, 0, rights, addr, len);
 }
 
 /*
@@ -332,7 +357,7 @@ static void tpt_test_insert_args(struct kunit *test)
 static void tpt_test_zero_length(struct kunit *test)
 {
 	struct tpt_fixture *f = test->priv;
-	struct vd_mr *mr = reg(test, f->pd, BASE, LEN, 0, KEY);
+	struct vd_mr *mr = reg_fr(test, f->pd, BASE, LEN, 0, KEY);
 	static const u32 stags[] = { 0, 0xff, 0x100, 0xdeadbeef, 0xffffffff };
 	struct vd_mr *got;
 	int i;
@@ -340,20 +365,21 @@ static void tpt_test_zero_length(struct kunit *test)
 	for (i = 0; i < ARRAY_SIZE(stags); i++) {
 		got = ERR_PTR(-EINVAL);
 		KUNIT_EXPECT_EQ(test,
-				vd_tpt_check(&f->tpt, stags[i], NULL, 0,
+				vd_tpt_check(&f->tpt, stags[i], NULL, 0, 0,
 					     U64_MAX, 0, &got),
 				VD_ACCESS_OK);
 		KUNIT_EXPECT_NULL(test, got);
 	}
 	/* Even a valid STag yields no region for a zero-length access. */
 	got = ERR_PTR(-EINVAL);
-	KUNIT_EXPECT_EQ(test, vd_tpt_check(&f->tpt, mr->stag, f->pd2, RALL,
-					   BASE - 1, 0, &got), VD_ACCESS_OK);
+	KUNIT_EXPECT_EQ(test, vd_tpt_check(&f->tpt, mr->stag, f->pd2, 0,
+					   RALL, BASE - 1, 0, &got), VD_ACCESS_OK);
 	KUNIT_EXPECT_NULL(test, got);
-	vd_tpt_invalidate(&f->tpt, mr->stag, f->pd);
+	KUNIT_EXPECT_EQ(test, vd_tpt_invalidate(&f->tpt, mr->stag, f->pd, 0,
+						false), VD_ACCESS_OK);
 	KUNIT_EXPECT_EQ(test, check(test, mr->stag, f->pd, LR, BASE, 0),
 			VD_ACCESS_OK);
-	KUNIT_EXPECT_EQ(test, vd_tpt_check(&f->tpt, 0, NULL, 0, 0, 0, NULL),
+	KUNIT_EXPECT_EQ(test, vd_tpt_check(&f->tpt, 0, NULL, 0, 0, 0, 0, NULL),
 			VD_ACCESS_OK);
 }
 
@@ -435,34 +461,48 @@ static void tpt_test_wrong_pd(struct kunit *test)
 			VD_ACCESS_OK);
 }
 
+static enum vd_access_status inv(struct kunit *test, u32 stag,
+				 const struct vd_pd *pd, u32 qpn, bool remote)
+{
+	struct tpt_fixture *f = test->priv;
+
+	return vd_tpt_invalidate(&f->tpt, stag, pd, qpn, remote);
+}
+
 static void tpt_test_invalidate(struct kunit *test)
 {
 	struct tpt_fixture *f = test->priv;
-	struct vd_mr *mr = reg(test, f->pd, BASE, LEN, AALL, KEY);
-	struct vd_mr *other = reg(test, f->pd, BASE, LEN, AALL, KEY);
+	struct vd_mr *mr = reg_fr(test, f->pd, BASE, LEN, AALL, KEY);
+	struct vd_mr *other = reg_fr(test, f->pd, BASE, LEN, AALL, KEY);
 	u32 s = mr->stag;
 
-	KUNIT_EXPECT_EQ(test, vd_tpt_invalidate(&f->tpt, s ^ 1, f->pd),
+	KUNIT_EXPECT_EQ(test, inv(test, s ^ 1, f->pd, 0, false),
 			VD_ACCESS_INVALID_STAG);
-	KUNIT_EXPECT_EQ(test, vd_tpt_invalidate(&f->tpt, 0, f->pd),
+	KUNIT_EXPECT_EQ(test, inv(test, 0, f->pd, 0, false),
 			VD_ACCESS_INVALID_STAG);
-	KUNIT_EXPECT_EQ(test, vd_tpt_invalidate(&f->tpt, s, f->pd2),
+	KUNIT_EXPECT_EQ(test, inv(test, s, f->pd2, 0, false),
+			VD_ACCESS_PD_MISMATCH);
+	KUNIT_EXPECT_EQ(test, inv(test, s, f->pd2, 0, true),
 			VD_ACCESS_PD_MISMATCH);
 	KUNIT_EXPECT_EQ(test, check(test, s, f->pd, LR, BASE, 1), VD_ACCESS_OK);
 
-	KUNIT_EXPECT_EQ(test, vd_tpt_invalidate(&f->tpt, s, f->pd),
-			VD_ACCESS_OK);
+	KUNIT_EXPECT_EQ(test, inv(test, s, f->pd, 0, false), VD_ACCESS_OK);
 	KUNIT_EXPECT_EQ(test, check(test, s, f->pd, LR, BASE, 1),
 			VD_ACCESS_INVALID_STATE);
 	KUNIT_EXPECT_EQ(test, check(test, s, f->pd, RALL, BASE, LEN),
 			VD_ACCESS_INVALID_STATE);
 	/* Idempotent; the other region is untouched. */
-	KUNIT_EXPECT_EQ(test, vd_tpt_invalidate(&f->tpt, s, f->pd),
-			VD_ACCESS_OK);
+	KUNIT_EXPECT_EQ(test, inv(test, s, f->pd, 0, false), VD_ACCESS_OK);
+	KUNIT_EXPECT_EQ(test, inv(test, s, f->pd, 0, true), VD_ACCESS_OK);
 	KUNIT_EXPECT_EQ(test, check(test, s, f->pd, LR, BASE, 1),
 			VD_ACCESS_INVALID_STATE);
 	KUNIT_EXPECT_EQ(test, check(test, other->stag, f->pd, LR, BASE, 1),
 			VD_ACCESS_OK);
+	/* A remote invalidation does the same. */
+	KUNIT_EXPECT_EQ(test, inv(test, other->stag, f->pd, 7, true),
+			VD_ACCESS_OK);
+	KUNIT_EXPECT_EQ(test, check(test, other->stag, f->pd, LR, BASE, 1),
+			VD_ACCESS_INVALID_STATE);
 }
 
 /* When several steps would fail, the first in the documented order wins. */
@@ -470,12 +510,13 @@ static void tpt_test_order(struct kunit *test)
 {
 	struct tpt_fixture *f = test->priv;
 	struct vd_mr *mr = reg(test, f->pd, BASE, LEN, 0, KEY);
-	struct vd_mr *bad = reg(test, f->pd, BASE, LEN, 0, KEY);
+	struct vd_mr *bad = reg_fr(test, f->pd, BASE, LEN, 0, KEY);
 	u32 s = mr->stag;
 	u32 w = VD_RIGHT_REMOTE_WRITE;
 
 	/* wrong key beats invalid state, PD, rights and bounds */
-	vd_tpt_invalidate(&f->tpt, bad->stag, f->pd);
+	KUNIT_EXPECT_EQ(test, inv(test, bad->stag, f->pd, 0, false),
+			VD_ACCESS_OK);
 	KUNIT_EXPECT_EQ(test, check(test, bad->stag ^ 0x80, f->pd2, w, 0,
 				    U64_MAX), VD_ACCESS_INVALID_STAG);
 	/* invalid state beats PD, rights, wrap and bounds */
@@ -512,7 +553,7 @@ static void tpt_test_stale_stag(struct kunit *test)
 	dereg(test, mr);
 	KUNIT_EXPECT_EQ(test, check(test, old, f->pd, LR, BASE, 1),
 			VD_ACCESS_INVALID_STAG);
-	KUNIT_EXPECT_EQ(test, vd_tpt_invalidate(&f->tpt, old, f->pd),
+	KUNIT_EXPECT_EQ(test, inv(test, old, f->pd, 0, false),
 			VD_ACCESS_INVALID_STAG);
 
 	/* Allocation is cyclic: the next region gets another index. */
@@ -566,7 +607,8 @@ static void tpt_test_ref_outlives_dereg(struct kunit *test)
 	s = mr->stag;
 	KUNIT_EXPECT_EQ(test, vd_pd_try_destroy(pd), -EBUSY);
 
-	KUNIT_ASSERT_EQ(test, vd_tpt_check(&f->tpt, s, pd, LW, BASE, 8, &held),
+	KUNIT_ASSERT_EQ(test, vd_tpt_check(&f->tpt, s, pd, 0, LW, BASE, 8,
+					   &held),
 			VD_ACCESS_OK);
 	KUNIT_ASSERT_PTR_EQ(test, held, mr);
 	KUNIT_EXPECT_EQ(test, kref_read(&mr->ref), 2U);
@@ -596,8 +638,8 @@ static void tpt_test_check_without_ref(struct kunit *test)
 					KEY);
 
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, mr);
-	KUNIT_EXPECT_EQ(test, vd_tpt_check(&f->tpt, mr->stag, f->pd, LR, BASE,
-					   LEN, NULL), VD_ACCESS_OK);
+	KUNIT_EXPECT_EQ(test, vd_tpt_check(&f->tpt, mr->stag, f->pd, 0, LR,
+					   BASE, LEN, NULL), VD_ACCESS_OK);
 	KUNIT_EXPECT_EQ(test, kref_read(&mr->ref), 1U);
 	vd_mr_deregister(mr);
 	/* Released synchronously: nobody else held it. */
@@ -666,6 +708,19 @@ static void tpt_test_status_maps(struct kunit *test)
 		{ VD_ACCESS_RIGHTS,		0x0102,	0x1102 },
 		{ VD_ACCESS_PD_MISMATCH,	0x0103,	0x1102 },
 		{ VD_ACCESS_WRAP,		0x0104,	0x1103 },
+		{ VD_ACCESS_QP_MISMATCH,	0x0103,	0x1102 },
+		{ VD_ACCESS_INVALIDATE,		0x0109,	0x1100 },
+	};
+	/* RFC 5040 7.4: "cannot be invalidated", protection or operation */
+	static const struct {
+		enum vd_access_status st;
+		u16 term;
+	} inv_map[] = {
+		{ VD_ACCESS_OK,			0 },
+		{ VD_ACCESS_INVALID_STAG,	0x0209 },
+		{ VD_ACCESS_PD_MISMATCH,	0x0109 },
+		{ VD_ACCESS_INVALIDATE,		0x0109 },
+		{ VD_ACCESS_QP_MISMATCH,	0x0109 },
 	};
 	int i;
 
@@ -684,6 +739,10 @@ static void tpt_test_status_maps(struct kunit *test)
 				ok ? VIADUCT_WC_SUCCESS :
 				     VIADUCT_WC_REM_ACCESS_ERR);
 	}
+	for (i = 0; i < ARRAY_SIZE(inv_map); i++)
+		KUNIT_EXPECT_EQ_MSG(test,
+				    vd_access_term_invalidate(inv_map[i].st),
+				    inv_map[i].term, "status %d", inv_map[i].st);
 }
 
 /*
@@ -708,7 +767,8 @@ static int race_reader(void *arg)
 
 	while (!kthread_should_stop()) {
 		stag = READ_ONCE(r->stag);
-		st = vd_tpt_check(tpt, stag, r->f->pd, LW, BASE + 8, 8, &mr);
+		st = vd_tpt_check(tpt, stag, r->f->pd, 0, LW, BASE + 8, 8,
+				  &mr);
 		if (st == VD_ACCESS_OK) {
 			if (mr->stag != stag || mr->length != LEN ||
 			    mr->pd != r->f->pd)
@@ -887,6 +947,284 @@ out:
 	KUNIT_EXPECT_NOT_NULL(test, pages[npages - 1]);
 }
 
+/*
+ * STag types. What each type grants of the registration's rights (a
+ * window only remote ones), written out per type.
+ */
+#define QPA	11	/* the QP a type-2 window is bound to */
+#define QPB	12	/* another QP of the same PD */
+
+static const u32 type_mask[VD_STAG_TYPE_NR] = {
+	[VD_STAG_MR]		= LR | LW | RR | RW | MW,
+	[VD_STAG_FAST_REG]	= LR | LW | RR | RW | MW,
+	[VD_STAG_MW1]		= RR | RW,
+	[VD_STAG_MW2]		= RR | RW,
+};
+
+/* What the check answers: the rules of tpt.h, restated for the tables. */
+static enum vd_access_status type_want(u32 t, bool valid, u32 qpn,
+				       u32 granted, u32 need)
+{
+	if (!valid)
+		return VD_ACCESS_INVALID_STATE;
+	if (t == VD_STAG_MW2 && qpn != QPA)
+		return VD_ACCESS_QP_MISMATCH;
+	if (need && !(need & ~granted))
+		return VD_ACCESS_OK;
+	return VD_ACCESS_RIGHTS;
+}
+
+/* One STag of type @t, access @a: every accessing QP and needed right. */
+static void type_matrix_one(struct kunit *test, u32 t, u32 a, bool valid)
+{
+	static const u32 qps[] = { 0, QPA, QPB };
+	struct tpt_fixture *f = test->priv;
+	u32 granted = access_table[a] & type_mask[t];
+	enum vd_access_status want;
+	struct vd_mr *mr;
+	u32 need, q;
+
+	mr = reg_type(test, f->pd, BASE, LEN, a, KEY, t,
+		      t == VD_STAG_MW2 ? QPA : 0);
+	KUNIT_EXPECT_EQ(test, mr->rights, granted);
+	KUNIT_EXPECT_EQ(test, mr->type, t);
+	if (!valid)
+		WRITE_ONCE(mr->state, VD_MR_INVALID);
+	for (q = 0; q < ARRAY_SIZE(qps); q++) {
+		for (need = 0; need <= VD_RIGHT_ALL; need++) {
+			want = type_want(t, valid, qps[q], granted, need);
+			KUNIT_EXPECT_EQ_MSG(test,
+					    check_qp(test, mr->stag, f->pd,
+						     qps[q], need, BASE, LEN),
+					    want,
+					    "type %u access %#x valid %d qp %u need %#x",
+					    t, a, valid, qps[q], need);
+		}
+	}
+	/* bounds hold for every type; the PD beats the window's QP */
+	want = type_want(t, valid, QPA, granted, RR);
+	KUNIT_EXPECT_EQ(test, check_qp(test, mr->stag, f->pd, QPA, RR, BASE,
+				       LEN + 1),
+			want == VD_ACCESS_OK ? VD_ACCESS_BOUNDS : want);
+	KUNIT_EXPECT_EQ(test, check_qp(test, mr->stag, f->pd2, QPB, RR, BASE,
+				       1),
+			valid ? VD_ACCESS_PD_MISMATCH :
+				VD_ACCESS_INVALID_STATE);
+	dereg(test, mr);
+}
+
+/* Every type x state x accessing QP x access bits x needed rights. */
+static void tpt_test_type_matrix(struct kunit *test)
+{
+	u32 t, a;
+
+	for (t = 0; t < VD_STAG_TYPE_NR; t++)
+		for (a = 0; a < 16; a++)
+			if (access_table[a] >= 0) {
+				type_matrix_one(test, t, a, false);
+				type_matrix_one(test, t, a, true);
+			}
+}
+
+/*
+ * Who may invalidate what: [type][remote][same QP], for an STag of the
+ * caller's PD. A PD mismatch or an unknown STag come first, always.
+ */
+static const enum vd_access_status inv_table[VD_STAG_TYPE_NR][2][2] = {
+	[VD_STAG_MR] = {
+		{ VD_ACCESS_INVALIDATE, VD_ACCESS_INVALIDATE },
+		{ VD_ACCESS_INVALIDATE, VD_ACCESS_INVALIDATE },
+	},
+	[VD_STAG_FAST_REG] = {
+		{ VD_ACCESS_OK, VD_ACCESS_OK },
+		{ VD_ACCESS_OK, VD_ACCESS_OK },
+	},
+	[VD_STAG_MW1] = {
+		{ VD_ACCESS_INVALIDATE, VD_ACCESS_INVALIDATE },
+		{ VD_ACCESS_INVALIDATE, VD_ACCESS_INVALIDATE },
+	},
+	[VD_STAG_MW2] = {
+		{ VD_ACCESS_OK, VD_ACCESS_OK },
+		{ VD_ACCESS_QP_MISMATCH, VD_ACCESS_OK },
+	},
+};
+
+static void invalidate_one(struct kunit *test, u32 t, bool remote, bool same,
+			   bool valid)
+{
+	struct tpt_fixture *f = test->priv;
+	enum vd_access_status want = inv_table[t][remote][same];
+	struct vd_mr *mr;
+
+	mr = reg_type(test, f->pd, BASE, LEN, AALL, KEY, t,
+		      t == VD_STAG_MW2 ? QPA : 0);
+	if (!valid)
+		WRITE_ONCE(mr->state, VD_MR_INVALID);
+	KUNIT_EXPECT_EQ(test, inv(test, mr->stag, f->pd2, QPA, remote),
+			VD_ACCESS_PD_MISMATCH);
+	KUNIT_EXPECT_EQ(test, inv(test, mr->stag ^ 0x80, f->pd, QPA, remote),
+			VD_ACCESS_INVALID_STAG);
+	KUNIT_EXPECT_EQ_MSG(test,
+			    inv(test, mr->stag, f->pd, same ? QPA : QPB,
+				remote),
+			    want, "type %u remote %d same %d valid %d", t,
+			    remote, same, valid);
+	/* a refused invalidation changes nothing */
+	KUNIT_EXPECT_EQ(test, READ_ONCE(mr->state),
+			want == VD_ACCESS_OK || !valid ? VD_MR_INVALID :
+							 VD_MR_VALID);
+	dereg(test, mr);
+}
+
+static void tpt_test_invalidate_types(struct kunit *test)
+{
+	u32 t, bits;
+
+	for (t = 0; t < VD_STAG_TYPE_NR; t++)
+		for (bits = 0; bits < 8; bits++)
+			invalidate_one(test, t, bits & 1, bits & 2, bits & 4);
+}
+
+static void tpt_test_stag_insert_args(struct kunit *test)
+{
+	struct tpt_fixture *f = test->priv;
+	struct vd_mr *mr;
+	u32 t;
+
+	/* only a type-2 window names a QP */
+	for (t = 0; t < VD_STAG_TYPE_NR; t++) {
+		if (t == VD_STAG_MW2)
+			continue;
+		mr = vd_stag_insert(&f->tpt, f->pd, NULL, BASE, LEN, 0, KEY,
+				    t, QPA, true);
+		KUNIT_EXPECT_EQ(test, PTR_ERR(mr), -EINVAL);
+	}
+	mr = vd_stag_insert(&f->tpt, f->pd, NULL, BASE, LEN, 0, KEY,
+			    VD_STAG_TYPE_NR, 0, true);
+	KUNIT_EXPECT_EQ(test, PTR_ERR(mr), -EINVAL);
+	/* an empty STag is a fast-register MR not yet registered, only */
+	for (t = 0; t < VD_STAG_TYPE_NR; t++) {
+		mr = vd_stag_insert(&f->tpt, f->pd, NULL, BASE, 0, 0, KEY,
+				    t, 0, true);
+		KUNIT_EXPECT_EQ(test, PTR_ERR(mr), -EINVAL);
+		if (t == VD_STAG_FAST_REG)
+			continue;
+		mr = vd_stag_insert(&f->tpt, f->pd, NULL, BASE, 0, 0, KEY,
+				    t, 0, false);
+		KUNIT_EXPECT_EQ(test, PTR_ERR(mr), -EINVAL);
+	}
+	mr = vd_stag_insert(&f->tpt, f->pd, NULL, 0, 0, AALL, KEY,
+			    VD_STAG_FAST_REG, 0, false);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, mr);
+	KUNIT_EXPECT_EQ(test, check(test, mr->stag, f->pd, LR, 0, 1),
+			VD_ACCESS_INVALID_STATE);
+	KUNIT_EXPECT_EQ(test, check(test, mr->stag, f->pd, LR, 0, 0),
+			VD_ACCESS_OK);
+	vd_mr_deregister(mr);
+	KUNIT_EXPECT_EQ(test, atomic_read(&f->tpt.nr_mrs), 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&f->pd->users), 0);
+}
+
+/* The copy bracket: open only on a VALID, registered region. */
+static void tpt_test_use_bracket(struct kunit *test)
+{
+	struct tpt_fixture *f = test->priv;
+	struct vd_mr *fr = reg_fr(test, f->pd, BASE, LEN, AALL, KEY);
+	struct vd_mr *mr = reg(test, f->pd, BASE, LEN, AALL, KEY);
+	struct vd_mr *held;
+
+	KUNIT_EXPECT_TRUE(test, vd_mr_use_begin(fr));
+	vd_mr_use_end(fr);
+	KUNIT_EXPECT_EQ(test, inv(test, fr->stag, f->pd, 0, false),
+			VD_ACCESS_OK);
+	KUNIT_EXPECT_FALSE(test, vd_mr_use_begin(fr));
+	KUNIT_EXPECT_EQ(test, atomic_read(&fr->users), 0);
+
+	KUNIT_ASSERT_EQ(test, vd_tpt_check(&f->tpt, mr->stag, f->pd, 0, LW,
+					   BASE, 8, &held), VD_ACCESS_OK);
+	KUNIT_EXPECT_TRUE(test, vd_mr_use_begin(held));
+	vd_mr_use_end(held);
+	dereg(test, mr);
+	/* the reference keeps the region, not the access */
+	KUNIT_EXPECT_FALSE(test, vd_mr_use_begin(held));
+	KUNIT_EXPECT_EQ(test, atomic_read(&held->users), 0);
+	vd_mr_put(held);
+}
+
+/*
+ * A copy in progress (a thread inside the bracket, sleeping there to
+ * make the point) holds up deregistration and a synchronous
+ * invalidation: when they return, the copy has ended.
+ */
+struct user_thread {
+	struct vd_mr *mr;
+	struct completion inside, done;
+	bool ended;
+};
+
+static int user_thread_fn(void *arg)
+{
+	struct user_thread *u = arg;
+	struct vd_mr *mr = u->mr;
+
+	if (vd_mr_use_begin(mr)) {
+		complete(&u->inside);
+		msleep(200);
+		WRITE_ONCE(u->ended, true);
+		vd_mr_use_end(mr);
+	} else {
+		complete(&u->inside);
+	}
+	/* the last touch of @u: its owner waits for this */
+	complete(&u->done);
+	return 0;
+}
+
+static void run_user_then(struct kunit *test, struct vd_mr *held,
+			  bool deregister)
+{
+	struct tpt_fixture *f = test->priv;
+	struct user_thread u = { .mr = held };
+	struct task_struct *t;
+
+	init_completion(&u.inside);
+	init_completion(&u.done);
+	t = kthread_run(user_thread_fn, &u, "vd_tpt_user");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+	wait_for_completion(&u.inside);
+	if (deregister)
+		dereg(test, held);
+	else
+		KUNIT_EXPECT_EQ(test,
+				vd_tpt_invalidate_sync(&f->tpt, held->stag,
+						       f->pd, 0, false),
+				VD_ACCESS_OK);
+	KUNIT_EXPECT_TRUE(test, READ_ONCE(u.ended));
+	KUNIT_EXPECT_FALSE(test, vd_mr_use_begin(held));
+	wait_for_completion(&u.done);
+}
+
+static void tpt_test_access_ends(struct kunit *test)
+{
+	struct tpt_fixture *f = test->priv;
+	struct vd_mr *mr = reg(test, f->pd, BASE, LEN, AALL, KEY);
+	struct vd_mr *fr = reg_fr(test, f->pd, BASE, LEN, AALL, KEY);
+	struct vd_mr *held;
+
+	KUNIT_ASSERT_EQ(test, vd_tpt_check(&f->tpt, mr->stag, f->pd, 0, LW,
+					   BASE, 8, &held), VD_ACCESS_OK);
+	run_user_then(test, held, true);
+	vd_mr_put(held);
+	run_user_then(test, fr, false);
+	/* a plain MR is not invalidated, synchronously or not */
+	mr = reg(test, f->pd, BASE, LEN, AALL, KEY);
+	KUNIT_EXPECT_EQ(test, vd_tpt_invalidate_sync(&f->tpt, mr->stag, f->pd,
+						     0, false),
+			VD_ACCESS_INVALIDATE);
+	KUNIT_EXPECT_TRUE(test, vd_mr_use_begin(mr));
+	vd_mr_use_end(mr);
+}
+
 static struct kunit_case tpt_test_cases[] = {
 	KUNIT_CASE(tpt_test_access_rights),
 	KUNIT_CASE(tpt_test_rights_matrix),
@@ -898,6 +1236,11 @@ static struct kunit_case tpt_test_cases[] = {
 	KUNIT_CASE(tpt_test_unknown_stags),
 	KUNIT_CASE(tpt_test_wrong_pd),
 	KUNIT_CASE(tpt_test_invalidate),
+	KUNIT_CASE(tpt_test_type_matrix),
+	KUNIT_CASE(tpt_test_invalidate_types),
+	KUNIT_CASE(tpt_test_stag_insert_args),
+	KUNIT_CASE(tpt_test_use_bracket),
+	KUNIT_CASE(tpt_test_access_ends),
 	KUNIT_CASE(tpt_test_order),
 	KUNIT_CASE(tpt_test_stale_stag),
 	KUNIT_CASE(tpt_test_index_wrap),

@@ -135,8 +135,10 @@ struct viaduct_addr {
 #define VIADUCT_DEV_CAP_P2P		(1U << 4)	/* RFC 6581 peer-to-peer RTR */
 #define VIADUCT_DEV_CAP_MW		(1U << 5)	/* memory windows: MW_BIND */
 #define VIADUCT_DEV_CAP_SRQ		(1U << 6)	/* shared receive queues */
-#define VIADUCT_DEV_CAP_FAST_REG	(1U << 7)	/* fast registration WRs */
+#define VIADUCT_DEV_CAP_FAST_REG	(1U << 7)	/* ALLOC_MR, OP_FAST_REG, LOCAL_INV */
 #define VIADUCT_DEV_CAP_RELIABLE_RECEPTION (1U << 8)	/* VIPL Reliable Reception */
+#define VIADUCT_DEV_CAP_SEND_INV	(1U << 9)	/* VIADUCT_OP_SEND_INV, WC_F_INVALIDATED */
+#define VIADUCT_DEV_CAP_LOCAL_FENCE	(1U << 10)	/* VIADUCT_SQE_LOCAL_FENCE */
 
 struct viaduct_device_attr {
 	__u32 index;		/* in: device index or VIADUCT_INDEX_SELECTED */
@@ -255,6 +257,22 @@ struct viaduct_reg_mr {
 	__u32 pd_handle;	/* in */
 	__u32 access;		/* in: VIADUCT_ACCESS_* */
 	__u8 key;		/* in: low 8 bits of the STag */
+	__u8 reserved[3];
+	__u32 handle;		/* out */
+	__u32 stag;		/* out */
+	__u32 reserved2;
+};
+
+/*
+ * ALLOC_MR (VIADUCT_DEV_CAP_FAST_REG): an STag for fast registration on a
+ * PD, INVALID and without pages until a VIADUCT_OP_FAST_REG WR registers
+ * at most @max_pages pages (1 .. the device's max_mr_size / page_size) in
+ * it. Its handle is released with DEREG_MR like any MR.
+ */
+struct viaduct_alloc_mr {
+	__u32 pd_handle;	/* in */
+	__u32 max_pages;	/* in */
+	__u8 key;		/* in: low 8 bits of the first STag */
 	__u8 reserved[3];
 	__u32 handle;		/* out */
 	__u32 stag;		/* out */
@@ -441,11 +459,44 @@ struct viaduct_sge {
 	__u32 stag;
 };
 
-/* SQ opcodes */
+/*
+ * SQ opcodes. VIADUCT_OP_SEND_INV (VIADUCT_DEV_CAP_SEND_INV): a Send with
+ * Invalidate (with VIADUCT_SQE_SOLICITED: with SE and Invalidate); the
+ * peer invalidates @remote_stag, which must be one of its fast-register
+ * MRs or memory windows of the PD of the receiving QP, else the peer
+ * answers with a Terminate and the connection ends (Documentation/
+ * memory.rst). It takes no immediate data and completes as
+ * VIADUCT_WC_SEND.
+ *
+ * The local memory operations (VIADUCT_DEV_CAP_FAST_REG) take effect when
+ * the WR executes, in order: every later WR of the SQ sees the result.
+ *   VIADUCT_OP_LOCAL_INV: invalidates @remote_stag, a fast-register MR of
+ *     the QP's PD (not a plain MR: LOC_PROT_ERR). No SGE, no payload.
+ *   VIADUCT_OP_FAST_REG: registers in the fast-register MR whose index
+ *     @remote_stag has (from ALLOC_MR) the page list its SGEs describe,
+ *     under the STag @remote_stag (the caller's new key in its low 8 bits),
+ *     at the address @remote_addr, with the VIADUCT_ACCESS_* rights in
+ *     @imm_data (no MW_BIND; VIADUCT_SQE_IMMEDIATE stays clear). The
+ *     SGEs name memory of the caller's own MRs of the QP's PD, checked like
+ *     any SGE (with local write if the new rights write), and together
+ *     form a page list: every SGE but the first starts on a page boundary,
+ *     every SGE but the last ends on one. The MR must be INVALID (new or
+ *     invalidated) and hold that many pages (ALLOC_MR's @max_pages), else
+ *     LOC_PROT_ERR or LOC_LEN_ERR. The pages stay pinned by the MRs they
+ *     came from for as long as the registration lasts, even past those
+ *     MRs' DEREG_MR.
+ *   VIADUCT_OP_RDMA_READ_INV: an RDMA Read whose sink STag (a fast-register
+ *     MR) is invalidated once the response is placed, before it completes
+ *     (as VIADUCT_WC_RDMA_READ).
+ */
 #define VIADUCT_OP_SEND			0
 #define VIADUCT_OP_RDMA_WRITE		1
 #define VIADUCT_OP_RDMA_READ		2
-#define VIADUCT_OP_MAX			2
+#define VIADUCT_OP_SEND_INV		3
+#define VIADUCT_OP_LOCAL_INV		4
+#define VIADUCT_OP_FAST_REG		5
+#define VIADUCT_OP_RDMA_READ_INV	6
+#define VIADUCT_OP_MAX			6
 
 /* struct viaduct_sqe.flags */
 #define VIADUCT_SQE_SIGNALED		(1U << 0)	/* write a CQE on success */
@@ -453,7 +504,8 @@ struct viaduct_sge {
 #define VIADUCT_SQE_READ_FENCE		(1U << 2)	/* wait for earlier RDMA Reads */
 #define VIADUCT_SQE_INLINE		(1U << 3)	/* payload in the slot, @length bytes */
 #define VIADUCT_SQE_IMMEDIATE		(1U << 4)	/* @imm_data is valid */
-#define VIADUCT_SQE_FLAGS_ALL		0x1fU
+#define VIADUCT_SQE_LOCAL_FENCE		(1U << 5)	/* wait for every earlier WR */
+#define VIADUCT_SQE_FLAGS_ALL		0x3fU
 
 /*
  * A send-queue slot (sq_wqe_size bytes): this header, then @num_sge
@@ -488,6 +540,8 @@ struct viaduct_rqe {
 #define VIADUCT_WC_RDMA_READ		2
 #define VIADUCT_WC_RECV			3
 #define VIADUCT_WC_RECV_RDMA_WITH_IMM	4	/* RQ: the peer's RDMA Write with immediate data */
+#define VIADUCT_WC_LOCAL_INV		5
+#define VIADUCT_WC_FAST_REG		6
 
 /* CQE status */
 #define VIADUCT_WC_SUCCESS		0
@@ -506,6 +560,7 @@ struct viaduct_rqe {
 #define VIADUCT_WC_F_RECV		(1U << 0)	/* from the RQ (else the SQ) */
 #define VIADUCT_WC_F_IMMEDIATE		(1U << 1)	/* @imm_data is valid */
 #define VIADUCT_WC_F_SOLICITED		(1U << 2)	/* received Send with SE */
+#define VIADUCT_WC_F_INVALIDATED	(1U << 3)	/* @invalidated_stag is valid */
 
 struct viaduct_cqe {
 	__aligned_u64 wr_id;
@@ -517,7 +572,7 @@ struct viaduct_cqe {
 	__u8 reserved;
 	__u32 imm_data;
 	__u32 vendor_err;	/* for errors from the wire: the Terminate code */
-	__u32 reserved2;
+	__u32 invalidated_stag;	/* the STag a received Send with Invalidate ended */
 };
 
 struct viaduct_cq_event {
@@ -563,6 +618,7 @@ struct viaduct_async_event {
 #define VIADUCT_IOCTL_DOORBELL		_IOW(VIADUCT_IOCTL_MAGIC, 0x1c, struct viaduct_doorbell_req)
 #define VIADUCT_IOCTL_CREATE_COMP_CHANNEL \
 	_IOR(VIADUCT_IOCTL_MAGIC, 0x1d, struct viaduct_comp_channel)
+#define VIADUCT_IOCTL_ALLOC_MR		_IOWR(VIADUCT_IOCTL_MAGIC, 0x30, struct viaduct_alloc_mr)
 
 /*
  * Connection manager (ABI v1)

@@ -42,6 +42,7 @@ Completion to_completion(const viaduct_cqe &c) noexcept {
     r.flags = c.flags;
     r.imm_data = c.imm_data;
     r.vendor_err = c.vendor_err;
+    r.invalidated_stag = c.invalidated_stag;
     return r;
 }
 

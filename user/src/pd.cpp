@@ -120,4 +120,38 @@ Sge MemoryRegion::sge(std::uint64_t offset, std::uint32_t length) const {
     return Sge{s.addr + offset, length, s.stag};
 }
 
+FastRegRegion::FastRegRegion(const ProtectionDomain &pd, std::uint32_t max_pages,
+                             std::uint8_t key) {
+    auto s = std::make_shared<MemoryRegion::State>();
+    s->pd = pd.state();
+    viaduct_alloc_mr r{};
+    r.pd_handle = s->pd->handle;
+    r.max_pages = max_pages;
+    r.key = key;
+    if (int err = detail::do_ioctl(s->pd->dev->fd.get(), VIADUCT_IOCTL_ALLOC_MR, &r)) {
+        const std::string what =
+            "cannot allocate a fast-register region of " + std::to_string(max_pages) + " pages";
+        if (err == EINVAL)
+            throw Error(err, what + ": 0 or too many pages");
+        throw detail::call_error(err, what);
+    }
+    s->handle = r.handle;
+    s->stag = r.stag;
+    state_ = std::move(s);
+    max_pages_ = max_pages;
+}
+
+std::uint32_t FastRegRegion::handle() const {
+    return detail::checked(state_, "FastRegRegion").handle;
+}
+
+std::uint32_t FastRegRegion::stag() const {
+    return detail::checked(state_, "FastRegRegion").stag;
+}
+
+std::uint32_t FastRegRegion::max_pages() const {
+    detail::checked(state_, "FastRegRegion");
+    return max_pages_;
+}
+
 } // namespace viaduct

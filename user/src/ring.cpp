@@ -116,11 +116,27 @@ void encode_send(std::span<std::byte> slot, const SendWr &wr, const WqeLimits &l
         if (wr.remote_addr || wr.remote_stag)
             throw refuse("a Send has no remote address or STag");
         break;
+    case SendOp::SendWithInvalidate:
+        if (wr.remote_addr)
+            throw refuse("a Send with Invalidate has no remote address");
+        if (wr.imm_data)
+            throw refuse("a Send with Invalidate carries no immediate data");
+        break;
     case SendOp::RdmaWrite:
         if (wr.solicited && !wr.imm_data)
             throw refuse("only a Send or an RDMA Write with immediate data can be solicited");
         break;
+    case SendOp::LocalInvalidate:
+    case SendOp::FastRegister:
+        if (wr.solicited || wr.imm_data || ninline)
+            throw refuse("a local operation has no solicited event, immediate or inline data");
+        if (wr.opcode == SendOp::LocalInvalidate && (nsge || wr.remote_addr))
+            throw refuse("a Local Invalidate has no SGE and no address");
+        if (wr.opcode == SendOp::FastRegister && !nsge)
+            throw refuse("a Fast-Register takes its page list as at least one SGE");
+        break;
     case SendOp::RdmaRead:
+    case SendOp::RdmaReadWithInvalidate:
         if (wr.solicited)
             throw refuse("only a Send can be solicited");
         if (wr.imm_data)
@@ -131,6 +147,8 @@ void encode_send(std::span<std::byte> slot, const SendWr &wr, const WqeLimits &l
     default:
         throw refuse("unknown opcode " + std::to_string(static_cast<unsigned>(wr.opcode)));
     }
+    if (wr.fast_reg_access && wr.opcode != SendOp::FastRegister)
+        throw refuse("only a Fast-Register takes access rights");
     const std::size_t body = ninline ? ninline : nsge * sizeof(viaduct_sge);
     if (sizeof(viaduct_sqe) + body > slot.size())
         throw Error(EINVAL, "send WR " + std::to_string(wr.wr_id) + " does not fit a " +
@@ -146,6 +164,8 @@ void encode_send(std::span<std::byte> slot, const SendWr &wr, const WqeLimits &l
         flags |= VIADUCT_SQE_SOLICITED;
     if (wr.read_fence)
         flags |= VIADUCT_SQE_READ_FENCE;
+    if (wr.local_fence)
+        flags |= VIADUCT_SQE_LOCAL_FENCE;
     if (ninline)
         flags |= VIADUCT_SQE_INLINE;
     if (wr.imm_data) {
@@ -157,6 +177,8 @@ void encode_send(std::span<std::byte> slot, const SendWr &wr, const WqeLimits &l
     h.length = static_cast<__u32>(ninline);
     h.remote_stag = wr.remote_stag;
     h.remote_addr = wr.remote_addr;
+    if (wr.opcode == SendOp::FastRegister)
+        h.imm_data = wr.fast_reg_access;
     std::memcpy(slot.data(), &h, sizeof(h));
     if (ninline)
         std::memcpy(slot.data() + sizeof(h), wr.inline_data.data(), ninline);

@@ -322,6 +322,59 @@ TEST(Encode, RefusesWhatTheSlotCannotHold) {
     SendWr send_remote;
     send_remote.remote_addr = 0x1000;
     expect_einval(send_remote, WqeLimits{64, 2, 32});
+    SendWr inv;
+    inv.opcode = SendOp::SendWithInvalidate;
+    inv.remote_stag = 0x1234'56a5U;
+    inv.solicited = true;
+    EXPECT_NO_THROW(encode_send(slot, inv, WqeLimits{64, 2, 32}, 3));
+    {
+        viaduct_sqe w;
+        std::memcpy(&w, slot.data(), sizeof(w));
+        EXPECT_EQ(VIADUCT_OP_SEND_INV, w.opcode);
+        EXPECT_EQ(VIADUCT_SQE_SIGNALED | VIADUCT_SQE_SOLICITED, w.flags);
+        EXPECT_EQ(0x1234'56a5U, w.remote_stag);
+        EXPECT_EQ(0U, w.remote_addr);
+    }
+    inv.imm_data = 1;
+    expect_einval(inv, WqeLimits{64, 2, 32}); // the STag rides where imm goes
+    inv.imm_data.reset();
+    inv.remote_addr = 0x1000;
+    expect_einval(inv, WqeLimits{64, 2, 32});
+    SendWr fr;
+    fr.opcode = SendOp::FastRegister;
+    fr.sge = std::span(sges, 2);
+    fr.remote_stag = 0x300'07U;
+    fr.remote_addr = 0x5000;
+    fr.fast_reg_access = VIADUCT_ACCESS_LOCAL_WRITE | VIADUCT_ACCESS_REMOTE_WRITE;
+    fr.local_fence = true;
+    EXPECT_NO_THROW(encode_send(slot, fr, WqeLimits{64, 2, 32}, 3));
+    {
+        viaduct_sqe w;
+        std::memcpy(&w, slot.data(), sizeof(w));
+        EXPECT_EQ(VIADUCT_OP_FAST_REG, w.opcode);
+        EXPECT_EQ(VIADUCT_SQE_SIGNALED | VIADUCT_SQE_LOCAL_FENCE, w.flags);
+        EXPECT_EQ(fr.fast_reg_access, w.imm_data);
+        EXPECT_EQ(2u, w.num_sge);
+        EXPECT_EQ(0x5000u, w.remote_addr);
+    }
+    fr.sge = {};
+    expect_einval(fr, WqeLimits{64, 2, 32}); // a page list of nothing
+    SendWr linv;
+    linv.opcode = SendOp::LocalInvalidate;
+    linv.remote_stag = 0x300'07U;
+    EXPECT_NO_THROW(encode_send(slot, linv, WqeLimits{64, 2, 32}, 3));
+    linv.fast_reg_access = 1;
+    expect_einval(linv, WqeLimits{64, 2, 32});
+    linv.fast_reg_access = 0;
+    linv.sge = std::span(sges, 1);
+    expect_einval(linv, WqeLimits{64, 2, 32});
+    SendWr rinv;
+    rinv.opcode = SendOp::RdmaReadWithInvalidate;
+    rinv.sge = std::span(sges, 1);
+    EXPECT_NO_THROW(encode_send(slot, rinv, WqeLimits{64, 2, 32}, 3));
+    rinv.sge = std::span(sges, 2);
+    expect_einval(rinv, WqeLimits{64, 2, 32});
+    EXPECT_EQ(0x1234'56ffU, with_key(0x1234'5601U, 0xff));
     SendWr bad_op;
     bad_op.opcode = static_cast<SendOp>(VIADUCT_OP_MAX + 1);
     expect_einval(bad_op, WqeLimits{64, 2, 32});
@@ -381,4 +434,15 @@ TEST(Completion, FromTheKernelsCqe) {
     EXPECT_EQ(0x123u, r.vendor_err);
     EXPECT_STREQ("remote access error", to_string(r.status));
     EXPECT_STREQ("flushed", to_string(WcStatus::Flushed));
+    EXPECT_FALSE(r.has_invalidated());
+    EXPECT_EQ(0u, r.invalidated_stag);
+
+    c.opcode = VIADUCT_WC_RECV;
+    c.status = VIADUCT_WC_SUCCESS;
+    c.flags = VIADUCT_WC_F_RECV | VIADUCT_WC_F_INVALIDATED;
+    c.invalidated_stag = 0xabcd'ef12U;
+    r = to_completion(c);
+    EXPECT_TRUE(r.is_recv());
+    EXPECT_TRUE(r.has_invalidated());
+    EXPECT_EQ(0xabcd'ef12U, r.invalidated_stag);
 }

@@ -279,6 +279,36 @@ private:
     std::shared_ptr<State> state_;
 };
 
+// An STag for fast registration (ALLOC_MR, VIADUCT_DEV_CAP_FAST_REG): INVALID
+// and empty until a SendOp::FastRegister WR registers up to @max_pages
+// pages of the caller's own registered memory in it, under a new key
+// (with_key()); a LocalInvalidate WR, a peer's SendWithInvalidate or a
+// RdmaReadWithInvalidate make it INVALID again. Deregistered on destruction.
+class VIADUCT_API FastRegRegion {
+public:
+    FastRegRegion(const ProtectionDomain &pd, std::uint32_t max_pages, std::uint8_t key = 0);
+
+    FastRegRegion(const FastRegRegion &) = delete;
+    FastRegRegion &operator=(const FastRegRegion &) = delete;
+    FastRegRegion(FastRegRegion &&) noexcept = default;
+    FastRegRegion &operator=(FastRegRegion &&) noexcept = default;
+    ~FastRegRegion() = default;
+
+    explicit operator bool() const noexcept { return state_ != nullptr; }
+    std::uint32_t handle() const;
+    std::uint32_t stag() const; // as allocated; each registration picks its key
+    std::uint32_t max_pages() const;
+
+private:
+    std::shared_ptr<MemoryRegion::State> state_;
+    std::uint32_t max_pages_ = 0;
+};
+
+// @stag's index with another 8-bit key: the STag a FastRegister names.
+constexpr std::uint32_t with_key(std::uint32_t stag, std::uint8_t key) noexcept {
+    return (stag & ~std::uint32_t{VIADUCT_STAG_KEY_MASK}) | key;
+}
+
 // A completion channel: a descriptor that turns readable when an armed CQ
 // attached to it gets a completion.
 struct CqEvent {
@@ -317,6 +347,8 @@ enum class WcOpcode : std::uint8_t {
     RdmaRead = VIADUCT_WC_RDMA_READ,
     Recv = VIADUCT_WC_RECV,
     RecvRdmaWithImm = VIADUCT_WC_RECV_RDMA_WITH_IMM, // consumed by the peer's Write with imm
+    LocalInvalidate = VIADUCT_WC_LOCAL_INV,
+    FastRegister = VIADUCT_WC_FAST_REG,
 };
 
 enum class WcStatus : std::uint8_t {
@@ -345,10 +377,14 @@ struct Completion {
     std::uint8_t flags = 0; // VIADUCT_WC_F_*
     std::uint32_t imm_data = 0;
     std::uint32_t vendor_err = 0;
+    std::uint32_t invalidated_stag = 0; // with has_invalidated()
 
     bool ok() const noexcept { return status == WcStatus::Success; }
     bool is_recv() const noexcept { return (flags & VIADUCT_WC_F_RECV) != 0; }
     bool has_imm() const noexcept { return (flags & VIADUCT_WC_F_IMMEDIATE) != 0; }
+    // A receive of the peer's Send with Invalidate: @invalidated_stag is
+    // INVALID now.
+    bool has_invalidated() const noexcept { return (flags & VIADUCT_WC_F_INVALIDATED) != 0; }
 };
 
 VIADUCT_API Completion to_completion(const viaduct_cqe &cqe) noexcept;
@@ -491,6 +527,20 @@ enum class SendOp : std::uint8_t {
     Send = VIADUCT_OP_SEND,
     RdmaWrite = VIADUCT_OP_RDMA_WRITE,
     RdmaRead = VIADUCT_OP_RDMA_READ,
+    // A Send with Invalidate (with SE if solicited): the peer invalidates
+    // SendWr::remote_stag, one of its fast-register MRs or windows
+    // (VIADUCT_DEV_CAP_SEND_INV). No immediate data, no remote address.
+    SendWithInvalidate = VIADUCT_OP_SEND_INV,
+    // Invalidates remote_stag, a FastRegRegion's current STag, in SQ order.
+    LocalInvalidate = VIADUCT_OP_LOCAL_INV,
+    // Registers in the FastRegRegion of remote_stag's index, under the
+    // STag remote_stag, at the address remote_addr, with fast_reg_access,
+    // the pages the SGEs cover (memory of the caller's own MRs; every SGE
+    // but the first starts a page, every one but the last ends one).
+    FastRegister = VIADUCT_OP_FAST_REG,
+    // An RDMA Read whose sink STag (a FastRegRegion's) is invalidated once
+    // the data is placed.
+    RdmaReadWithInvalidate = VIADUCT_OP_RDMA_READ_INV,
 };
 
 // A send-queue work request. Non-empty @inline_data is copied into the
@@ -501,11 +551,13 @@ struct SendWr {
     bool signaled = true; // a CQE on success too, not only on error
     bool solicited = false;
     bool read_fence = false;
+    bool local_fence = false; // wait for every earlier WR to complete
     std::span<const Sge> sge{};
     std::span<const std::byte> inline_data{};
     std::optional<std::uint32_t> imm_data{};
-    std::uint64_t remote_addr = 0; // RDMA Write and Read
-    std::uint32_t remote_stag = 0;
+    std::uint64_t remote_addr = 0;     // RDMA Write and Read
+    std::uint32_t remote_stag = 0;     // and the STag a SendWithInvalidate ends
+    std::uint32_t fast_reg_access = 0; // FastRegister: access::* of the new registration
 };
 
 struct RecvWr {

@@ -1,0 +1,556 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The memory operations between two viaduct devices in two network
+ * namespaces, connected over a veth pair as in xfer_test:
+ *
+ *   netns xa<pid>: vd0 on eth0 192.0.2.1  <-- veth -->  192.0.2.2 eth0, vd0 :xb<pid>
+ *
+ * Send with Invalidate (and with SE): what a peer may invalidate and what
+ * it may not. An STag that is no fast-register MR or window of the
+ * receiving QP's PD is refused with the Terminate of RFC 5040 section 7.4
+ * ("STag cannot be invalidated"), both QPs go to Error and the STag stays
+ * as it was. Documentation/memory.rst has the rules.
+ *
+ * Fast registration: ALLOC_MR, a Fast-Register WR over pages of the
+ * side's own MR, an RDMA Write through the new STag with the bytes checked
+ * where they land, a Local Invalidate, and a Write refused after it with
+ * the Terminate; a peer's Send with Invalidate of it, reported in the
+ * receive completion; RDMA Read with local invalidate of the sink; the
+ * local fence; page lists that are refused (not contiguous, too long,
+ * memory of no MR of the PD).
+ *
+ * Access ends when the application ends it: DEREG_MR of the source of a
+ * 16 MiB RDMA Read Response being streamed, then a canary written over
+ * it, which never reaches the reader.
+ */
+#include "xfer_util.h"
+
+FIXTURE(mem)
+{
+	struct xf_side a;	/* active: connects */
+	struct xf_side b;	/* passive: listens, accepts */
+	int up;
+};
+
+FIXTURE_SETUP(mem)
+{
+	struct viaduct_cm_listen l = { 0 };
+	struct viaduct_cm_connect c = { 0 };
+	struct viaduct_cm_accept acc = { 0 };
+	struct viaduct_cm_event ev;
+	int id = getpid() % 100000;
+
+	xf_sides_init(&self->a, &self->b, id);
+	ASSERT_EQ(0, xf_net_up(self->a.ns, self->b.ns, id));
+	self->up = 1;
+	ASSERT_EQ(0, xf_in_ns(self->a.ns, xf_side_up, &self->a));
+	ASSERT_EQ(0, xf_in_ns(self->b.ns, xf_side_up, &self->b));
+
+	l.handle = self->b.id;
+	xf_addr(&l.addr, 2, 0);
+	ASSERT_EQ(0, vd_ioctl(self->b.fd, VIADUCT_IOCTL_CM_LISTEN, &l));
+	c.handle = self->a.id;
+	xf_addr(&c.dst, 2, ntohs(l.addr.port));
+	c.param.qp_handle = self->a.q.c.handle;
+	c.param.flags = VIADUCT_CM_F_CRC;
+	ASSERT_EQ(0, vd_ioctl(self->a.fd, VIADUCT_IOCTL_CM_CONNECT, &c));
+	ASSERT_EQ(0, xf_cm_event(&self->b, &ev, XF_WAIT_MS));
+	ASSERT_EQ(VIADUCT_CM_EVENT_CONNECT_REQUEST, ev.type);
+	acc.handle = ev.handle;
+	acc.param.qp_handle = self->b.q.c.handle;
+	acc.param.flags = VIADUCT_CM_F_CRC;
+	ASSERT_EQ(0, vd_ioctl(self->b.fd, VIADUCT_IOCTL_CM_ACCEPT, &acc));
+	ASSERT_EQ(0, xf_cm_event(&self->a, &ev, XF_WAIT_MS));
+	ASSERT_EQ(VIADUCT_CM_EVENT_ESTABLISHED, ev.type) TH_LOG("status %d", ev.status);
+	ASSERT_EQ(0, xf_cm_event(&self->b, &ev, XF_WAIT_MS));
+	ASSERT_EQ(VIADUCT_CM_EVENT_ESTABLISHED, ev.type) TH_LOG("status %d", ev.status);
+}
+
+FIXTURE_TEARDOWN(mem)
+{
+	xf_side_down(&self->a);
+	xf_side_down(&self->b);
+	if (self->up)
+		xf_net_down(self->a.ns, self->b.ns);
+}
+
+/* Waits for one CQE of @ring; asserts it is @wr_id with @status. */
+#define MEM_EXPECT_CQE(ring, id, st, cqe) do {					\
+	ASSERT_EQ(1U, vd_cring_wait((ring), (cqe), 1, XF_WAIT_MS))		\
+		TH_LOG("no completion for wr %llu", (unsigned long long)(id));	\
+	EXPECT_EQ((__u64)(id), (cqe)->wr_id);					\
+	EXPECT_EQ((st), (cqe)->status) TH_LOG("wr %llu vendor_err 0x%x",	\
+		(unsigned long long)(id), (cqe)->vendor_err);			\
+} while (0)
+
+TEST_F_TIMEOUT(mem, caps, XF_TIMEOUT_S)
+{
+	EXPECT_TRUE(self->a.attr.caps & VIADUCT_DEV_CAP_SEND_INV);
+}
+
+/*
+ * a sends a Send with Invalidate (@flags: with SE or not) naming @stag at
+ * b; b refuses with @term: a Terminate, the receive failed, both in Error.
+ */
+static void refused_invalidate(struct __test_metadata *_metadata,
+			       FIXTURE_DATA(mem) *self, __u8 flags, __u32 stag,
+			       __u16 term)
+{
+	struct xf_sge src = { 0, 100 }, dst = { 4096, 4096 };
+	struct viaduct_async_event ev;
+	struct viaduct_query_qp q;
+	struct viaduct_cqe cqe;
+
+	xf_fill(self->a.buf, 100, 3);
+	xf_post_recv(&self->b, 50, &dst, 1);
+	xf_post_send_q(&self->a, &self->a.q, 1, VIADUCT_OP_SEND_INV,
+		       VIADUCT_SQE_SIGNALED | flags, &src, 1, stag, 0);
+
+	/* b: a protection error is an access error; the receive failed */
+	ASSERT_EQ(0, vd_wait_async(self->b.fd, (term >> 8) == 0x01 ?
+				   VIADUCT_EVENT_QP_ACCESS_ERR :
+				   VIADUCT_EVENT_QP_FATAL,
+				   self->b.q.c.handle, &ev, XF_WAIT_MS));
+	EXPECT_EQ(term, ev.detail);
+	ASSERT_EQ(0, vd_query_qp(self->b.fd, self->b.q.c.handle, &q));
+	EXPECT_EQ(VIADUCT_QPS_ERROR, q.state);
+	EXPECT_EQ(term, q.terminate);
+	MEM_EXPECT_CQE(&self->b.q.rcq, 50, VIADUCT_WC_REM_INV_REQ_ERR, &cqe);
+	EXPECT_FALSE(cqe.flags & VIADUCT_WC_F_INVALIDATED);
+
+	/* a: the Terminate arrives; the WR is done or blamed for it */
+	ASSERT_EQ(0, vd_wait_async(self->a.fd, VIADUCT_EVENT_QP_FATAL,
+				   self->a.q.c.handle, &ev, XF_WAIT_MS));
+	EXPECT_EQ(term, ev.detail);
+	ASSERT_EQ(0, vd_query_qp(self->a.fd, self->a.q.c.handle, &q));
+	EXPECT_EQ(VIADUCT_QPS_ERROR, q.state);
+	EXPECT_EQ(term, q.terminate);
+	ASSERT_EQ(1U, vd_cring_wait(&self->a.q.scq, &cqe, 1, XF_WAIT_MS));
+	EXPECT_EQ(1U, cqe.wr_id);
+	EXPECT_EQ(VIADUCT_WC_SEND, cqe.opcode);
+	EXPECT_TRUE(cqe.status == VIADUCT_WC_SUCCESS ||
+		    cqe.status == VIADUCT_WC_REM_ACCESS_ERR)
+		TH_LOG("status %u", cqe.status);
+}
+
+/* A plain MR, registered by a call, is never invalidated by a peer. */
+TEST_F_TIMEOUT(mem, send_inv_plain_mr_refused, XF_TIMEOUT_S)
+{
+	/* RDMAP, remote protection error, STag cannot be invalidated */
+	refused_invalidate(_metadata, self, 0, self->b.stag, 0x0109);
+}
+
+TEST_F_TIMEOUT(mem, send_se_inv_plain_mr_refused, XF_TIMEOUT_S)
+{
+	refused_invalidate(_metadata, self, VIADUCT_SQE_SOLICITED,
+			   self->b.stag, 0x0109);
+}
+
+/* No such STag: a remote operation error, "cannot be invalidated". */
+TEST_F_TIMEOUT(mem, send_inv_unknown_stag_refused, XF_TIMEOUT_S)
+{
+	refused_invalidate(_metadata, self, 0, self->b.stag ^ 0x100, 0x0209);
+}
+
+#define PG		4096UL
+#define FR_KEY		0x42
+#define FR_IOVA		0x7700000000ULL
+#define FR_ACCESS	XF_ACCESS
+
+static int alloc_fr(int fd, __u32 pd, __u32 max_pages, __u32 *stag)
+{
+	struct viaduct_alloc_mr r = {
+		.pd_handle = pd, .max_pages = max_pages, .key = 0x11,
+	};
+	int ret = vd_ioctl(fd, VIADUCT_IOCTL_ALLOC_MR, &r);
+
+	if (ret)
+		return ret;
+	*stag = r.stag;
+	return (int)r.handle;
+}
+
+static __u32 with_key(__u32 stag, __u8 key)
+{
+	return (stag & ~VIADUCT_STAG_KEY_MASK) | key;
+}
+
+/*
+ * Side @s registers @n SGEs of its buffer in its fast-register MR
+ * @frstag under key FR_KEY at FR_IOVA and waits for the completion.
+ */
+static void fast_reg(struct __test_metadata *_metadata, struct xf_side *s,
+		     __u32 frstag, const struct xf_sge *sg, int n, __u8 want)
+{
+	struct viaduct_cqe cqe;
+
+	xf_post_send_imm_q(s, &s->q, 700, VIADUCT_OP_FAST_REG,
+			   VIADUCT_SQE_SIGNALED, sg, n, with_key(frstag, FR_KEY),
+			   FR_IOVA, FR_ACCESS);
+	MEM_EXPECT_CQE(&s->q.scq, 700, want, &cqe);
+	EXPECT_EQ(VIADUCT_WC_FAST_REG, cqe.opcode);
+}
+
+static void local_inv(struct __test_metadata *_metadata, struct xf_side *s,
+		      __u32 stag, __u8 want)
+{
+	struct viaduct_cqe cqe;
+
+	xf_post_send_q(s, &s->q, 701, VIADUCT_OP_LOCAL_INV,
+		       VIADUCT_SQE_SIGNALED, NULL, 0, stag, 0);
+	MEM_EXPECT_CQE(&s->q.scq, 701, want, &cqe);
+	EXPECT_EQ(VIADUCT_WC_LOCAL_INV, cqe.opcode);
+}
+
+/* a writes @len bytes of pattern @seed at @to of @stag at b, then a Send
+ * behind it: once b has received the Send, the Write is placed. */
+static void write_then_mark(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(mem) *self, __u32 stag, __u64 to,
+			    __u32 len, unsigned int seed)
+{
+	struct xf_sge src = { 0, len }, mark = { XF_BUF - 8, 8 };
+	struct xf_sge rdst = { XF_BUF - 64, 64 };
+	struct viaduct_cqe cqe;
+
+	xf_fill(self->a.buf, len, seed);
+	xf_post_recv(&self->b, 60, &rdst, 1);
+	xf_post_send(&self->a, 61, VIADUCT_OP_RDMA_WRITE, VIADUCT_SQE_SIGNALED,
+		     &src, 1, stag, to);
+	xf_post_send(&self->a, 62, VIADUCT_OP_SEND, VIADUCT_SQE_SIGNALED,
+		     &mark, 1, 0, 0);
+	MEM_EXPECT_CQE(&self->a.q.scq, 61, VIADUCT_WC_SUCCESS, &cqe);
+	MEM_EXPECT_CQE(&self->a.q.scq, 62, VIADUCT_WC_SUCCESS, &cqe);
+	MEM_EXPECT_CQE(&self->b.q.rcq, 60, VIADUCT_WC_SUCCESS, &cqe);
+}
+
+TEST_F_TIMEOUT(mem, alloc_mr_args, XF_TIMEOUT_S)
+{
+	struct viaduct_alloc_mr r = { .pd_handle = self->b.pd, .max_pages = 1 };
+	__u32 stag;
+
+	EXPECT_TRUE(self->b.attr.caps & VIADUCT_DEV_CAP_FAST_REG);
+	EXPECT_TRUE(self->b.attr.caps & VIADUCT_DEV_CAP_LOCAL_FENCE);
+	EXPECT_EQ(-EINVAL, alloc_fr(self->b.fd, self->b.pd, 0, &stag));
+	EXPECT_EQ(-EINVAL, alloc_fr(self->b.fd, self->b.pd, 0xffffffffU, &stag));
+	EXPECT_EQ(-ENOENT, alloc_fr(self->b.fd, self->b.pd + 100, 4, &stag));
+	r.reserved[1] = 1;
+	EXPECT_EQ(-EINVAL, vd_ioctl(self->b.fd, VIADUCT_IOCTL_ALLOC_MR, &r));
+	r.reserved[1] = 0;
+	r.reserved2 = 1;
+	EXPECT_EQ(-EINVAL, vd_ioctl(self->b.fd, VIADUCT_IOCTL_ALLOC_MR, &r));
+	r.reserved2 = 0;
+	ASSERT_EQ(0, vd_ioctl(self->b.fd, VIADUCT_IOCTL_ALLOC_MR, &r));
+	EXPECT_NE(0U, r.handle);
+	EXPECT_EQ(0U, r.stag & VIADUCT_STAG_KEY_MASK);
+	/* the PD is in use until the region goes */
+	EXPECT_EQ(-EBUSY, vd_destroy(self->b.fd, VIADUCT_IOCTL_DESTROY_PD, self->b.pd));
+	EXPECT_EQ(0, vd_destroy(self->b.fd, VIADUCT_IOCTL_DEREG_MR, r.handle));
+}
+
+/*
+ * Fast-register over two pieces of b's buffer, Write through it (the
+ * bytes land where the page list says), Local Invalidate, and the next
+ * Write is refused with a Terminate and places nothing.
+ */
+TEST_F_TIMEOUT(mem, fast_reg_write_invalidate_write, XF_TIMEOUT_S)
+{
+	/* pages 2-3 then page 6 of b's buffer: 3 pages, 100 bytes in */
+	struct xf_sge list[2] = { { 2 * PG + 100, 2 * PG - 100 }, { 6 * PG, PG } };
+	__u32 fr = 0, stag, len = 2 * PG;
+	int h, i;
+
+	h = alloc_fr(self->b.fd, self->b.pd, 4, &fr);
+	ASSERT_LT(0, h);
+	memset(self->b.buf, 0xee, 8 * PG);
+	fast_reg(_metadata, &self->b, fr, list, 2, VIADUCT_WC_SUCCESS);
+	stag = with_key(fr, FR_KEY);
+
+	/* 2 pages from offset 1000 of the registration: across the seam */
+	write_then_mark(_metadata, self, stag, FR_IOVA + 1000, len, 7);
+	for (i = 0; i < (int)len; i++) {
+		size_t off = 100 + 1000 + i;	/* in the registration */
+		size_t at = off < 2 * PG ? 2 * PG + off : 6 * PG + off - 2 * PG;
+
+		if (self->b.buf[at] != self->a.buf[i])
+			break;
+	}
+	EXPECT_EQ((int)len, i) TH_LOG("byte %d misplaced", i);
+	EXPECT_EQ(0xee, self->b.buf[2 * PG + 1099]);
+	EXPECT_EQ(0xee, self->b.buf[4 * PG]);	/* the hole between */
+	EXPECT_EQ(0xee, self->b.buf[6 * PG + 100 + 1000 + len - 2 * PG]);
+	local_inv(_metadata, &self->b, stag, VIADUCT_WC_SUCCESS);
+	/* the key ALLOC_MR gave names nothing now */
+	local_inv(_metadata, &self->b, fr, VIADUCT_WC_LOC_PROT_ERR);
+}
+
+TEST_F_TIMEOUT(mem, fast_reg_invalidate_then_write_refused, XF_TIMEOUT_S)
+{
+	struct xf_sge list = { 4 * PG, 2 * PG }, src = { 0, 64 };
+	struct viaduct_async_event ev;
+	struct viaduct_query_qp q;
+	__u32 fr = 0, stag;
+	int h, i;
+
+	h = alloc_fr(self->b.fd, self->b.pd, 2, &fr);
+	ASSERT_LT(0, h);
+	fast_reg(_metadata, &self->b, fr, &list, 1, VIADUCT_WC_SUCCESS);
+	stag = with_key(fr, FR_KEY);
+	write_then_mark(_metadata, self, stag, FR_IOVA + 8, 64, 9);
+	EXPECT_EQ(0, memcmp(self->b.buf + 4 * PG + 8, self->a.buf, 64));
+
+	local_inv(_metadata, &self->b, stag, VIADUCT_WC_SUCCESS);
+	memset(self->b.buf + 4 * PG, 0xcc, 2 * PG);
+	xf_fill(self->a.buf, 64, 10);
+	xf_post_send(&self->a, 63, VIADUCT_OP_RDMA_WRITE, VIADUCT_SQE_SIGNALED,
+		     &src, 1, stag, FR_IOVA + 8);
+	/* DDP tagged buffer error, invalid STag; nothing placed */
+	ASSERT_EQ(0, vd_wait_async(self->b.fd, VIADUCT_EVENT_QP_ACCESS_ERR,
+				   self->b.q.c.handle, &ev, XF_WAIT_MS));
+	EXPECT_EQ(0x1100U, ev.detail);
+	ASSERT_EQ(0, vd_query_qp(self->b.fd, self->b.q.c.handle, &q));
+	EXPECT_EQ(VIADUCT_QPS_ERROR, q.state);
+	for (i = 0; i < (int)(2 * PG); i++)
+		if (self->b.buf[4 * PG + i] != 0xcc)
+			break;
+	EXPECT_EQ((int)(2 * PG), i) TH_LOG("byte %d was written", i);
+}
+
+/* The peer invalidates it: the receive completion names the STag. */
+TEST_F_TIMEOUT(mem, send_inv_fast_reg, XF_TIMEOUT_S)
+{
+	struct xf_sge list = { 4 * PG, PG }, src = { 0, 300 };
+	struct xf_sge dst = { 8 * PG, 4096 };
+	struct viaduct_cqe cqe;
+	__u32 fr = 0, stag;
+	int h, i;
+
+	h = alloc_fr(self->b.fd, self->b.pd, 1, &fr);
+	ASSERT_LT(0, h);
+	fast_reg(_metadata, &self->b, fr, &list, 1, VIADUCT_WC_SUCCESS);
+	stag = with_key(fr, FR_KEY);
+
+	for (i = 0; i < 2; i++) {
+		__u8 se = i ? VIADUCT_SQE_SOLICITED : 0;
+
+		xf_fill(self->a.buf, 300, 20 + i);
+		xf_post_recv(&self->b, 70 + i, &dst, 1);
+		xf_post_send(&self->a, 80 + i, VIADUCT_OP_SEND_INV,
+			     VIADUCT_SQE_SIGNALED | se, &src, 1, stag, 0);
+		MEM_EXPECT_CQE(&self->a.q.scq, 80 + i, VIADUCT_WC_SUCCESS, &cqe);
+		EXPECT_EQ(VIADUCT_WC_SEND, cqe.opcode);
+		MEM_EXPECT_CQE(&self->b.q.rcq, 70 + i, VIADUCT_WC_SUCCESS, &cqe);
+		EXPECT_EQ(300U, cqe.byte_len);
+		EXPECT_TRUE(cqe.flags & VIADUCT_WC_F_INVALIDATED);
+		EXPECT_EQ(stag, cqe.invalidated_stag);
+		EXPECT_EQ(!!se, !!(cqe.flags & VIADUCT_WC_F_SOLICITED));
+		EXPECT_EQ(0, memcmp(self->b.buf + 8 * PG, self->a.buf, 300));
+		/* INVALID: it registers again (a VALID one would not) */
+		fast_reg(_metadata, &self->b, fr, &list, 1, VIADUCT_WC_SUCCESS);
+	}
+	/* a plain Send reports no invalidation */
+	xf_post_recv(&self->b, 72, &dst, 1);
+	xf_post_send(&self->a, 82, VIADUCT_OP_SEND, VIADUCT_SQE_SIGNALED, &src, 1, 0, 0);
+	MEM_EXPECT_CQE(&self->b.q.rcq, 72, VIADUCT_WC_SUCCESS, &cqe);
+	EXPECT_FALSE(cqe.flags & VIADUCT_WC_F_INVALIDATED);
+	EXPECT_EQ(0U, cqe.invalidated_stag);
+	/* registering over a VALID registration fails, and the QP with it */
+	fast_reg(_metadata, &self->b, fr, &list, 1, VIADUCT_WC_LOC_PROT_ERR);
+}
+
+/*
+ * RDMA Read into a fast-registered sink with local invalidate: the data
+ * arrives, and the sink is INVALID when the Read completes. The local
+ * fence holds a Send until the Read completed.
+ */
+TEST_F_TIMEOUT(mem, read_inv_and_local_fence, XF_TIMEOUT_S)
+{
+	struct xf_sge list = { 0, 64 * PG }, mark = { 0, 16 };
+	struct xf_sge rdst = { 0, 64 };
+	struct viaduct_cqe cqe;
+	__u32 fr = 0, stag, len = 64 * PG - 12;
+	struct viaduct_sqe *e;
+	struct viaduct_sge *sge;
+
+	ASSERT_LT(0, alloc_fr(self->a.fd, self->a.pd, 64, &fr));
+	memset(self->a.buf, 0, 64 * PG);
+	xf_fill(self->b.buf + 12345, len, 31);
+	fast_reg(_metadata, &self->a, fr, &list, 1, VIADUCT_WC_SUCCESS);
+	stag = with_key(fr, FR_KEY);
+
+	/* the sink is named by the fast-register STag */
+	e = vd_sq_slot(&self->a.q, self->a.q.sq_prod);
+	memset(e, 0, self->a.q.c.sq_wqe_size);
+	e->wr_id = 90;
+	e->opcode = VIADUCT_OP_RDMA_READ_INV;
+	e->flags = VIADUCT_SQE_SIGNALED;
+	e->num_sge = 1;
+	e->remote_stag = self->b.stag;
+	e->remote_addr = (unsigned long)self->b.buf + 12345;
+	sge = (struct viaduct_sge *)(e + 1);
+	sge->addr = FR_IOVA + 12;
+	sge->length = len;
+	sge->stag = stag;
+	self->a.q.sq_prod++;
+	/* behind it, with a local fence: a Send */
+	xf_post_recv(&self->b, 91, &rdst, 1);
+	xf_post_send(&self->a, 92, VIADUCT_OP_SEND,
+		     VIADUCT_SQE_SIGNALED | VIADUCT_SQE_LOCAL_FENCE, &mark, 1, 0, 0);
+
+	MEM_EXPECT_CQE(&self->a.q.scq, 90, VIADUCT_WC_SUCCESS, &cqe);
+	EXPECT_EQ(VIADUCT_WC_RDMA_READ, cqe.opcode);
+	EXPECT_EQ(len, cqe.byte_len);
+	MEM_EXPECT_CQE(&self->a.q.scq, 92, VIADUCT_WC_SUCCESS, &cqe);
+	MEM_EXPECT_CQE(&self->b.q.rcq, 91, VIADUCT_WC_SUCCESS, &cqe);
+	EXPECT_EQ(0, memcmp(self->a.buf + 12, self->b.buf + 12345, len));
+	/* the Send was built after the Read's data arrived */
+	EXPECT_EQ(0, memcmp(self->b.buf + 12, self->b.buf + 12345, 4));
+	/* INVALID: registering again succeeds */
+	fast_reg(_metadata, &self->a, fr, &list, 1, VIADUCT_WC_SUCCESS);
+}
+
+/* Page lists that are no page list: each fails the WR and the QP. */
+struct bad_list {
+	const char *what;
+	struct xf_sge sg[2];
+	int n;
+	__u32 max_pages;
+	__u8 status;
+};
+
+static const struct bad_list bad_lists[] = {
+	{ "gap: first ends mid-page", { { 0, 100 }, { PG, PG } }, 2, 4,
+	  VIADUCT_WC_LOC_PROT_ERR },
+	{ "gap: second starts mid-page", { { 0, PG }, { PG + 8, 8 } }, 2, 4,
+	  VIADUCT_WC_LOC_PROT_ERR },
+	{ "3 pages into 2", { { 100, 2 * PG } }, 1, 2, VIADUCT_WC_LOC_LEN_ERR },
+	{ "beyond the MR", { { XF_BUF - PG, 2 * PG } }, 1, 4,
+	  VIADUCT_WC_LOC_PROT_ERR },
+};
+
+static void bad_list(struct __test_metadata *_metadata,
+		     FIXTURE_DATA(mem) *self, const struct bad_list *c)
+{
+	struct viaduct_async_event ev;
+	__u32 fr = 0;
+
+	ASSERT_LT(0, alloc_fr(self->b.fd, self->b.pd, c->max_pages, &fr));
+	fast_reg(_metadata, &self->b, fr, c->sg, c->n, c->status);
+	ASSERT_EQ(0, vd_wait_async(self->b.fd, VIADUCT_EVENT_QP_FATAL,
+				   self->b.q.c.handle, &ev, XF_WAIT_MS))
+		TH_LOG("%s", c->what);
+}
+
+TEST_F_TIMEOUT(mem, fast_reg_gap_end_refused, XF_TIMEOUT_S)
+{
+	bad_list(_metadata, self, &bad_lists[0]);
+}
+
+TEST_F_TIMEOUT(mem, fast_reg_gap_start_refused, XF_TIMEOUT_S)
+{
+	bad_list(_metadata, self, &bad_lists[1]);
+}
+
+TEST_F_TIMEOUT(mem, fast_reg_too_long_refused, XF_TIMEOUT_S)
+{
+	bad_list(_metadata, self, &bad_lists[2]);
+}
+
+TEST_F_TIMEOUT(mem, fast_reg_beyond_mr_refused, XF_TIMEOUT_S)
+{
+	bad_list(_metadata, self, &bad_lists[3]);
+}
+
+/* Posts one send WR with a single SGE of any memory and STag. */
+static void post_raw(struct xf_side *s, __u64 wr_id, __u8 opcode, __u8 flags,
+		     void *addr, __u32 len, __u32 lstag, __u32 rstag, __u64 raddr)
+{
+	struct vd_qp *q = &s->q;
+	struct viaduct_sqe *e = vd_sq_slot(q, q->sq_prod);
+	struct viaduct_sge *sge = (struct viaduct_sge *)(e + 1);
+
+	memset(e, 0, q->c.sq_wqe_size);
+	e->wr_id = wr_id;
+	e->opcode = opcode;
+	e->flags = flags;
+	e->num_sge = 1;
+	e->remote_stag = rstag;
+	e->remote_addr = raddr;
+	sge->addr = (unsigned long)addr;
+	sge->length = len;
+	sge->stag = lstag;
+	q->sq_prod++;
+	__atomic_store_n(&q->db->sq_producer, q->sq_prod, __ATOMIC_RELEASE);
+	vd_doorbell(s->fd, q->c.handle, VIADUCT_DOORBELL_SQ);
+}
+
+#define BIG		(16UL << 20)
+#define SRC_BYTE	0x11
+#define CANARY		0xca
+
+/*
+ * b deregisters the source of a 16 MiB RDMA Read Response while it is
+ * being streamed to a, then writes a canary over the memory: no canary
+ * byte ever reaches a, whatever part of the response got there. The Read
+ * completes in full (if it was all out before) or fails with b's
+ * Terminate: invalid STag.
+ */
+TEST_F_TIMEOUT(mem, dereg_during_read_response, XF_TIMEOUT_S)
+{
+	unsigned char *src, *sink;
+	__u32 src_stag, sink_stag;
+	struct viaduct_cqe cqe;
+	int src_mr, sink_mr, spins;
+	size_t i, got = 0, bad = 0;
+
+	src = mmap(NULL, BIG, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	sink = mmap(NULL, BIG, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	ASSERT_NE(MAP_FAILED, src);
+	ASSERT_NE(MAP_FAILED, sink);
+	memset(src, SRC_BYTE, BIG);
+	src_mr = vd_reg_mr(self->b.fd, self->b.pd, src, BIG, XF_ACCESS, &src_stag);
+	ASSERT_LT(0, src_mr);
+	sink_mr = vd_reg_mr(self->a.fd, self->a.pd, sink, BIG, XF_ACCESS, &sink_stag);
+	ASSERT_LT(0, sink_mr);
+
+	post_raw(&self->a, 1, VIADUCT_OP_RDMA_READ, VIADUCT_SQE_SIGNALED, sink,
+		 BIG, sink_stag, src_stag, (unsigned long)src);
+	/* the response is streaming once its first bytes landed */
+	for (spins = 0; spins < XF_WAIT_MS; spins++) {
+		if (__atomic_load_n(&sink[0], __ATOMIC_ACQUIRE))
+			break;
+		usleep(1000);
+	}
+	ASSERT_EQ(SRC_BYTE, sink[0]);
+	ASSERT_EQ(0, vd_destroy(self->b.fd, VIADUCT_IOCTL_DEREG_MR, src_mr));
+	memset(src, CANARY, BIG);
+
+	ASSERT_EQ(1U, vd_cring_wait(&self->a.q.scq, &cqe, 1, XF_WAIT_MS));
+	EXPECT_EQ(1U, cqe.wr_id);
+	EXPECT_TRUE(cqe.status == VIADUCT_WC_SUCCESS ||
+		    cqe.status == VIADUCT_WC_REM_ACCESS_ERR)
+		TH_LOG("status %u vendor_err 0x%x", cqe.status, cqe.vendor_err);
+	if (cqe.status != VIADUCT_WC_SUCCESS)
+		EXPECT_EQ(0x0100U, cqe.vendor_err);
+	for (i = 0; i < BIG; i++) {
+		if (sink[i] == SRC_BYTE)
+			got++;
+		else if (sink[i])
+			bad++;
+	}
+	EXPECT_EQ(0U, bad) TH_LOG("%zu bytes neither source nor untouched", bad);
+	if (cqe.status == VIADUCT_WC_SUCCESS)
+		EXPECT_EQ(BIG, got);
+	TH_LOG("%zu of %lu bytes arrived before the deregistration", got, BIG);
+	munmap(src, BIG);
+	munmap(sink, BIG);
+}
+
+/* A plain MR is not invalidated locally either. */
+TEST_F_TIMEOUT(mem, local_inv_plain_mr_refused, XF_TIMEOUT_S)
+{
+	local_inv(_metadata, &self->b, self->b.stag, VIADUCT_WC_LOC_PROT_ERR);
+}
+
+TEST_HARNESS_MAIN

@@ -388,12 +388,26 @@ void vd_cm_fail(struct vd_cm_id *id, u32 type, int status)
 
 void vd_cm_listen_work(struct vd_cm_id *l);
 
+/* The transport runs and its QP takes what arrives: it reads up to a FIN. */
+static bool cm_tp_reading(struct vd_cm_id *id)
+{
+	return id->conn && id->conn->ops &&
+	       READ_ONCE(id->qp->state) == VIADUCT_QPS_RTS;
+}
+
 /*
  * Established or closing: watch for the peer's FIN or RST. Closing, we
  * read and drop what the peer sends until its FIN: our close began, so
  * nothing more is processed, but the FIN comes only after those bytes.
+ *
+ * Established, the socket shows the peer's FIN as soon as it arrived, but
+ * the transport may not have placed the FPDUs before it yet: a report now
+ * would tell the application the connection ended before its last
+ * completions. So the transport reports the end itself once it read up to
+ * the FIN (vd_conn_closed()); @force (the timeout) ends the wait should it
+ * not.
  */
-static void cm_watch(struct vd_cm_id *id)
+static void cm_watch(struct vd_cm_id *id, bool force)
 {
 	bool closing = id->state == VD_CM_CLOSING;
 	int tp = READ_ONCE(id->tp_closed);
@@ -401,10 +415,15 @@ static void cm_watch(struct vd_cm_id *id)
 
 	if (closing && vd_cm_sock_discard(id))
 		vd_cm_queue(id);	/* more to drop: after the others' turn */
-	if (tp)
+	if (tp) {
 		err = tp == 1 ? 0 : tp;	/* what the transport saw */
-	else if (!vd_cm_sock_gone(id, &err))
+	} else if (!vd_cm_sock_gone(id, &err)) {
 		return;
+	} else if (!err && !closing && !force && cm_tp_reading(id)) {
+		if (!delayed_work_pending(&id->timeout))
+			vd_cm_arm_timeout(id, VD_CM_TIMEOUT_MS);
+		return;
+	}
 	/* a graceful close answers the peer's FIN with ours */
 	vd_cm_teardown(id, err != 0);
 	id->state = VD_CM_CLOSED;
@@ -464,7 +483,7 @@ static void cm_step(struct vd_cm_id *id)
 		return;
 	case VD_CM_ESTABLISHED:
 	case VD_CM_CLOSING:
-		cm_watch(id);
+		cm_watch(id, false);
 		return;
 	default:
 		return;
@@ -498,6 +517,10 @@ static void cm_timeout(struct work_struct *work)
 			vd_cm_fail(id, VIADUCT_CM_EVENT_TIMEOUT, -ETIMEDOUT);
 		else
 			vd_cm_child_drop(id);
+		break;
+	case VD_CM_ESTABLISHED:
+		/* the transport never reported the FIN it was to read */
+		cm_watch(id, true);
 		break;
 	case VD_CM_CLOSING:
 		/* the peer never sent its FIN */

@@ -5,6 +5,7 @@
  * RDMAP/DDP/MPA frames on it. Neither side calls the other by name: the CM
  * reaches the transport through @ops (struct vd_stream_ops, documented
  * below), the transport the CM through @closed (vd_conn_closed()).
+ * Documentation/transport.rst and Documentation/cm.rst have both sides.
  *
  * Lifetime
  * --------

@@ -7,7 +7,8 @@
  * producers in any context append, one reader at a time drains through
  * read() and poll(). When a ring is full an event equal to one already
  * queued merges into it and any other is dropped, counted and logged once.
- * The functions are documented at their definitions in event.c.
+ * Documentation/rings.rst has the arming and the bounds; the functions are
+ * documented at their definitions in event.c.
  *
  * Locking: each queue has one spinlock taken with interrupts disabled
  * (producers may run in any context) that protects its ring indices, and

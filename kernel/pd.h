@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Protection domains: a number, a reference count and a user count. The
- * functions are documented (kernel-doc) at their definitions in pd.c.
+ * functions are documented (kernel-doc) at their definitions in pd.c;
+ * Documentation/memory.rst has what PDs protect.
  *
  * A user holds a reference of its own (vd_pd_get) for as long as it keeps
  * the pointer, and is counted as a user (vd_pd_attach) for as long as it

@@ -92,11 +92,11 @@ void vd_conn_put(struct vd_conn *conn);
 
 /**
  * vd_conn_get() - take a reference
- * @conn: the stream, on which the caller holds a reference (the transport
- *        holds one from start() until stop() returned)
+ * @conn: the stream; from start() until stop() returns, the CM's own
+ *        reference keeps it alive
  *
- * The transport may keep @conn past stop() this way; it then drops the
- * reference with vd_conn_put().
+ * The transport may keep @conn past stop() this way (it takes one in
+ * start()); it then drops the reference with vd_conn_put().
  *
  * Context: Any context.
  * Return: @conn.

@@ -500,13 +500,19 @@ void vd_cm_fail(struct vd_cm_id *id, u32 type, int status)
 	vd_cm_report(id, type, status, NULL, 0);
 }
 
-/* Established or closing: watch for the peer's FIN or RST. */
+/*
+ * Established or closing: watch for the peer's FIN or RST. Closing, we
+ * read and drop what the peer sends until its FIN: our close began, so
+ * nothing more is processed, but the FIN comes only after those bytes.
+ */
 static void cm_watch(struct vd_cm_id *id)
 {
 	bool closing = id->state == VD_CM_CLOSING;
 	int tp = READ_ONCE(id->tp_closed);
 	int err;
 
+	if (closing && vd_cm_sock_discard(id))
+		vd_cm_queue(id);	/* more to drop: after the others' turn */
 	if (tp)
 		err = tp == 1 ? 0 : tp;	/* what the transport saw */
 	else if (!vd_cm_sock_gone(id, &err))
@@ -815,8 +821,9 @@ put:
  *
  * Graceful: the transport stops, the QP goes to Closing, our FIN goes out,
  * and DISCONNECTED comes with the peer's FIN (status 0) or after
- * VD_CM_TIMEOUT_MS (-ETIMEDOUT, and then RST); again on a closing id it
- * does nothing. Abort (also of a closing id): RST, the QP to Error, and
+ * VD_CM_TIMEOUT_MS (-ETIMEDOUT, and then RST); what the peer sends
+ * meanwhile is read and dropped (vd_cm_sock_discard()). Again on a
+ * closing id it does nothing. Abort (also of a closing id): RST, the QP to Error, and
  * DISCONNECTED with status 0 at once.
  *
  * Context: Process context.

@@ -22,7 +22,6 @@
 #include "mem.h"
 #include "pd.h"
 #include "stats.h"
-#include "terminate.h"
 #include "tpt.h"
 
 static void vd_mr_free(struct vd_mr *mr)

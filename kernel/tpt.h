@@ -262,6 +262,7 @@ enum vd_access_status vd_tpt_invalidate(struct vd_tpt *tpt, u32 stag,
 #define VD_TERM_LAYER_RDMAP		0x0
 #define VD_TERM_LAYER_DDP		0x1
 #define VD_TERM_RDMAP_REMOTE_PROT	0x1	/* RDMAP: remote protection error */
+#define VD_TERM_RDMAP_REMOTE_OP		0x2	/* RDMAP: remote operation error */
 #define VD_TERM_RDMAP_CANNOT_INV	0x9	/* both: STag cannot be invalidated */
 #define VD_TERM_DDP_TAGGED		0x1	/* DDP: tagged buffer error */
 #define VD_TERM_CODE(layer, etype, code) \

@@ -318,7 +318,7 @@ static long uobj_create(struct vd_uobj_table *t, enum vd_uobj_type type,
 			int (*build)(struct vd_uobj_table *t, struct vd_uobj *u,
 				     void *reply, void *arg),
 			void *arg, void *reply, u32 *handle, size_t size,
-			void __user *uarg)
+			const struct vd_uarg *uarg)
 {
 	struct vd_uobj *u;
 	long ret;
@@ -330,7 +330,7 @@ static long uobj_create(struct vd_uobj_table *t, enum vd_uobj_type type,
 		goto out;
 	}
 	ret = build(t, u, reply, arg);
-	if (!ret && copy_to_user(uarg, reply, size))
+	if (!ret && vd_uarg_reply(uarg, reply, size))
 		ret = -EFAULT;
 	if (!ret)
 		uobj_publish(t, u, *handle);
@@ -376,25 +376,25 @@ static long uobj_destroy_cmd(struct vd_uctx *ctx, void *karg,
 }
 
 long vd_uobj_destroy_pd(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-			void __user *uarg)
+			const struct vd_uarg *uarg)
 {
 	return uobj_destroy_cmd(ctx, karg, VD_UOBJ_PD);
 }
 
 long vd_uobj_dereg_mr(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		      void __user *uarg)
+		      const struct vd_uarg *uarg)
 {
 	return uobj_destroy_cmd(ctx, karg, VD_UOBJ_MR);
 }
 
 long vd_uobj_destroy_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-			void __user *uarg)
+			const struct vd_uarg *uarg)
 {
 	return uobj_destroy_cmd(ctx, karg, VD_UOBJ_CQ);
 }
 
 long vd_uobj_destroy_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-			void __user *uarg)
+			const struct vd_uarg *uarg)
 {
 	return uobj_destroy_cmd(ctx, karg, VD_UOBJ_QP);
 }
@@ -411,7 +411,7 @@ static int build_pd(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 }
 
 long vd_uobj_create_pd(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		       void __user *uarg)
+		       const struct vd_uarg *uarg)
 {
 	struct viaduct_handle *h = karg;
 
@@ -420,71 +420,36 @@ long vd_uobj_create_pd(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 			   &h->handle, sizeof(*h), uarg);
 }
 
+/*
+ * The MR create commands (umr.c): @req->make creates the region on the PD
+ * @req->pd_handle names, under the table's lock; its STag goes to
+ * *@req->stag, which is in the reply.
+ */
 static int build_mr(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 		    void *arg)
 {
-	struct viaduct_reg_mr *r = reply;
-	struct vd_device *vd = arg;
+	const struct vd_uobj_mr_req *req = arg;
 	struct vd_uobj *pdu;
 	struct vd_mr *mr;
 
-	pdu = uobj_find(t, r->pd_handle, VD_UOBJ_PD);
+	pdu = uobj_find(t, req->pd_handle, VD_UOBJ_PD);
 	if (!pdu)
 		return -ENOENT;
-	mr = vd_mr_register(&vd->tpt, pdu->pd, r->addr, r->length, r->access,
-			    r->key);
+	mr = req->make(req->vd, pdu->pd, reply);
 	if (IS_ERR(mr))
 		return PTR_ERR(mr);
 	u->mr = mr;
-	u->pd_handle = r->pd_handle;
-	r->stag = mr->stag;
+	u->pd_handle = req->pd_handle;
+	*req->stag = mr->stag;
 	return 0;
 }
 
-long vd_uobj_reg_mr(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		    void __user *uarg)
+long vd_uobj_create_mr(struct vd_uctx *ctx, const struct vd_uobj_mr_req *req,
+		       void *reply, u32 *handle, size_t size,
+		       const struct vd_uarg *uarg)
 {
-	struct viaduct_reg_mr *r = karg;
-
-	if (r->reserved[0] || r->reserved[1] || r->reserved[2] || r->reserved2)
-		return -EINVAL;
-	/* no memory windows (VIADUCT_DEV_CAP_MW) */
-	if (r->access & VIADUCT_ACCESS_MW_BIND)
-		return -EOPNOTSUPP;
-	return uobj_create(&ctx->objs, VD_UOBJ_MR, build_mr, vd, r,
-			   &r->handle, sizeof(*r), uarg);
-}
-
-static int build_fast_reg_mr(struct vd_uobj_table *t, struct vd_uobj *u,
-			     void *reply, void *arg)
-{
-	struct viaduct_alloc_mr *r = reply;
-	struct vd_device *vd = arg;
-	struct vd_uobj *pdu;
-	struct vd_mr *mr;
-
-	pdu = uobj_find(t, r->pd_handle, VD_UOBJ_PD);
-	if (!pdu)
-		return -ENOENT;
-	mr = vd_frmr_alloc(&vd->tpt, pdu->pd, r->max_pages, r->key);
-	if (IS_ERR(mr))
-		return PTR_ERR(mr);
-	u->mr = mr;
-	u->pd_handle = r->pd_handle;
-	r->stag = mr->stag;
-	return 0;
-}
-
-/* A fast-register MR is an MR handle: DEREG_MR releases it. */
-long vd_uobj_alloc_mr(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		      void __user *uarg)
-{
-	struct viaduct_alloc_mr *r = karg;
-
-	if (r->reserved[0] || r->reserved[1] || r->reserved[2] || r->reserved2)
-		return -EINVAL;
-	return uobj_create(&ctx->objs, VD_UOBJ_MR, build_fast_reg_mr, vd, r,
-			   &r->handle, sizeof(*r), uarg);
+	return uobj_create(&ctx->objs, VD_UOBJ_MR, build_mr, (void *)req,
+			   reply, handle, size, uarg);
 }
 
 static int build_cq(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
@@ -507,7 +472,7 @@ static int build_cq(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 }
 
 long vd_uobj_create_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		       void __user *uarg)
+		       const struct vd_uarg *uarg)
 {
 	struct viaduct_create_cq *c = karg;
 	struct vd_comp_channel *ch = NULL;
@@ -529,7 +494,7 @@ long vd_uobj_create_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 }
 
 long vd_uobj_resize_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		       void __user *uarg)
+		       const struct vd_uarg *uarg)
 {
 	struct vd_uobj_table *t = &ctx->objs;
 	struct viaduct_resize_cq *r = karg;
@@ -567,14 +532,14 @@ long vd_uobj_resize_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 	r->entries = vd_cq_entries(u->cq);
 	r->mmap_key = (u64)idx << PAGE_SHIFT;
 	r->mmap_size = mem->size;
-	ret = copy_to_user(uarg, r, sizeof(*r)) ? -EFAULT : 0;
+	ret = vd_uarg_reply(uarg, r, sizeof(*r));
 out:
 	mutex_unlock(&t->lock);
 	return ret;
 }
 
 long vd_uobj_arm_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		    void __user *uarg)
+		    const struct vd_uarg *uarg)
 {
 	struct viaduct_arm_cq *a = karg;
 	struct vd_cq *cq;
@@ -657,7 +622,7 @@ static int build_qp(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 }
 
 long vd_uobj_create_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		       void __user *uarg)
+		       const struct vd_uarg *uarg)
 {
 	struct viaduct_create_qp *a = karg;
 
@@ -668,7 +633,7 @@ long vd_uobj_create_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 }
 
 long vd_uobj_modify_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		       void __user *uarg)
+		       const struct vd_uarg *uarg)
 {
 	struct viaduct_modify_qp *m = karg;
 	struct vd_qp *qp;
@@ -683,7 +648,7 @@ long vd_uobj_modify_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 }
 
 long vd_uobj_query_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		      void __user *uarg)
+		      const struct vd_uarg *uarg)
 {
 	struct viaduct_query_qp *q = karg;
 	struct vd_qp *qp;
@@ -696,11 +661,11 @@ long vd_uobj_query_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 	vd_qp_query(qp, q);
 	vd_qp_put(qp);
 	q->reserved = 0;
-	return copy_to_user(uarg, q, sizeof(*q)) ? -EFAULT : 0;
+	return vd_uarg_reply(uarg, q, sizeof(*q));
 }
 
 long vd_uobj_doorbell(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		      void __user *uarg)
+		      const struct vd_uarg *uarg)
 {
 	struct viaduct_doorbell_req *d = karg;
 	struct vd_qp *qp;
@@ -715,8 +680,8 @@ long vd_uobj_doorbell(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 	return ret;
 }
 
-long vd_uobj_give_fd(struct file *file, void __user *uarg, void *karg,
-		     size_t size, s32 *fd)
+long vd_uobj_give_fd(struct file *file, const struct vd_uarg *uarg,
+		     void *karg, size_t size, s32 *fd)
 {
 	int nr;
 
@@ -728,7 +693,7 @@ long vd_uobj_give_fd(struct file *file, void __user *uarg, void *karg,
 		return nr;
 	}
 	*fd = nr;
-	if (copy_to_user(uarg, karg, size)) {
+	if (vd_uarg_reply(uarg, karg, size)) {
 		put_unused_fd(nr);
 		fput(file);
 		return -EFAULT;
@@ -739,7 +704,7 @@ long vd_uobj_give_fd(struct file *file, void __user *uarg, void *karg,
 }
 
 long vd_uobj_create_comp_channel(struct vd_uctx *ctx, struct vd_device *vd,
-				 void *karg, void __user *uarg)
+				 void *karg, const struct vd_uarg *uarg)
 {
 	struct viaduct_comp_channel *c = karg;
 

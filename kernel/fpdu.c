@@ -31,7 +31,8 @@ int vd_fpdu_walk_payload(struct vd_tp *tp, u32 off, u32 len,
 	int ret;
 
 	if (msg->mr) {
-		if (!msg->mr->umem)
+		/* what the check lets through has pages (memory.rst) */
+		if (WARN_ON_ONCE(!msg->mr->umem))
 			return -EFAULT;
 		/* per batch: the source may have been invalidated or gone */
 		if (!vd_mr_use_begin(msg->mr))
@@ -54,7 +55,7 @@ int vd_fpdu_walk_payload(struct vd_tp *tp, u32 off, u32 len,
 				 s->addr + off, n, &mr) != VD_ACCESS_OK)
 			return -EACCES;
 		ret = -EFAULT;
-		if (mr->umem && vd_mr_use_begin(mr)) {
+		if (!WARN_ON_ONCE(!mr->umem) && vd_mr_use_begin(mr)) {
 			ret = fn(tp, mr->umem, vd_mr_offset(mr, s->addr + off),
 				 n, arg);
 			vd_mr_use_end(mr);

@@ -100,7 +100,8 @@ static u8 vd_frmr_list_build(struct vd_tpt *tpt, struct vd_pd *pd, u32 qpn,
 		if (st != VD_ACCESS_OK)
 			return vd_access_wc_status(st, false);
 		l->srcs[l->nr_srcs++] = mr;
-		if (!mr->umem)
+		/* an empty fast-register MR is INVALID: the check stops it */
+		if (WARN_ON_ONCE(!mr->umem))
 			return VIADUCT_WC_LOC_PROT_ERR;
 
 		base = vd_mr_offset(mr, sge[i].addr);

@@ -81,7 +81,8 @@ static int rx_place(struct vd_mr *mr, u64 addr, const void *src, u32 len)
 {
 	int ret;
 
-	if (!mr->umem)
+	/* what the check lets through has pages (memory.rst, STag types) */
+	if (WARN_ON_ONCE(!mr->umem))
 		return -EFAULT;
 	if (!vd_mr_use_begin(mr))
 		return -ESTALE;

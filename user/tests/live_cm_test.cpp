@@ -544,6 +544,98 @@ TEST_F(LiveCm, ConnectedQpsMoveDataEveryByteChecked) {
     server_->expect(CmEventType::Disconnected);
 }
 
+// Fast registration through the native API: a FastRegRegion filled over
+// pages of the responder's own MR, an RDMA Write through its new STag, the
+// initiator's Send with Invalidate reported at the responder, and an RDMA
+// Read with invalidate into a fast-registered sink. A region registers
+// again only once it is INVALID, so each re-registration proves the
+// invalidation before it.
+TEST_F(LiveCm, FastRegisterAndInvalidate) {
+    const std::size_t size = 1 << 20;
+    const std::uint32_t page = 4096, pages = 15;
+    Endpoint client(*client_, size, false), server(*server_, size, false);
+    client.fill(3);
+
+    ConnectionId conn(client_->channel);
+    conn.connect(client.qp, addr_, port_);
+    CmEvent req = server_->expect(CmEventType::ConnectRequest);
+    ConnectionId accepted = req.connection();
+    req.ack();
+    accepted.accept(server.qp);
+    client_->expect(CmEventType::Established);
+    server_->expect(CmEventType::Established);
+
+    viaduct::FastRegRegion fr(server_->pd, pages + 1, 0x21);
+    EXPECT_EQ(0x21u, fr.stag() & 0xffu);
+    const std::uint32_t stag = viaduct::with_key(fr.stag(), 0x77);
+    const std::uint64_t iova = 0x4000'0000;
+    auto list = server.mr.sge(page, pages * page);
+    const viaduct::SendWr reg{.wr_id = 10,
+                              .opcode = viaduct::SendOp::FastRegister,
+                              .sge = {&list, 1},
+                              .remote_addr = iova,
+                              .remote_stag = stag,
+                              .fast_reg_access =
+                                  viaduct::access::local_write | viaduct::access::remote_write};
+    server.qp.post_send(reg);
+    EXPECT_EQ(viaduct::WcOpcode::FastRegister, server.next().opcode);
+
+    // An RDMA Write through it lands at the page list's bytes.
+    auto src = client.mr.sge(0, 5000);
+    client.qp.post_send(viaduct::SendWr{.wr_id = 11,
+                                        .opcode = viaduct::SendOp::RdmaWrite,
+                                        .sge = {&src, 1},
+                                        .remote_addr = iova + 100,
+                                        .remote_stag = stag});
+    client.next();
+    // The Send with Invalidate behind it ends the registration.
+    server.qp.post_recv(viaduct::RecvWr{.wr_id = 12});
+    client.qp.post_send(viaduct::SendWr{
+        .wr_id = 13, .opcode = viaduct::SendOp::SendWithInvalidate, .remote_stag = stag});
+    client.next();
+    viaduct::Completion rc = server.next();
+    EXPECT_TRUE(rc.has_invalidated());
+    EXPECT_EQ(stag, rc.invalidated_stag);
+    EXPECT_EQ(-1, first_difference(std::span(server.buf).subspan(page + 100, 5000),
+                                   std::span(client.buf).first(5000)));
+    server.qp.post_send(reg); // INVALID now: registers again
+    EXPECT_EQ(viaduct::WcOpcode::FastRegister, server.next().opcode);
+    server.qp.post_send(viaduct::SendWr{
+        .wr_id = 14, .opcode = viaduct::SendOp::LocalInvalidate, .remote_stag = stag});
+    EXPECT_EQ(viaduct::WcOpcode::LocalInvalidate, server.next().opcode);
+
+    // RDMA Read with invalidate into the initiator's own fast-registered sink.
+    viaduct::FastRegRegion sink(client_->pd, pages + 1);
+    const std::uint32_t sink_stag = viaduct::with_key(sink.stag(), 5);
+    auto sink_list = client.mr.sge(0, pages * page);
+    const viaduct::SendWr sink_reg{.wr_id = 20,
+                                   .opcode = viaduct::SendOp::FastRegister,
+                                   .sge = {&sink_list, 1},
+                                   .remote_addr = iova,
+                                   .remote_stag = sink_stag,
+                                   .fast_reg_access = viaduct::access::local_write};
+    client.qp.post_send(sink_reg);
+    client.next();
+    server.fill(9);
+    const viaduct::Sge dst{iova, 8000, sink_stag};
+    client.qp.post_send(viaduct::SendWr{.wr_id = 21,
+                                        .opcode = viaduct::SendOp::RdmaReadWithInvalidate,
+                                        .sge = {&dst, 1},
+                                        .remote_addr = server.mr.addr(),
+                                        .remote_stag = server.mr.rkey()});
+    viaduct::Completion wc = client.next();
+    EXPECT_EQ(viaduct::WcOpcode::RdmaRead, wc.opcode);
+    EXPECT_EQ(8000u, wc.byte_len);
+    EXPECT_EQ(
+        -1, first_difference(std::span(client.buf).first(8000), std::span(server.buf).first(8000)));
+    client.qp.post_send(sink_reg); // INVALID now: registers again
+    EXPECT_EQ(viaduct::WcOpcode::FastRegister, client.next().opcode);
+
+    conn.disconnect();
+    client_->expect(CmEventType::Disconnected);
+    server_->expect(CmEventType::Disconnected);
+}
+
 TEST_F(LiveCm, BadArguments) {
     auto expect_error = [](int err, const char *what, auto &&fn) {
         try {

@@ -214,6 +214,13 @@ struct viaduct_device_attr {
  *     with EACCES; unmapped memory with EFAULT; past the memlock limit with
  *     ENOMEM.
  *
+ *   ALLOC_MR: an STag for fast registration on a PD (VIADUCT_DEV_CAP_FAST_REG):
+ *     empty and INVALID until a VIADUCT_OP_FAST_REG work request registers
+ *     pages of the caller's own MRs in it; released with DEREG_MR. Once
+ *     DEREG_MR or an invalidation (Local Invalidate, a peer's Send with
+ *     Invalidate, RDMA Read with invalidate) has completed, no byte is read
+ *     from or placed into the region any more (Documentation/memory.rst).
+ *
  *   CREATE_CQ / RESIZE_CQ / DESTROY_CQ: a completion ring of at least
  *     @entries CQEs (rounded up to a power of two). The reply gives the mmap
  *     key of the ring (struct viaduct_ring + CQEs). A CQ attached to a

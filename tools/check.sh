@@ -118,6 +118,16 @@ checkpatch() {
 	return "$rc"
 }
 
+# scripts/kernel-doc over the kernel sources: any warning about a /**
+# comment (a missing @arg, Return:, a stale name) fails, as in checkpatch.
+# shellcheck disable=SC2317 # called through step()
+kerneldoc() {
+	local rc=0
+	"$ksrc/scripts/kernel-doc" -none -Wall "$@" >"$out/kernel-doc.raw" 2>&1 || rc=$?
+	cat "$out/kernel-doc.raw"
+	[[ $rc == 0 && ! -s $out/kernel-doc.raw ]]
+}
+
 # Kernel builds run in the background from the start: they are the long
 # pole (7-12 min each on a fresh machine, nothing once cached).
 kpid=
@@ -228,8 +238,10 @@ host_checks() {
 		kfiles=(kernel/*.[ch] kernel/tests/*.[ch] include/uapi/viaduct/*.h)
 		shopt -u nullglob
 		step host/style/checkpatch "$out/checkpatch.log" checkpatch "${kfiles[@]}" || true
+		step host/style/kernel-doc "$out/kernel-doc.log" kerneldoc kernel/*.[ch] || true
 	else
 		record FAIL host/style/checkpatch
+		record FAIL host/style/kernel-doc
 	fi
 	# calls against the layer table of Documentation/architecture.rst
 	step host/style/layers "$out/layers.log" tools/layers.sh || true

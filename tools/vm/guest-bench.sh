@@ -263,6 +263,11 @@ vd_run rate1 -t write -n "$rate_iters" -S 64 -q 1
 vd_run rate1p --polled -t write -n "$rate_iters" -S 64 -q 1
 vd_run rate8 -t write -n "$rate_iters" -S 64 -q 8
 vd_run rate8p --polled -t write -n "$rate_iters" -S 64 -q 8
+# As perftest posts (its defaults): one WR per post call (-l 1), a
+# completion every 100 (-Q 100); and 16 per call (-l 16), as "-l 16".
+vd_run rate1-l1 -t write -n "$rate_iters" -S 64 -q 1 -l 1 -Q 100
+vd_run rate8-l1 -t write -n "$rate_iters" -S 64 -q 8 -l 1 -Q 100
+vd_run rate1-l16 -t write -n "$rate_iters" -S 64 -q 1 -l 16 -Q 100
 siw_run bw64k ib_write_bw -s 65536 -n "$bw_iters"
 siw_run bw1m ib_write_bw -s 1048576 -n "$bw_iters"
 siw_run read64k ib_read_bw -s 65536 -n "$bw_iters"
@@ -292,6 +297,7 @@ if [[ -e $dropin/libibverbs.so.1 ]]; then
 	verbs_run lat-write ib_write_lat -s 8 -n "$lat_iters"
 	verbs_run rate1 ib_write_bw -s 64 -n "$rate_iters" -q 1
 	verbs_run rate8 ib_write_bw -s 64 -n "$rate_iters" -q 8
+	verbs_run rate1-l16 ib_write_bw -s 64 -n "$rate_iters" -q 1 -l 16
 else
 	say "ERROR: libviaduct-verbs' drop-in directory missing: $dropin"
 	dp_failed=1
@@ -321,6 +327,9 @@ dp_get vd_r1 vd-rate1 64 5
 dp_get vd_r1p vd-rate1p 64 5
 dp_get vd_r8 vd-rate8 64 5
 dp_get vd_r8p vd-rate8p 64 5
+dp_get vd_r1l1 vd-rate1-l1 64 5
+dp_get vd_r8l1 vd-rate8-l1 64 5
+dp_get vd_r1l16 vd-rate1-l16 64 5
 dp_get siw_bw64k siw-bw64k 65536 4
 dp_get siw_bw1m siw-bw1m 1048576 4
 dp_get siw_rd64k siw-read64k 65536 4
@@ -330,7 +339,7 @@ dp_get siw_lwrite siw-lat-write 8 5
 dp_get siw_r1 siw-rate1 64 5
 dp_get siw_r8 siw-rate8 64 5
 for k in bw64k:65536:4 bw1m:1048576:4 read64k:65536:4 read1m:1048576:4 \
-	lat-send:8:5 lat-write:8:5 rate1:64:5 rate8:64:5; do
+	lat-send:8:5 lat-write:8:5 rate1:64:5 rate8:64:5 rate1-l16:64:5; do
 	IFS=: read -r n sz col <<<"$k"
 	dp_get "verbs_$n" "verbs-$n" "$sz" "$col"
 done
@@ -380,6 +389,7 @@ row() {
 	echo
 } >>"$out"
 
+res[none]=- # a row without a siw run
 # vrow METRIC UNIT NAME SIW-KEY NATIVE-KEY HIGHER-IS-BETTER: perftest on
 # viaduct (verbs) beside perftest on siw and viaduct-perf (native) on viaduct.
 vrow() {
@@ -395,6 +405,8 @@ vrow() {
 	echo "perftest on both stacks: the same Debian binaries (-R) on vd0 through libviaduct-verbs'"
 	echo "drop-in directory and on siw; viaduct-perf (native API) on vd0 beside them, and the cost"
 	echo "of the verbs face over native (positive: perftest on verbs is slower). Units as above."
+	echo "The message rate rows compare like with like: native posts as perftest does (one WR per"
+	echo "post call, a completion every 100: viaduct-perf -l 1 -Q 100; or -l 16 for perftest -l 16)."
 	printf -- '-%.0s' {1..110}
 	echo
 	printf '   %-36s %-5s %10s %10s %7s %12s %12s\n' metric unit "vd verbs" siw vd/siw "vd native" "verbs cost"
@@ -404,8 +416,9 @@ vrow() {
 	vrow "read bw 1 MiB" MB/s read1m siw_rd1m vd_rd1m 1
 	vrow "send lat 8 B" us lat-send siw_lsend vd_lsend 0
 	vrow "write lat 8 B" us lat-write siw_lwrite vd_lwrite 0
-	vrow "msg rate 64 B, 1 QP" Mpps rate1 siw_r1 vd_r1 1
-	vrow "msg rate 64 B, 8 QPs" Mpps rate8 siw_r8 vd_r8 1
+	vrow "msg rate 64 B, 1 QP" Mpps rate1 siw_r1 vd_r1l1 1
+	vrow "msg rate 64 B, 8 QPs" Mpps rate8 siw_r8 vd_r8l1 1
+	vrow "msg rate 64 B, 1 QP, 16 WRs a post" Mpps rate1-l16 none vd_r1l16 1
 	printf -- '-%.0s' {1..110}
 	echo
 } >>"$out"

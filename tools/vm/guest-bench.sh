@@ -174,8 +174,15 @@ dp_pair() {
 		kill -0 "$spid" 2>/dev/null || break
 		sleep 0.2
 	done
-	# The banner can come just before the listen; give the server a moment.
-	sleep 0.5
+	# perftest prints its banner before it listens: wait (up to 10 s) for a
+	# listening socket on the step's port (${DP_PORT:-18515}; every tool
+	# here listens on its default port), so that a loaded host does not
+	# make the client's connect fail with ECONNREFUSED.
+	for ((i = 0; i < 50; i++)); do
+		ip netns exec h2 ss -Htln "sport = :${DP_PORT:-18515}" 2>/dev/null | grep -q . && break
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.2
+	done
 	if ! kill -0 "$spid" 2>/dev/null; then
 		wait "$spid" 2>/dev/null || true
 		echo "the server exited before the client started" >"$dp/$name.out"
@@ -305,7 +312,7 @@ fi
 
 say "data path: TCP (iperf3)"
 tcp_out=$dp/tcp.out
-if dp_pair tcp 'listening' iperf3 -s -1 -B "$peer" -- \
+if DP_PORT=5201 dp_pair tcp 'listening' iperf3 -s -1 -B "$peer" -- \
 	iperf3 -c "$peer" -t "${VD_BENCH_TCP_SECS:-3}" -l 1M -f m; then
 	# Mbit/s (10^6 bits) into MB/s of 2^20 bytes, as the RDMA tools print.
 	res[tcp]=$(awk '/receiver/ { for (i = 1; i < NF; i++) if ($(i + 1) == "Mbits/sec") v = $i } END { if (v != "") printf "%.2f", v * 1e6 / 8 / 1048576; else exit 1 }' \

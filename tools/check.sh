@@ -332,6 +332,8 @@ for f in $flavours; do
 			sed -nE 's/^\[guest\] (selftest|gtest) ([^:]+): .*[( ]([0-9]+)s\)?$/\3 \2/p' \
 				"$build/vm/$f/job.log" | sort -rn | head -n 12 |
 				awk '{ printf "%7ds  %s\n", $1, $2 }'
+			echo "$f VM run, the dearest tests:"
+			python3 "$vm/report.py" costs "$build/vm/$f" 12 || true
 		} >"$out/vmcost-$f.txt"
 	fi
 done

@@ -14,7 +14,10 @@
 # viaduct-perf on vd0 <-> vd0 against perftest -R on siwb1 <-> siwb2
 # (write and read bandwidth at 64 KiB and 1 MiB, 8-byte send and write
 # latency, 64-byte write message rate on 1 and 8 QPs, viaduct with and
-# without --polled), and iperf3 between the same hosts as the ceiling.
+# without --polled), perftest on vd0 through libviaduct-verbs beside
+# viaduct-perf posting as perftest does, VIPL's ping-pong example beside
+# the native and siw Send latency, and iperf3 between the same hosts as
+# the ceiling.
 # Each of those steps has a time limit (VD_BENCH_STEP_TIMEOUT, 90 s); one
 # that fails gives an ERR cell and an ERROR line, the others still run,
 # and the job fails at its end. Their outputs are kept in
@@ -179,6 +182,7 @@ dp_pair() {
 	# here listens on its default port), so that a loaded host does not
 	# make the client's connect fail with ECONNREFUSED.
 	for ((i = 0; i < 50; i++)); do
+		[[ ${DP_PORT:-} != none ]] || break # VIPL: no port of its own
 		ip netns exec h2 ss -Htln "sport = :${DP_PORT:-18515}" 2>/dev/null | grep -q . && break
 		kill -0 "$spid" 2>/dev/null || break
 		sleep 0.2
@@ -310,6 +314,18 @@ else
 	dp_failed=1
 fi
 
+# VIPL's ping-pong (examples/vipl, completion by polling) beside the
+# native and siw Send latency rows: the same 8-byte half round trip.
+vipl_pp=$VD_BUILD/cmake/examples/vipl/vipl-pingpong
+if [[ -x $vipl_pp ]]; then
+	say "data path: VIPL lat-send"
+	DP_PORT=none dp_pair vipl-lat-send 'waiting' "$vipl_pp" -s -S 8 -n "$lat_iters" -- \
+		"$vipl_pp" -c "$peer" -S 8 -n "$lat_iters" || dp_fail vipl-lat-send
+else
+	say "ERROR: vipl-pingpong missing: $vipl_pp"
+	dp_failed=1
+fi
+
 say "data path: TCP (iperf3)"
 tcp_out=$dp/tcp.out
 if DP_PORT=5201 dp_pair tcp 'listening' iperf3 -s -1 -B "$peer" -- \
@@ -335,6 +351,9 @@ dp_get vd_r1p vd-rate1p 64 5
 dp_get vd_r8 vd-rate8 64 5
 dp_get vd_r8p vd-rate8p 64 5
 dp_get vd_r1l1 vd-rate1-l1 64 5
+# vipl-pingpong: "... (half round trip: median X us)"
+res[vipl_lsend]=$(awk '/half round trip: median/ { v = $(NF - 1) } END { if (v != "") print v; else exit 1 }' \
+	"$dp/vipl-lat-send.out" 2>/dev/null) || res[vipl_lsend]=ERR
 dp_get vd_r8l1 vd-rate8-l1 64 5
 dp_get vd_r1l16 vd-rate1-l16 64 5
 dp_get siw_bw64k siw-bw64k 65536 4
@@ -427,6 +446,19 @@ vrow() {
 	vrow "msg rate 64 B, 8 QPs" Mpps rate8 siw_r8 vd_r8l1 1
 	vrow "msg rate 64 B, 1 QP, 16 WRs a post" Mpps rate1-l16 none vd_r1l16 1
 	printf -- '-%.0s' {1..110}
+	echo
+} >>"$out"
+
+{
+	echo
+	echo "VIPL (libvipl, examples/vipl/vipl-pingpong, completion by polling) beside viaduct-perf"
+	echo "(native) and perftest on siw: 8-byte Send ping-pong, median half round trip in us."
+	printf -- '-%.0s' {1..88}
+	echo
+	printf '   %-28s %-5s %10s %10s %12s %10s\n' metric unit VIPL native VIPL/native siw
+	printf '   %-28s %-5s %10s %10s %12s %10s\n' "send lat 8 B" us "${res[vipl_lsend]}" \
+		"${res[vd_lsend]}" "$(ratio "${res[vipl_lsend]}" "${res[vd_lsend]}")" "${res[siw_lsend]}"
+	printf -- '-%.0s' {1..88}
 	echo
 } >>"$out"
 

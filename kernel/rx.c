@@ -173,7 +173,8 @@ static void rx_read_resp(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
 /*
  * Copies the oldest posted receive into @tp->rqe. If none is in flight,
  * takes new ones from the ring first (a polled QP's worker may not have
- * come round yet). Returns how many receives are posted: 0 or 1.
+ * come round yet), or one from the SRQ the QP receives from. Returns
+ * how many receives are posted: 0 or 1.
  */
 static u32 rx_take_recv(struct vd_tp *tp)
 {
@@ -200,7 +201,9 @@ static u32 rx_take_recv(struct vd_tp *tp)
 			return found;
 		}
 		spin_unlock_bh(&wq->lock);
-		if (vd_qp_consume(qp, VD_QP_RQ) <= 0)
+		/* on an SRQ: its oldest WR, for whichever QP asks first */
+		if ((qp->srq ? vd_qp_take_srq(qp) :
+		     vd_qp_consume(qp, VD_QP_RQ)) <= 0)
 			break;
 	}
 	return 0;

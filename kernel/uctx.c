@@ -130,7 +130,8 @@ static VD_IOCTL_HANDLER(ioctl_query_device)
 	if (ret)
 		return ret;
 	attr->caps = VIADUCT_DEV_CAP_POLLED_DOORBELL | VIADUCT_DEV_CAP_IMM_DATA |
-		     VIADUCT_DEV_CAP_CONVERT_SOCKET | VIADUCT_DEV_CAP_P2P;
+		     VIADUCT_DEV_CAP_CONVERT_SOCKET | VIADUCT_DEV_CAP_P2P |
+		     VIADUCT_DEV_CAP_SRQ;
 	if (vd_zc_min())
 		attr->caps |= VIADUCT_DEV_CAP_ZERO_COPY;
 	return copy_to_user(uarg, attr, sizeof(*attr)) ? -EFAULT : 0;
@@ -239,6 +240,18 @@ static const struct vd_ioctl vd_ioctls[] = {
 	},
 	[_IOC_NR(VIADUCT_IOCTL_CM_ACK_EVENT)] = {
 		VIADUCT_IOCTL_CM_ACK_EVENT, vd_ucm_ack, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_CREATE_SRQ)] = {
+		VIADUCT_IOCTL_CREATE_SRQ, vd_uobj_create_srq, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_MODIFY_SRQ)] = {
+		VIADUCT_IOCTL_MODIFY_SRQ, vd_uobj_modify_srq, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_QUERY_SRQ)] = {
+		VIADUCT_IOCTL_QUERY_SRQ, vd_uobj_query_srq, VD_IOCTL_DEV
+	},
+	[_IOC_NR(VIADUCT_IOCTL_DESTROY_SRQ)] = {
+		VIADUCT_IOCTL_DESTROY_SRQ, vd_uobj_destroy_srq, VD_IOCTL_DEV
 	},
 };
 

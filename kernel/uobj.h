@@ -9,7 +9,7 @@
  *       -ENOMEM. Process context.
  *   vd_uobj_table_destroy(t)
  *       At release(), while the device is still referenced: destroys the
- *       QPs, CQs, MRs and PDs still named by handles, in that order, then
+ *       QPs, SRQs, CQs, MRs and PDs still named by handles, in that order, then
  *       forgets the mmap keys and drops the async queue. Process context.
  *   vd_uobj_create_pd() ... vd_uobj_create_comp_channel()
  *       The resource commands of include/uapi/viaduct/viaduct-abi.h, called by uctx.c's
@@ -179,6 +179,10 @@ VD_IOCTL_HANDLER(vd_uobj_query_qp);
 VD_IOCTL_HANDLER(vd_uobj_destroy_qp);
 VD_IOCTL_HANDLER(vd_uobj_doorbell);
 VD_IOCTL_HANDLER(vd_uobj_create_comp_channel);
+VD_IOCTL_HANDLER(vd_uobj_create_srq);
+VD_IOCTL_HANDLER(vd_uobj_modify_srq);
+VD_IOCTL_HANDLER(vd_uobj_query_srq);
+VD_IOCTL_HANDLER(vd_uobj_destroy_srq);
 VD_IOCTL_HANDLER(vd_ucm_create_channel);
 VD_IOCTL_HANDLER(vd_ucm_create_id);
 VD_IOCTL_HANDLER(vd_ucm_destroy_id);

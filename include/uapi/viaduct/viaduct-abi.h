@@ -345,7 +345,7 @@ struct viaduct_create_qp {
 	__u32 rcq_size;		/* out */
 	__u32 scq_entries;	/* out */
 	__u32 rcq_entries;	/* out */
-	__u32 reserved;
+	__u32 srq_handle;	/* in: an SRQ to receive from, or 0 (see CREATE_SRQ) */
 };
 
 /* struct viaduct_modify_qp.mask: which fields to apply */
@@ -539,6 +539,9 @@ struct viaduct_cq_event {
 #define VIADUCT_EVENT_SQ_DRAINED	6
 #define VIADUCT_EVENT_QP_LAST_WQE	7
 #define VIADUCT_EVENT_DEVICE_FATAL	8
+/* SRQs (@handle is the SRQ's, @user_data the SRQ's) */
+#define VIADUCT_EVENT_SRQ_LIMIT		9	/* fewer WRs than the armed limit */
+#define VIADUCT_EVENT_SRQ_ERR		10	/* garbage producer index: SRQ broken */
 
 struct viaduct_async_event {
 	__aligned_u64 user_data;	/* the object's, 0 for device events */
@@ -563,6 +566,77 @@ struct viaduct_async_event {
 #define VIADUCT_IOCTL_DOORBELL		_IOW(VIADUCT_IOCTL_MAGIC, 0x1c, struct viaduct_doorbell_req)
 #define VIADUCT_IOCTL_CREATE_COMP_CHANNEL \
 	_IOR(VIADUCT_IOCTL_MAGIC, 0x1d, struct viaduct_comp_channel)
+
+/*
+ * Shared receive queues (VIADUCT_DEV_CAP_SRQ)
+ * -------------------------------------------
+ *   CREATE_SRQ / MODIFY_SRQ / QUERY_SRQ / DESTROY_SRQ: a receive queue on a
+ *     PD that QPs of the same PD share: CREATE_QP with @srq_handle gives a
+ *     QP without a receive queue of its own (@rq_depth and @max_recv_sge
+ *     must be 0, @recv_cq a CQ; rq_key, rq_size and rq_depth come back 0).
+ *     The SRQ is one mapping (mmap_key, mmap_size): struct viaduct_srq_ring
+ *     (the indices) and then @depth slots of @wqe_size bytes, each a
+ *     struct viaduct_rqe with its SGEs as on an RQ. Posting needs no
+ *     system call: the kernel reads the producer index when a message
+ *     arrives and takes the oldest WR for whichever QP needs one first
+ *     (FIFO by arrival, across QPs). A WR a QP took is that QP's: it
+ *     completes on the QP's receive CQ, or flushed when the QP enters
+ *     Error; WRs not taken stay on the SRQ, and a QP entering Error raises
+ *     VIADUCT_EVENT_QP_LAST_WQE once it will take no more.
+ *     MODIFY_SRQ with VIADUCT_SRQ_ATTR_LIMIT arms the limit: the first
+ *     take that leaves fewer than @limit WRs in the SRQ raises
+ *     VIADUCT_EVENT_SRQ_LIMIT once and disarms it (QUERY_SRQ then reports
+ *     0); 0 disarms, a limit above the depth is EINVAL. A producer index
+ *     more than a ring ahead breaks the SRQ (VIADUCT_EVENT_SRQ_ERR, no
+ *     more takes). DESTROY_SRQ fails with EBUSY while QPs use it.
+ */
+struct viaduct_create_srq {
+	__aligned_u64 user_data;	/* in: returned in events */
+	__u32 pd_handle;	/* in */
+	__u32 depth;		/* in: minimum; out: actual (power of two) */
+	__u32 max_sge;		/* in/out */
+	__u32 max_msg_size;	/* in: 0 for the device limit; out */
+	__u32 flags;		/* in: 0 */
+	__u32 handle;		/* out */
+	__u32 wqe_size;		/* out: bytes per slot */
+	__u32 mmap_size;	/* out */
+	__aligned_u64 mmap_key;	/* out */
+};
+
+/* struct viaduct_modify_srq.mask */
+#define VIADUCT_SRQ_ATTR_LIMIT		(1U << 0)
+
+struct viaduct_modify_srq {
+	__u32 handle;
+	__u32 mask;		/* VIADUCT_SRQ_ATTR_* */
+	__u32 limit;		/* WRs; 0 disarms */
+	__u32 reserved;
+};
+
+struct viaduct_query_srq {
+	__u32 handle;		/* in */
+	__u32 depth;		/* out */
+	__u32 max_sge;
+	__u32 limit;		/* armed limit, 0 if none */
+	__u32 outstanding;	/* WRs posted and not taken yet */
+	__u32 num_qps;		/* QPs receiving from it */
+	__u32 broken;		/* 1 after VIADUCT_EVENT_SRQ_ERR */
+	__u32 reserved;
+};
+
+/* The head of an SRQ mapping; the slots follow at VIADUCT_RING_HDR_SIZE. */
+struct viaduct_srq_ring {
+	__u32 producer;		/* user writes: slots filled */
+	__u32 pad0[15];
+	__u32 consumer;		/* kernel writes: slots taken (free again) */
+	__u32 pad1[15];
+	__u32 reserved[32];
+};
+
+#define VIADUCT_IOCTL_CREATE_SRQ	_IOWR(VIADUCT_IOCTL_MAGIC, 0x40, struct viaduct_create_srq)
+#define VIADUCT_IOCTL_MODIFY_SRQ	_IOW(VIADUCT_IOCTL_MAGIC, 0x41, struct viaduct_modify_srq)
+#define VIADUCT_IOCTL_QUERY_SRQ		_IOWR(VIADUCT_IOCTL_MAGIC, 0x42, struct viaduct_query_srq)
+#define VIADUCT_IOCTL_DESTROY_SRQ	_IOW(VIADUCT_IOCTL_MAGIC, 0x43, struct viaduct_handle)
 
 /*
  * Connection manager (ABI v1)

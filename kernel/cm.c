@@ -388,13 +388,19 @@ void vd_cm_fail(struct vd_cm_id *id, u32 type, int status)
 
 void vd_cm_listen_work(struct vd_cm_id *l);
 
-/* Established or closing: watch for the peer's FIN or RST. */
+/*
+ * Established or closing: watch for the peer's FIN or RST. Closing, we
+ * read and drop what the peer sends until its FIN: our close began, so
+ * nothing more is processed, but the FIN comes only after those bytes.
+ */
 static void cm_watch(struct vd_cm_id *id)
 {
 	bool closing = id->state == VD_CM_CLOSING;
 	int tp = READ_ONCE(id->tp_closed);
 	int err;
 
+	if (closing && vd_cm_sock_discard(id))
+		vd_cm_queue(id);	/* more to drop: after the others' turn */
 	if (tp)
 		err = tp == 1 ? 0 : tp;	/* what the transport saw */
 	else if (!vd_cm_sock_gone(id, &err))
@@ -702,8 +708,6 @@ out:
 
 /* --- Destruction ---------------------------------------------------- */
 
-/* --- Destruction ---------------------------------------------------- */
-
 void vd_cm_id_destroy(struct vd_cm_id *id)
 {
 	mutex_lock(&id->lock);
@@ -737,8 +741,6 @@ void vd_cm_id_destroy(struct vd_cm_id *id)
 	vd_dbg_cm(id, "destroyed\n");
 	vd_cm_id_put(id);
 }
-
-/* --- Module --------------------------------------------------------- */
 
 /* --- Module --------------------------------------------------------- */
 

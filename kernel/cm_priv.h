@@ -110,6 +110,7 @@ void vd_cm_sock_detach(struct vd_cm_id *id);
 void vd_cm_sock_abort(struct socket *sock);
 void vd_cm_sock_close(struct vd_cm_id *id, bool abort);
 bool vd_cm_sock_gone(struct vd_cm_id *id, int *err);
+bool vd_cm_sock_discard(struct vd_cm_id *id);
 int vd_cm_send_frame(struct vd_cm_id *id, const struct vd_mpa_info *info,
 		     const u8 *pd);
 int vd_cm_recv_frame(struct vd_cm_id *id, bool reply);

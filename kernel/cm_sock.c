@@ -7,6 +7,7 @@
  */
 #include <linux/err.h>
 #include <linux/net.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/tcp.h>
 #include <net/sock.h>
@@ -153,6 +154,47 @@ bool vd_cm_sock_gone(struct vd_cm_id *id, int *err)
 		return true;
 	}
 	return false;
+}
+
+/* What one call of vd_cm_sock_discard() reads at most. */
+#define VD_CM_DISCARD_BUDGET	SZ_1M
+
+/**
+ * vd_cm_sock_discard() - drop what the peer still sends after our close
+ * @id: a CM id in Closing: its transport stopped and our FIN is queued
+ *
+ * The peer's FIN arrives behind whatever it sent before it saw ours. A
+ * peer still streaming when we closed would wait for window space we never
+ * open if we stopped reading, and its FIN with it: the close would end
+ * only by the CM's timeout. Closing processes no incoming segment (RDMA
+ * verbs, Closing state), so they are read and dropped, up to
+ * %VD_CM_DISCARD_BUDGET bytes per call.
+ *
+ * Context: process, under the id's mutex.
+ * Return: true if the budget was spent and more may be waiting.
+ */
+bool vd_cm_sock_discard(struct vd_cm_id *id)
+{
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT };
+	size_t left = VD_CM_DISCARD_BUDGET;
+	struct kvec kv;
+	void *buf;
+	int ret;
+
+	buf = kmalloc(PAGE_SIZE, GFP_KERNEL);
+	if (!buf)
+		return false;	/* the close timeout still ends it */
+	while (left) {
+		kv.iov_base = buf;
+		kv.iov_len = min_t(size_t, left, PAGE_SIZE);
+		ret = kernel_recvmsg(id->sock, &msg, &kv, 1, kv.iov_len,
+				     MSG_DONTWAIT);
+		if (ret <= 0)	/* nothing more now, the FIN, or an error */
+			break;
+		left -= ret;
+	}
+	kfree(buf);
+	return !left;
 }
 
 void vd_cm_fail(struct vd_cm_id *id, u32 type, int status);

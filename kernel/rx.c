@@ -353,6 +353,13 @@ static void rx_imm(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
 	vd_qp_complete(tp->qp, VD_QP_RQ, &cqe, se);
 }
 
+/* The opcodes of immediate data, which need MPA's IMM_OFFER/IMM_ACCEPT. */
+static bool rx_imm_opcode(u8 op)
+{
+	return op == VD_OP_SEND_IMM || op == VD_OP_SEND_SE_IMM ||
+	       op == VD_OP_IMM || op == VD_OP_IMM_SE;
+}
+
 /* Queues a Read Request for tx.c; the source was checked (or is empty). */
 static void rx_queue_read(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
 			  struct vd_mr *mr)
@@ -484,6 +491,11 @@ static void rx_fpdu(struct vd_tp *tp, const u8 *fpdu, u32 len)
 	if (tp->rx_rtr && hdr.opcode != VD_OP_TERMINATE &&
 	    rx_rtr(tp, &hdr, ulpdu, ulpdu_len))
 		return;
+	if (!tp->imm && rx_imm_opcode(hdr.opcode)) {
+		/* we did not say we take it: as any unexpected opcode */
+		rx_fail(tp, VD_IW_RDMAP_OPCODE, ulpdu, ulpdu_len);
+		return;
+	}
 
 	switch (hdr.opcode) {
 	case VD_OP_WRITE:

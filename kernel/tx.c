@@ -294,6 +294,9 @@ static u8 tx_check_wr(struct vd_tp *tp, const struct viaduct_sqe *sqe)
 
 	if (sqe->opcode == VIADUCT_OP_RDMA_READ && !tp->ord)
 		return VIADUCT_WC_LOC_QP_OP_ERR;
+	/* opcodes the peer may not know: only where it said it does */
+	if (sqe->flags & VIADUCT_SQE_IMMEDIATE && !tp->imm)
+		return VIADUCT_WC_LOC_QP_OP_ERR;
 	if (sqe->flags & VIADUCT_SQE_INLINE)
 		return VIADUCT_WC_SUCCESS;
 	for (i = 0; i < sqe->num_sge; i++) {

@@ -144,7 +144,7 @@ struct viaduct_addr {
  * feature the ABI names and the module refuses (EOPNOTSUPP).
  */
 #define VIADUCT_DEV_CAP_POLLED_DOORBELL	(1U << 0)	/* VIADUCT_QP_F_POLLED */
-#define VIADUCT_DEV_CAP_IMM_DATA	(1U << 1)	/* Send, RDMA Write with immediate */
+#define VIADUCT_DEV_CAP_IMM_DATA	(1U << 1)	/* with immediate, where negotiated */
 #define VIADUCT_DEV_CAP_ZERO_COPY	(1U << 2)	/* large sends by reference */
 #define VIADUCT_DEV_CAP_CONVERT_SOCKET	(1U << 3)	/* CM_CONVERT_SOCKET */
 #define VIADUCT_DEV_CAP_P2P		(1U << 4)	/* RFC 6581 peer-to-peer RTR */
@@ -467,7 +467,7 @@ struct viaduct_sge {
 #define VIADUCT_SQE_SOLICITED		(1U << 1)	/* Send (or Write with IMMEDIATE) with SE */
 #define VIADUCT_SQE_READ_FENCE		(1U << 2)	/* wait for earlier RDMA Reads */
 #define VIADUCT_SQE_INLINE		(1U << 3)	/* payload in the slot, @length bytes */
-#define VIADUCT_SQE_IMMEDIATE		(1U << 4)	/* @imm_data is valid */
+#define VIADUCT_SQE_IMMEDIATE		(1U << 4)	/* @imm_data valid; VIADUCT_CM_F_IMM_DATA */
 #define VIADUCT_SQE_FLAGS_ALL		0x1fU
 
 /*
@@ -719,6 +719,17 @@ struct viaduct_sockaddr {
 #define VIADUCT_CM_F_P2P		(1U << 2)	/* RFC 6581 peer-to-peer RTR */
 #define VIADUCT_CM_F_ACTIVE		(1U << 3)	/* CONVERT_SOCKET: we send the request */
 #define VIADUCT_CM_F_ALL		0xfU
+/*
+ * Events only (never accepted in a command): immediate data offered by
+ * the initiator (CONNECT_REQUEST) or in use on the connection (the rest).
+ * Send with Immediate and RDMA Write with Immediate use opcodes of
+ * viaduct's (and RFC 7306's) that other RNICs, siw among them, do not
+ * know: a connection uses them only when both ends said so in the MPA
+ * exchange (Documentation/cm.rst, "Immediate data"). Elsewhere such a WR
+ * completes with VIADUCT_WC_LOC_QP_OP_ERR, sends nothing, and the QP
+ * enters Error, as for any WR the connection cannot carry.
+ */
+#define VIADUCT_CM_F_IMM_DATA		(1U << 4)
 
 struct viaduct_cm_conn_param {
 	__aligned_u64 private_data;	/* user pointer or 0 */

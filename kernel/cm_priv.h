@@ -2,9 +2,9 @@
 /*
  * Inside the connection manager: the id and what its files share. cm.c runs
  * an id's state machine, cm_sock.c its TCP endpoint and MPA frames,
- * cm_listen.c listeners and the passive side. cm.h has the API, the
- * locking and the lifetimes; nothing outside these three files includes
- * this header.
+ * cm_listen.c listeners and the passive side. cm.h has the locking and
+ * the lifetimes; the functions are documented at their definitions.
+ * Nothing outside these three files includes this header.
  */
 #ifndef _VD_CM_PRIV_H
 #define _VD_CM_PRIV_H

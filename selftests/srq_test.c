@@ -10,7 +10,8 @@
  * taken FIFO by arrival; the limit event raised once per arming; a QP
  * entering Error leaving the SRQ's WRs on the SRQ (LAST_WQE raised, no
  * flushed completion) for another QP to use; DESTROY_SRQ refused while a
- * QP uses it; no leak once the contexts are closed.
+ * QP uses it; a malformed WQE failing the QP that takes it, and a garbage
+ * producer index breaking the SRQ; no leak once the contexts are closed.
  */
 #include "xfer_util.h"
 
@@ -540,6 +541,38 @@ TEST_F_TIMEOUT(srq, garbage_producer_breaks_srq, XF_TIMEOUT_S)
 				   &ev, XF_WAIT_MS));
 	EXPECT_EQ(VIADUCT_QPS_ERROR, vd_qp_state(self->b.fd, self->bq[0].c.handle));
 	EXPECT_EQ(0, vd_cring_poll(&self->rcq, &cqe));
+}
+
+/*
+ * A malformed WQE in the SRQ (more SGEs than max_sge) is checked on the
+ * kernel's copy when a QP takes it: it completes with LOC_LEN_ERR on that
+ * QP, which enters Error; the WRs behind it stay on the SRQ.
+ */
+TEST_F_TIMEOUT(srq, malformed_wqe_fails_its_taker, XF_TIMEOUT_S)
+{
+	struct viaduct_async_event ev;
+	struct viaduct_query_srq q;
+	struct viaduct_rqe *r;
+	struct viaduct_cqe cqe;
+	__u32 srq = self->srq.c.handle;
+
+	sq_connect(_metadata, self, 0);
+	sq_post(&self->b, &self->srq, 7, 0, SQ_SLICE);
+	r = (struct viaduct_rqe *)((char *)self->srq.ring + VIADUCT_RING_HDR_SIZE);
+	r->num_sge = self->srq.c.max_sge + 1;
+	sq_post(&self->b, &self->srq, 8, SQ_SLICE, SQ_SLICE);
+
+	sq_send(self, 0, 1);
+	ASSERT_EQ(1U, vd_cring_wait(&self->rcq, &cqe, 1, XF_WAIT_MS));
+	EXPECT_EQ(7U, cqe.wr_id);
+	EXPECT_EQ(VIADUCT_WC_LOC_LEN_ERR, cqe.status);
+	EXPECT_EQ(self->bq[0].c.handle, cqe.qp_handle);
+	ASSERT_EQ(0, vd_wait_async(self->b.fd, VIADUCT_EVENT_QP_LAST_WQE, self->bq[0].c.handle,
+				   &ev, XF_WAIT_MS));
+	EXPECT_EQ(VIADUCT_QPS_ERROR, vd_qp_state(self->b.fd, self->bq[0].c.handle));
+	ASSERT_EQ(0, sq_query(self->b.fd, srq, &q));
+	EXPECT_EQ(1U, q.outstanding);
+	EXPECT_EQ(0U, q.broken);
 }
 
 TEST_HARNESS_MAIN

@@ -15,7 +15,8 @@
  */
 #include "xfer_util.h"
 
-#define SQ_QPS		8
+#define SQ_QPS		8	/* eight_qps_at_once; the others use two */
+#define SQ_FIX_QPS	2
 #define SQ_DEPTH	128
 #define SQ_SLICE	4096	/* receive buffer of one SRQ WR, or one message */
 #define SQ_SRC		(1UL << 20)	/* a's send buffers start here */
@@ -35,6 +36,7 @@ FIXTURE(srq)
 	struct vd_cring rcq;	/* b's receive CQ, shared by its SRQ QPs */
 	struct vd_qp aq[SQ_QPS];
 	struct vd_qp bq[SQ_QPS];
+	int nqp;		/* pairs made so far */
 	__u32 listen_id;
 	int up;
 	struct vd_snap before;
@@ -115,13 +117,30 @@ static int sq_srq_qp(struct xf_side *s, __u32 srq, __u32 rcq, struct vd_qp *q)
 	return vd_qp_create(s->fd, q);
 }
 
+/* Makes QP pairs (a's own, b's on the SRQ) until there are @n. */
+static void sq_make_qps(struct __test_metadata *_metadata, FIXTURE_DATA(srq) *self, int n)
+{
+	for (; self->nqp < n; self->nqp++) {
+		int i = self->nqp;
+
+		ASSERT_EQ(0, sq_srq_qp(&self->b, self->srq.c.handle, self->rcq_args.handle,
+				       &self->bq[i]));
+		EXPECT_EQ(0U, self->bq[i].c.rq_depth);
+		EXPECT_EQ(0U, self->bq[i].c.rq_size);
+		EXPECT_EQ(0ULL, self->bq[i].c.rq_key);
+		ASSERT_EQ(0, xf_qp_up(&self->a, &self->aq[i]));
+	}
+}
+
 FIXTURE_SETUP(srq)
 {
 	struct viaduct_cm_listen l = { 0 };
 	int id = getpid() % 100000;
-	int i;
 
 	vd_snap_take(&self->before);
+	self->nqp = 0;
+	memset(self->aq, 0, sizeof(self->aq));
+	memset(self->bq, 0, sizeof(self->bq));
 	xf_sides_init(&self->a, &self->b, id);
 	ASSERT_EQ(0, xf_net_up(self->a.ns, self->b.ns, id));
 	self->up = 1;
@@ -137,14 +156,7 @@ FIXTURE_SETUP(srq)
 	ASSERT_EQ(0, vd_create_cq(self->b.fd, 4 * SQ_DEPTH, -1, 0, &self->rcq_args));
 	ASSERT_EQ(0, vd_cring_map(&self->rcq, self->b.fd, self->rcq_args.mmap_key,
 				  self->rcq_args.mmap_size, self->rcq_args.entries));
-	for (i = 0; i < SQ_QPS; i++) {
-		ASSERT_EQ(0, sq_srq_qp(&self->b, self->srq.c.handle, self->rcq_args.handle,
-				       &self->bq[i]));
-		EXPECT_EQ(0U, self->bq[i].c.rq_depth);
-		EXPECT_EQ(0U, self->bq[i].c.rq_size);
-		EXPECT_EQ(0ULL, self->bq[i].c.rq_key);
-		ASSERT_EQ(0, xf_qp_up(&self->a, &self->aq[i]));
-	}
+	sq_make_qps(_metadata, self, SQ_FIX_QPS);
 	l.handle = self->b.id;
 	xf_addr(&l.addr, 2, 0);
 	ASSERT_EQ(0, vd_ioctl(self->b.fd, VIADUCT_IOCTL_CM_LISTEN, &l));
@@ -332,13 +344,14 @@ TEST_F_TIMEOUT(srq, bad_arguments, XF_TIMEOUT_S)
 	EXPECT_EQ(SQ_DEPTH, q.depth);
 	EXPECT_EQ(0U, q.limit);
 	EXPECT_EQ(0U, q.outstanding);
-	EXPECT_EQ(SQ_QPS, q.num_qps);
+	EXPECT_EQ(self->nqp, q.num_qps);
 	EXPECT_EQ(0U, q.broken);
 }
 
 TEST_F_TIMEOUT(srq, eight_qps_at_once, XF_TIMEOUT_S)
 {
-	enum { PER_QP = SQ_DEPTH / SQ_QPS };
+	const int total = vd_scaled(SQ_DEPTH, 4 * SQ_QPS, "messages through the SRQ");
+	const int per_qp = total / SQ_QPS;
 	int seq_seen[SQ_QPS] = { 0 };
 	unsigned char used[SQ_DEPTH] = { 0 };
 	unsigned char want[SQ_SLICE];
@@ -346,6 +359,7 @@ TEST_F_TIMEOUT(srq, eight_qps_at_once, XF_TIMEOUT_S)
 	struct viaduct_cqe cqe;
 	int i, j, n;
 
+	sq_make_qps(_metadata, self, SQ_QPS);
 	for (i = 0; i < SQ_QPS; i++)
 		sq_connect(_metadata, self, i);
 
@@ -364,25 +378,25 @@ TEST_F_TIMEOUT(srq, eight_qps_at_once, XF_TIMEOUT_S)
 		EXPECT_EQ(VIADUCT_WC_SUCCESS, cqe.status);
 	}
 
-	/* then every QP at once: PER_QP messages each, SQ_DEPTH WRs */
+	/* then every QP at once: per_qp messages each, total WRs */
 	memset(self->b.buf, 0xee, (size_t)SQ_DEPTH * SQ_SLICE);
-	for (i = 0; i < SQ_DEPTH; i++)
+	for (i = 0; i < total; i++)
 		sq_post(&self->b, &self->srq, i, (size_t)i * SQ_SLICE, SQ_SLICE);
 	ASSERT_EQ(0, sq_query(self->b.fd, self->srq.c.handle, &q));
-	EXPECT_EQ(SQ_DEPTH, q.outstanding);
-	for (j = 0; j < PER_QP; j++)
+	EXPECT_EQ(total, q.outstanding);
+	for (j = 0; j < per_qp; j++)
 		for (i = 0; i < SQ_QPS; i++)
 			sq_send(self, i, j + 1);
 
-	for (n = 0; n < SQ_DEPTH; n++) {
+	for (n = 0; n < total; n++) {
 		__u32 len;
 		int qp;
 
 		ASSERT_EQ(1U, vd_cring_wait(&self->rcq, &cqe, 1, XF_WAIT_MS))
-			TH_LOG("%d of %d receives completed", n, SQ_DEPTH);
+			TH_LOG("%d of %d receives completed", n, total);
 		ASSERT_EQ(VIADUCT_WC_SUCCESS, cqe.status);
 		ASSERT_EQ(VIADUCT_WC_RECV, cqe.opcode);
-		ASSERT_LT(cqe.wr_id, (__u64)SQ_DEPTH);
+		ASSERT_LT(cqe.wr_id, (__u64)total);
 		ASSERT_EQ(0, used[cqe.wr_id]) TH_LOG("wr %llu completed twice",
 						    (unsigned long long)cqe.wr_id);
 		used[cqe.wr_id] = 1;
@@ -397,8 +411,8 @@ TEST_F_TIMEOUT(srq, eight_qps_at_once, XF_TIMEOUT_S)
 		EXPECT_EQ(0xee, self->b.buf[cqe.wr_id * SQ_SLICE + len]);
 	}
 	for (i = 0; i < SQ_QPS; i++) {
-		EXPECT_EQ(PER_QP, seq_seen[i]);
-		for (j = 0; j < PER_QP; j++) {
+		EXPECT_EQ(per_qp, seq_seen[i]);
+		for (j = 0; j < per_qp; j++) {
 			ASSERT_EQ(1U, vd_cring_wait(&self->aq[i].scq, &cqe, 1, XF_WAIT_MS));
 			EXPECT_EQ(VIADUCT_WC_SUCCESS, cqe.status);
 		}
@@ -477,7 +491,7 @@ TEST_F_TIMEOUT(srq, qp_error_leaves_wrs, XF_TIMEOUT_S)
 		(unsigned long long)cqe.wr_id, cqe.status);
 	ASSERT_EQ(0, sq_query(self->b.fd, srq, &q));
 	EXPECT_EQ(3U, q.outstanding);
-	EXPECT_EQ(SQ_QPS, q.num_qps);
+	EXPECT_EQ(self->nqp, q.num_qps);
 
 	/* QP 1 receives into them, the oldest first */
 	for (i = 1; i < 4; i++) {
@@ -504,8 +518,8 @@ TEST_F_TIMEOUT(srq, destroy_while_used, XF_TIMEOUT_S)
 
 	EXPECT_EQ(-EBUSY, vd_destroy(fd, VIADUCT_IOCTL_DESTROY_SRQ, srq));
 	ASSERT_EQ(0, sq_query(fd, srq, &q));
-	EXPECT_EQ(SQ_QPS, q.num_qps);
-	for (i = 0; i < SQ_QPS - 1; i++) {
+	EXPECT_EQ(self->nqp, q.num_qps);
+	for (i = 0; i < self->nqp - 1; i++) {
 		vd_qp_unmap(&self->bq[i]);
 		ASSERT_EQ(0, vd_destroy_qp(fd, self->bq[i].c.handle));
 	}

@@ -237,11 +237,15 @@ void vd_cm_report(struct vd_cm_id *id, u32 type, int status,
 			e->ev.flags |= VIADUCT_CM_F_CRC;
 		if (id->peer_info.p2p)
 			e->ev.flags |= VIADUCT_CM_F_P2P;
+		if (id->peer_info.imm)
+			e->ev.flags |= VIADUCT_CM_F_IMM_DATA;
 	} else {
 		if (id->mpa.crc_tx)
 			e->ev.flags |= VIADUCT_CM_F_CRC;
 		if (id->mpa.rtr != VD_RTR_NONE)
 			e->ev.flags |= VIADUCT_CM_F_P2P;
+		if (id->mpa.imm)
+			e->ev.flags |= VIADUCT_CM_F_IMM_DATA;
 	}
 	if (id->mpa.active)
 		e->ev.flags |= VIADUCT_CM_F_ACTIVE;

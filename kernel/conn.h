@@ -47,6 +47,7 @@ struct vd_mpa_params {
 	bool crc_rx;		/* the peer appends CRC32c to its FPDUs */
 	bool active;		/* we sent the MPA request */
 	enum vd_rtr rtr;	/* P2P: which RTR the initiator sends */
+	bool imm;		/* both ends take immediate data */
 	u32 ird;		/* ours after negotiation: reads we serve */
 	u32 ord;		/* reads we may have outstanding */
 	u32 peer_ird;		/* as the peer announced (0: not announced) */

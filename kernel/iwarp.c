@@ -172,6 +172,9 @@ int vd_mpa_rr_build(void *buf, size_t size, const struct vd_mpa_info *info)
 	hdr->flags = (info->crc ? VD_MPA_FLAG_C : 0) |
 		     (info->reject ? VD_MPA_FLAG_R : 0) |
 		     (info->enhanced ? VD_MPA_FLAG_H : 0);
+	if (info->imm)
+		hdr->flags |= info->reply ? VD_MPA_FLAG_IMM_ACCEPT :
+			      VD_MPA_FLAG_IMM_OFFER;
 	hdr->rev = info->rev;
 	hdr->pd_len = cpu_to_be16(pd_len);
 	if (info->enhanced) {
@@ -231,6 +234,9 @@ enum vd_iw_err vd_mpa_rr_parse(const struct vd_mpa_rr *hdr, bool reply,
 	info->rev = hdr->rev;
 	info->crc = hdr->flags & VD_MPA_FLAG_C;
 	info->reject = hdr->flags & VD_MPA_FLAG_R;
+	/* a reply's echo of our offer is not an answer */
+	info->imm = hdr->flags & (reply ? VD_MPA_FLAG_IMM_ACCEPT :
+				  VD_MPA_FLAG_IMM_OFFER);
 	/* H is a reserved bit, and so ignored, in revision 1. */
 	info->enhanced = hdr->rev == VD_MPA_REV2 &&
 			 (hdr->flags & VD_MPA_FLAG_H);

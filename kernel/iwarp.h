@@ -33,7 +33,17 @@
 #define VD_MPA_FLAG_C		0x40	/* CRC wanted / in use */
 #define VD_MPA_FLAG_R		0x20	/* reply only: connection rejected */
 #define VD_MPA_FLAG_H		0x10	/* rev 2: IRD/ORD words present */
-#define VD_MPA_FLAG_RSVD	0x0f	/* ignored; siw uses 0x08 privately */
+/*
+ * Two reserved bits carry viaduct's own capability, immediate data (Send
+ * with Immediate, RFC 7306 Immediate Data; Documentation/cm.rst): a
+ * request offers it with IMM_OFFER, and a responder that takes the offer
+ * answers with IMM_ACCEPT, never with IMM_OFFER. Other RNICs send reserved
+ * bits as zero; siw echoes a request's reserved bits in its reply, which
+ * is why the answer is another bit than the offer.
+ */
+#define VD_MPA_FLAG_IMM_OFFER	0x02	/* request: we take immediate data */
+#define VD_MPA_FLAG_IMM_ACCEPT	0x01	/* reply: so do we, use it */
+#define VD_MPA_FLAG_RSVD	0x0c	/* ignored; siw uses 0x08 privately */
 
 struct vd_mpa_rr {
 	u8 key[VD_MPA_KEY_SIZE];
@@ -67,6 +77,7 @@ struct vd_mpa_info {
 	bool reject;		/* R */
 	bool enhanced;		/* rev 2 with H: IRD/ORD words present */
 	u8 rev;
+	bool imm;		/* immediate data offered (request), taken (reply) */
 	u16 pd_len;		/* private data of the ULP, without IRD/ORD */
 	/* enhanced only */
 	bool p2p;

@@ -57,6 +57,7 @@ EXPORT_SYMBOL_IF_KUNIT(vd_mpa_pd_max);
  *
  * Revision 2 and enhanced unless @ours asks for revision 1; with
  * VIADUCT_CM_F_P2P every RTR we can take is offered (the responder picks).
+ * Immediate data is always offered, in either revision.
  */
 void vd_mpa_request(const struct vd_mpa_ours *ours, struct vd_mpa_info *info)
 {
@@ -64,6 +65,8 @@ void vd_mpa_request(const struct vd_mpa_ours *ours, struct vd_mpa_info *info)
 	info->crc = ours->flags & VIADUCT_CM_F_CRC;
 	info->rev = VD_MPA_REV1;
 	info->pd_len = ours->pd_len;
+	/* in the header, not the private data: the peer's ULP never sees it */
+	info->imm = true;
 	if (ours->flags & VIADUCT_CM_F_MPA_V1)
 		return;
 	info->rev = VD_MPA_REV2;
@@ -108,9 +111,10 @@ EXPORT_SYMBOL_IF_KUNIT(vd_mpa_reply_info);
  * @mpa: the parameters the stream will use (all but the peer's IRD/ORD
  *       and @active, which the caller knows)
  *
- * CRC in both directions if either side asked (RFC 5044); our ORD no more
- * than the initiator's IRD; the RTR both offered, in our order of
- * preference (Write, Read, Send), else client-server after all.
+ * CRC in both directions if either side asked (RFC 5044); immediate data
+ * if the initiator offered it; our ORD no more than the initiator's IRD;
+ * the RTR both offered, in our order of preference (Write, Read, Send),
+ * else client-server after all.
  */
 void vd_mpa_accept(const struct vd_mpa_info *req,
 		   const struct vd_mpa_ours *ours, struct vd_mpa_info *info,
@@ -122,6 +126,9 @@ void vd_mpa_accept(const struct vd_mpa_info *req,
 	mpa->crc_tx = req->crc || ours->flags & VIADUCT_CM_F_CRC;
 	mpa->crc_rx = mpa->crc_tx;
 	info->crc = mpa->crc_tx;
+	/* immediate data only if the initiator offered it */
+	mpa->imm = req->imm;
+	info->imm = mpa->imm;
 	mpa->ird = ours->ird;
 	mpa->ord = ours->ord;
 	mpa->rtr = VD_RTR_NONE;
@@ -146,6 +153,9 @@ EXPORT_SYMBOL_IF_KUNIT(vd_mpa_accept);
  * @rep: the responder's reply, as parsed
  * @mpa: the parameters the stream will use
  *
+ * Immediate data only if the reply takes our offer (IMM_ACCEPT; an echo
+ * of the offer is not that).
+ *
  * Return: 0 when @mpa is final; -ECONNREFUSED when the responder rejected
  * (@mpa then has the revision and the peer's IRD/ORD); -EPROTO for a
  * revision we did not offer, or P2P without one of our RTRs.
@@ -169,6 +179,8 @@ int vd_mpa_settle(const struct vd_mpa_ours *ours,
 		return -ECONNREFUSED;
 	mpa->crc_tx = rep->crc || ours->flags & VIADUCT_CM_F_CRC;
 	mpa->crc_rx = mpa->crc_tx;
+	/* we always offer it: the responder's answer decides */
+	mpa->imm = rep->imm;
 	mpa->ird = ours->ird;
 	mpa->ord = ours->ord;
 	mpa->rtr = VD_RTR_NONE;

@@ -24,6 +24,7 @@
 #include "pd.h"
 #include "qp.h"
 #include "ring.h"
+#include "srq.h"
 #include "stats.h"
 #include "viaduct.h"
 
@@ -143,6 +144,9 @@ static int wq_take(struct vd_qp *qp, struct vd_wq *wq, bool *bad)
 
 	if (qp->destroyed)
 		return 0;
+	/* on an SRQ, receives are taken one by one as messages arrive */
+	if (wq->is_rq && qp->srq)
+		return 0;
 	if (!error) {
 		if (wq->stopped || state == VIADUCT_QPS_TERMINATE)
 			return 0;
@@ -240,6 +244,27 @@ static int wq_init(struct vd_wq *wq, bool is_rq, u32 depth, u32 size,
 	return 0;
 }
 
+/*
+ * The RQ side of a QP on an SRQ: no ring, and a FIFO of one, which holds
+ * the receive of the message arriving (vd_qp_take_srq()). The doorbell
+ * page's RQ indices stay unused.
+ */
+static int wq_init_shared(struct vd_wq *wq, const struct vd_srq *srq,
+			  u32 *producer, u32 *consumer_pub)
+{
+	wq->is_rq = true;
+	wq->depth = 1;
+	wq->wqe_size = srq->wqe_size;
+	wq->lim = srq->lim;
+	wq->producer = producer;
+	wq->consumer_pub = consumer_pub;
+	wq->copies = kvcalloc(1, srq->wqe_size, GFP_KERNEL_ACCOUNT);
+	wq->meta = kvcalloc(1, sizeof(*wq->meta), GFP_KERNEL_ACCOUNT);
+	if (!wq->copies || !wq->meta)
+		return -ENOMEM;
+	return 0;
+}
+
 static void wq_free(struct vd_wq *wq)
 {
 	kvfree(wq->meta);
@@ -311,6 +336,17 @@ static void qp_flush(struct vd_qp *qp)
 }
 
 /*
+ * A QP on an SRQ entered Error and was flushed: it takes no more WRs from
+ * the SRQ, which the verbs report as the last WQE reached.
+ */
+static void qp_last_wqe(struct vd_qp *qp)
+{
+	if (qp->srq && qp->aq)
+		vd_async_queue_push(qp->aq, VIADUCT_EVENT_QP_LAST_WQE,
+				    qp->handle, qp->user_data, 0);
+}
+
+/*
  * Tells the transport and the polling worker that the state changed: the
  * transport may have to start, stop or close; WQEs that waited in the ring
  * may be takeable now.
@@ -337,6 +373,7 @@ void vd_qp_enter_error(struct vd_qp *qp, u32 event, u32 detail)
 		if (event && qp->aq)
 			vd_async_queue_push(qp->aq, event, qp->handle,
 					    qp->user_data, detail);
+		qp_last_wqe(qp);
 		changed = true;
 	}
 	qp_unlock_all(qp);
@@ -396,8 +433,10 @@ void vd_qp_llp_closed(struct vd_qp *qp, struct vd_conn *conn)
 		goto out;
 	}
 	qp_set_state(qp, next);
-	if (next == VIADUCT_QPS_ERROR)
+	if (next == VIADUCT_QPS_ERROR) {
 		qp_flush(qp);
+		qp_last_wqe(qp);
+	}
 	changed = true;
 out:
 	qp_unlock_all(qp);
@@ -439,6 +478,7 @@ int vd_qp_modify(struct vd_qp *qp, const struct viaduct_modify_qp *m)
 	case VIADUCT_QPS_ERROR:
 		qp_set_state(qp, next);
 		qp_flush(qp);
+		qp_last_wqe(qp);
 		break;
 	case VIADUCT_QPS_IDLE:
 		/*
@@ -476,7 +516,7 @@ void vd_qp_query(struct vd_qp *qp, struct viaduct_query_qp *q)
 	q->ird = qp->ird;
 	q->qpn = qp->qpn;
 	q->sq_depth = qp->sq.depth;
-	q->rq_depth = qp->rq.depth;
+	q->rq_depth = qp->srq ? 0 : qp->rq.depth;
 	q->sq_outstanding = qp->sq.tail - qp->sq.head;
 	q->rq_outstanding = qp->rq.tail - qp->rq.head;
 	q->terminate = qp->terminate;
@@ -509,6 +549,40 @@ int vd_qp_consume(struct vd_qp *qp, unsigned int which)
 	return n;
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_qp_consume);
+
+int vd_qp_take_srq(struct vd_qp *qp)
+{
+	struct vd_wq *wq = &qp->rq;
+	struct vd_wqe_meta *meta;
+	bool bad = false;
+	int n = 0;
+
+	spin_lock_bh(&wq->lock);
+	if (unlikely(qp->destroyed)) {
+		n = -ENOENT;
+		goto out;
+	}
+	if (!qp->srq || wq->stopped || wq->tail != wq->head ||
+	    (qp->state != VIADUCT_QPS_RTS && qp->state != VIADUCT_QPS_CLOSING))
+		goto out;
+	meta = wq_meta(wq, wq->tail);
+	if (!vd_srq_take(qp->srq, wq_copy(wq, wq->tail), meta))
+		goto out;
+	wq->tail++;
+	n = 1;
+	if (unlikely(meta->status)) {
+		/* as on an RQ: it completes with its status, the QP errs */
+		vd_dbg_qp(qp, "malformed SRQ WQE: status %u\n", meta->status);
+		wq->stopped = true;
+		bad = true;
+	}
+out:
+	spin_unlock_bh(&wq->lock);
+	if (unlikely(bad))
+		vd_qp_enter_error(qp, VIADUCT_EVENT_QP_REQ_ERR, 0);
+	return n;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_qp_take_srq);
 
 /*
  * Retires the oldest in-flight WR of a queue with the CQE the transport
@@ -623,6 +697,7 @@ static void vd_qp_free(struct kref *ref)
 
 	wq_free(&qp->sq);
 	wq_free(&qp->rq);
+	vd_srq_put(qp->srq);
 	vd_ring_mem_put(qp->db_mem);
 	vd_pd_put(qp->pd);
 	vd_async_queue_put(qp->aq);
@@ -658,7 +733,7 @@ static void fill_reply(struct vd_qp *qp, const struct vd_qp_caps *c,
 	a->rcq_key = 0;
 	a->db_size = qp->db_mem->size;
 	a->sq_size = qp->sq.mem->size;
-	a->rq_size = qp->rq.mem->size;
+	a->rq_size = qp->rq.mem ? qp->rq.mem->size : 0;
 	a->scq_size = 0;
 	a->scq_entries = 0;
 	a->rcq_size = 0;
@@ -686,6 +761,9 @@ struct vd_qp *vd_qp_create(const struct vd_qp_init *init)
 		return ERR_PTR(err);
 	if (a->flags & VIADUCT_QP_F_POLLED && !init->worker)
 		return ERR_PTR(-EOPNOTSUPP);
+	/* an SRQ of the QP's PD, and receive completions in a CQ */
+	if (init->srq && (init->srq->pd != init->pd || !init->recv_cq))
+		return ERR_PTR(-EINVAL);
 
 	qp = kzalloc(sizeof(*qp), GFP_KERNEL_ACCOUNT);
 	if (!qp)
@@ -727,8 +805,13 @@ struct vd_qp *vd_qp_create(const struct vd_qp_init *init)
 		      &caps.sq, &qp->db->sq_producer, &qp->db->sq_consumer);
 	if (err)
 		goto put;
-	err = wq_init(&qp->rq, true, caps.rq_depth, caps.rq_wqe_size,
-		      &caps.rq, &qp->db->rq_producer, &qp->db->rq_consumer);
+	if (init->srq)
+		err = wq_init_shared(&qp->rq, init->srq, &qp->db->rq_producer,
+				     &qp->db->rq_consumer);
+	else
+		err = wq_init(&qp->rq, true, caps.rq_depth, caps.rq_wqe_size,
+			      &caps.rq, &qp->db->rq_producer,
+			      &qp->db->rq_consumer);
 	if (err)
 		goto put;
 
@@ -736,9 +819,15 @@ struct vd_qp *vd_qp_create(const struct vd_qp_init *init)
 	if (err)
 		goto put;
 	qp->pd = vd_pd_get(init->pd);
+	if (init->srq) {
+		err = vd_srq_attach(init->srq);
+		if (err)
+			goto detach_pd;
+		qp->srq = vd_srq_get(init->srq);
+	}
 	err = wq_attach_cq(qp, &qp->sq, init->send_cq);
 	if (err)
-		goto detach_pd;
+		goto detach_srq;
 	err = wq_attach_cq(qp, &qp->rq, init->recv_cq);
 	if (err)
 		goto detach_scq;
@@ -763,6 +852,9 @@ detach_rcq:
 	wq_detach_cq(&qp->rq);
 detach_scq:
 	wq_detach_cq(&qp->sq);
+detach_srq:
+	if (qp->srq)
+		vd_srq_detach(qp->srq);
 detach_pd:
 	vd_pd_detach(qp->pd);
 put:
@@ -797,6 +889,8 @@ void vd_qp_destroy(struct vd_qp *qp)
 
 	wq_detach_cq(&qp->sq);
 	wq_detach_cq(&qp->rq);
+	if (qp->srq)
+		vd_srq_detach(qp->srq);
 	vd_pd_detach(qp->pd);
 	vd_dbg_qp(qp, "destroyed\n");
 	vd_qp_put(qp);

@@ -44,7 +44,13 @@
  *                          Takes new WQEs of VD_QP_SQ or VD_QP_RQ from the
  *                          ring; returns how many (>= 0), or -ENOENT once
  *                          the QP was destroyed. Any context but hard irq,
- *                          with no QP lock held.
+ *                          with no QP lock held. A QP on an SRQ takes
+ *                          nothing for its RQ here:
+ *   vd_qp_take_srq(qp)     for a QP on an SRQ whose message needs a
+ *                          receive: takes the SRQ's oldest WR into the
+ *                          (empty) RQ FIFO in RTS and Closing. 1 if it
+ *                          took one, 0 if none, -ENOENT once destroyed.
+ *                          Same context as vd_qp_consume().
  *
  *   For the connection manager and the transport (no QP lock held):
  *   vd_qp_enter_rts(qp, conn)  Idle -> RTS bound to the LLP stream @conn.
@@ -76,7 +82,8 @@
  *   @lock      the attributes, @conn, the async queue pointer;
  *   @sq.lock   the SQ's private consumer index and in-flight FIFO;
  *   @rq.lock   the same for the RQ.
- * The order is @lock -> @sq.lock -> @rq.lock -> (CQ and async queue locks).
+ * The order is @lock -> @sq.lock -> @rq.lock -> (the SRQ's lock) -> (CQ and
+ * async queue locks).
  * @state and @destroyed are written with all three held and may be read
  * under any one of them, so the SQ and RQ consumers (holding only their
  * own queue's lock) run independently of each other yet see a stable
@@ -111,6 +118,7 @@ struct vd_device;
 struct vd_doorbell_worker;
 struct vd_pd;
 struct vd_ring_mem;
+struct vd_srq;
 
 /* vd_qp_consume() and friends: which queue */
 #define VD_QP_SQ		0U
@@ -193,6 +201,7 @@ struct vd_qp {
 	struct viaduct_doorbell *db;	/* = db_mem->va */
 	struct vd_wq sq;
 	struct vd_wq rq;
+	struct vd_srq *srq;		/* receives come from it, or NULL */
 	u64 user_data;
 	u32 handle;			/* the creator's name for it */
 	u32 qpn;
@@ -213,6 +222,7 @@ struct vd_qp_init {
 	struct vd_cq *recv_cq;		/* likewise */
 	struct vd_async_queue *aq;
 	struct vd_doorbell_worker *worker;	/* the device's, for POLLED */
+	struct vd_srq *srq;		/* NULL: an RQ of its own */
 	u32 handle;
 	struct viaduct_create_qp *attr;	/* in: the request; out: the reply */
 };
@@ -230,6 +240,7 @@ static inline struct vd_qp *vd_qp_get(struct vd_qp *qp)
 int vd_qp_modify(struct vd_qp *qp, const struct viaduct_modify_qp *m);
 void vd_qp_query(struct vd_qp *qp, struct viaduct_query_qp *q);
 int vd_qp_consume(struct vd_qp *qp, unsigned int which);
+int vd_qp_take_srq(struct vd_qp *qp);
 
 int vd_qp_enter_rts(struct vd_qp *qp, struct vd_conn *conn);
 void vd_qp_enter_error(struct vd_qp *qp, u32 event, u32 detail);

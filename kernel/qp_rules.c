@@ -98,18 +98,21 @@ int vd_qp_caps(const struct viaduct_create_qp *a, struct vd_qp_caps *c)
 		return -EOPNOTSUPP;
 	if (a->flags & ~VD_QP_FLAGS_ALL || a->access & ~VD_QP_ACCESS_ALL)
 		return -EINVAL;
-	if (!a->sq_depth || a->sq_depth > VD_MAX_QP_WR ||
+	if (!a->sq_depth || a->sq_depth > VD_MAX_QP_WR)
+		return -EINVAL;
+	/* on an SRQ the QP has no receive queue of its own */
+	if (a->srq_handle ? a->rq_depth || a->max_recv_sge :
 	    !a->rq_depth || a->rq_depth > VD_MAX_QP_WR)
 		return -EINVAL;
 	if (a->max_send_sge > VD_MAX_SGE || a->max_recv_sge > VD_MAX_SGE ||
 	    a->max_inline > VD_MAX_INLINE)
 		return -EINVAL;
 	if (a->ord > VD_MAX_ORD || a->ird > VD_MAX_IRD ||
-	    a->max_msg_size > VD_MAX_MSG_SIZE || a->reserved)
+	    a->max_msg_size > VD_MAX_MSG_SIZE)
 		return -EINVAL;
 
 	c->sq_depth = roundup_pow_of_two(a->sq_depth);
-	c->rq_depth = roundup_pow_of_two(a->rq_depth);
+	c->rq_depth = a->rq_depth ? roundup_pow_of_two(a->rq_depth) : 0;
 	c->sq_wqe_size = wqe_size(sqe, max(a->max_send_sge * sge,
 					   a->max_inline));
 	c->rq_wqe_size = wqe_size(rqe, a->max_recv_sge * sge);
@@ -120,6 +123,12 @@ int vd_qp_caps(const struct viaduct_create_qp *a, struct vd_qp_caps *c)
 	c->rq.max_sge = min(VD_MAX_SGE, (c->rq_wqe_size - rqe) / sge);
 	c->rq.max_inline = 0;
 	c->rq.max_msg_size = msg;
+	if (a->srq_handle) {
+		/* the SRQ's slots and limits apply */
+		c->rq_depth = 0;
+		c->rq_wqe_size = 0;
+		c->rq.max_sge = 0;
+	}
 	return 0;
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_qp_caps);

@@ -196,7 +196,8 @@ static void rx_read_resp(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
 /*
  * Copies the oldest posted receive into @tp->rqe. If none is in flight,
  * takes new ones from the ring first (a polled QP's worker may not have
- * come round yet). Returns how many receives are posted: 0 or 1.
+ * come round yet), or one from the SRQ the QP receives from. Returns
+ * how many receives are posted: 0 or 1.
  */
 static u32 rx_take_recv(struct vd_tp *tp)
 {
@@ -223,7 +224,9 @@ static u32 rx_take_recv(struct vd_tp *tp)
 			return found;
 		}
 		spin_unlock_bh(&wq->lock);
-		if (vd_qp_consume(qp, VD_QP_RQ) <= 0)
+		/* on an SRQ: its oldest WR, for whichever QP asks first */
+		if ((qp->srq ? vd_qp_take_srq(qp) :
+		     vd_qp_consume(qp, VD_QP_RQ)) <= 0)
 			break;
 	}
 	return 0;
@@ -394,6 +397,13 @@ static void rx_imm(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
 	vd_qp_complete(tp->qp, VD_QP_RQ, &cqe, se);
 }
 
+/* The opcodes of immediate data, which need MPA's IMM_OFFER/IMM_ACCEPT. */
+static bool rx_imm_opcode(u8 op)
+{
+	return op == VD_OP_SEND_IMM || op == VD_OP_SEND_SE_IMM ||
+	       op == VD_OP_IMM || op == VD_OP_IMM_SE;
+}
+
 /* Queues a Read Request for tx.c; the source was checked (or is empty). */
 static void rx_queue_read(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
 			  struct vd_mr *mr)
@@ -525,6 +535,11 @@ static void rx_fpdu(struct vd_tp *tp, const u8 *fpdu, u32 len)
 	if (tp->rx_rtr && hdr.opcode != VD_OP_TERMINATE &&
 	    rx_rtr(tp, &hdr, ulpdu, ulpdu_len))
 		return;
+	if (!tp->imm && rx_imm_opcode(hdr.opcode)) {
+		/* we did not say we take it: as any unexpected opcode */
+		rx_fail(tp, VD_IW_RDMAP_OPCODE, ulpdu, ulpdu_len);
+		return;
+	}
 
 	switch (hdr.opcode) {
 	case VD_OP_WRITE:

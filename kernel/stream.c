@@ -150,6 +150,7 @@ static int tp_start(struct vd_conn *conn)
 		tp->zc = vd_zc_create(tp, tp_zc_ready);
 	tp->crc_tx = conn->mpa.crc_tx;
 	tp->crc_rx = conn->mpa.crc_rx;
+	tp->imm = conn->mpa.imm;
 	tp->ord = min_t(u32, conn->mpa.ord, VD_MAX_ORD);
 	tp->ird = min_t(u32, conn->mpa.ird, VD_MAX_IRD);
 	for (i = 0; i < VD_QN_NR; i++) {

@@ -145,6 +145,7 @@ struct vd_tp {
 	struct work_struct rx_work;
 	bool crc_tx;
 	bool crc_rx;
+	bool imm;			/* immediate data negotiated in MPA */
 	u32 ord;			/* reads we may have outstanding */
 	u32 ird;			/* reads we serve at once */
 

@@ -323,6 +323,9 @@ static u8 tx_check_wr(struct vd_tp *tp, const struct viaduct_sqe *sqe)
 
 	if (tx_is_read(sqe->opcode) && !tp->ord)
 		return VIADUCT_WC_LOC_QP_OP_ERR;
+	/* opcodes the peer may not know: only where it said it does */
+	if (sqe->flags & VIADUCT_SQE_IMMEDIATE && !tp->imm)
+		return VIADUCT_WC_LOC_QP_OP_ERR;
 	/* a local operation checks what it uses itself */
 	if (tx_is_local(sqe->opcode) || (sqe->flags & VIADUCT_SQE_INLINE))
 		return VIADUCT_WC_SUCCESS;

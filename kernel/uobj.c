@@ -27,6 +27,7 @@
 #include "pd.h"
 #include "qp.h"
 #include "ring.h"
+#include "srq.h"
 #include "tpt.h"
 #include "uctx.h"
 #include "uobj.h"
@@ -37,6 +38,7 @@ enum vd_uobj_type {
 	VD_UOBJ_CQ,
 	VD_UOBJ_QP,
 	VD_UOBJ_CM_ID,		/* not reported: no VIADUCT_RES_* type */
+	VD_UOBJ_SRQ,		/* not reported either */
 };
 
 /* reports name the types VIADUCT_RES_* = enum vd_uobj_type + 1 */
@@ -64,6 +66,7 @@ struct vd_uobj {
 		struct vd_cq *cq;
 		struct vd_qp *qp;
 		struct vd_cm_id *cm_id;
+		struct vd_srq *srq;
 		void *obj;		/* NULL until the object exists */
 	};
 };
@@ -155,6 +158,9 @@ static void uobj_release(struct vd_uobj_table *t, struct vd_uobj *u)
 		/* never with @t->lock held: the id's lock comes first */
 		vd_cm_id_destroy(u->cm_id);
 		break;
+	case VD_UOBJ_SRQ:
+		vd_srq_destroy(u->srq);
+		break;
 	}
 	kfree(u);
 }
@@ -167,6 +173,8 @@ static int uobj_try_destroy(struct vd_uobj *u)
 		return vd_pd_try_destroy(u->pd);
 	case VD_UOBJ_CQ:
 		return vd_cq_try_destroy(u->cq);
+	case VD_UOBJ_SRQ:
+		return vd_srq_try_destroy(u->srq);
 	default:
 		return 0;
 	}
@@ -210,6 +218,7 @@ void vd_uobj_table_destroy(struct vd_uobj_table *t)
 	mutex_unlock(&t->lock);
 	uobj_destroy_type(t, VD_UOBJ_CM_ID);
 	uobj_destroy_type(t, VD_UOBJ_QP);
+	uobj_destroy_type(t, VD_UOBJ_SRQ);
 	uobj_destroy_type(t, VD_UOBJ_CQ);
 	uobj_destroy_type(t, VD_UOBJ_MR);
 	uobj_destroy_type(t, VD_UOBJ_PD);
@@ -359,6 +368,8 @@ static void *uobj_get(struct vd_uobj_table *t, u32 handle,
 			obj = vd_qp_get(u->qp);
 		else if (type == VD_UOBJ_CM_ID)
 			obj = vd_cm_id_get(u->cm_id);
+		else if (type == VD_UOBJ_SRQ)
+			obj = vd_srq_get(u->srq);
 	}
 	xa_unlock(&t->handles);
 	return obj;
@@ -563,7 +574,8 @@ static int uobj_add_qp_keys(struct vd_uobj_table *t, struct vd_uobj *u,
 	ret = uobj_add_key(t, u, qp->db_mem, &a->db_key);
 	if (!ret)
 		ret = uobj_add_key(t, u, qp->sq.mem, &a->sq_key);
-	if (!ret)
+	/* a QP on an SRQ has no receive ring */
+	if (!ret && qp->rq.mem)
 		ret = uobj_add_key(t, u, qp->rq.mem, &a->rq_key);
 	/* private rings are never resized: their memory is fixed */
 	if (!ret && qp->sq.private_cq)
@@ -585,6 +597,21 @@ static int find_cq(struct vd_uobj_table *t, u32 handle, struct vd_cq **cq)
 	if (!u)
 		return -ENOENT;
 	*cq = u->cq;
+	return 0;
+}
+
+/* The SRQ of the table a new QP receives from: NULL for handle 0. */
+static int find_srq(struct vd_uobj_table *t, u32 handle, struct vd_srq **srq)
+{
+	struct vd_uobj *u;
+
+	*srq = NULL;
+	if (!handle)
+		return 0;
+	u = uobj_find(t, handle, VD_UOBJ_SRQ);
+	if (!u)
+		return -ENOENT;
+	*srq = u->srq;
 	return 0;
 }
 
@@ -610,6 +637,8 @@ static int build_qp(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 	ret = find_cq(t, a->send_cq, &init.send_cq);
 	if (!ret)
 		ret = find_cq(t, a->recv_cq, &init.recv_cq);
+	if (!ret)
+		ret = find_srq(t, a->srq_handle, &init.srq);
 	if (ret)
 		return ret;
 	init.pd = pdu->pd;
@@ -626,8 +655,6 @@ long vd_uobj_create_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 {
 	struct viaduct_create_qp *a = karg;
 
-	if (a->reserved)
-		return -EINVAL;
 	return uobj_create(&ctx->objs, VD_UOBJ_QP, build_qp, vd, a,
 			   &a->handle, sizeof(*a), uarg);
 }
@@ -678,6 +705,42 @@ long vd_uobj_doorbell(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 	ret = vd_qp_doorbell(qp, d->flags);
 	vd_qp_put(qp);
 	return ret;
+}
+
+/* For usrq.c: the table's side of the SRQ commands. */
+static int build_srq(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
+		     void *arg)
+{
+	struct viaduct_create_srq *a = reply;
+	struct vd_uobj *pdu;
+	struct vd_srq *srq;
+
+	pdu = uobj_find(t, a->pd_handle, VD_UOBJ_PD);
+	if (!pdu)
+		return -ENOENT;
+	srq = vd_srq_create(pdu->pd, t->aq, a->handle, a);
+	if (IS_ERR(srq))
+		return PTR_ERR(srq);
+	u->srq = srq;
+	u->pd_handle = a->pd_handle;
+	return uobj_add_key(t, u, srq->mem, &a->mmap_key);
+}
+
+long vd_uobj_add_srq(struct vd_uobj_table *t, struct viaduct_create_srq *a,
+		     const struct vd_uarg *uarg)
+{
+	return uobj_create(t, VD_UOBJ_SRQ, build_srq, NULL, a, &a->handle,
+			   sizeof(*a), uarg);
+}
+
+struct vd_srq *vd_uobj_get_srq(struct vd_uobj_table *t, u32 handle)
+{
+	return uobj_get(t, handle, VD_UOBJ_SRQ);
+}
+
+int vd_uobj_remove_srq(struct vd_uobj_table *t, u32 handle)
+{
+	return uobj_remove(t, handle, VD_UOBJ_SRQ);
 }
 
 long vd_uobj_give_fd(struct file *file, const struct vd_uarg *uarg,
@@ -816,6 +879,7 @@ static void uobj_describe(const struct vd_uobj *u, u32 handle,
 		info->qp.recv_cq = qp->rq.private_cq ? 0 : qp->rq.cq->handle;
 		break;
 	case VD_UOBJ_CM_ID:
+	case VD_UOBJ_SRQ:
 		/* never reported: the walk skips them */
 		break;
 	}

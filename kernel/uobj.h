@@ -9,7 +9,7 @@
  *       -ENOMEM. Process context.
  *   vd_uobj_table_destroy(t)
  *       At release(), while the device is still referenced: destroys the
- *       QPs, CQs, MRs and PDs still named by handles, in that order, then
+ *       QPs, SRQs, CQs, MRs and PDs still named by handles, in that order, then
  *       forgets the mmap keys and drops the async queue. Process context.
  *   vd_uobj_create_pd() ... vd_uobj_create_comp_channel()
  *       The resource commands of include/uapi/viaduct/viaduct-abi.h, called by uctx.c's
@@ -96,6 +96,8 @@ struct vd_async_queue;
 struct vd_cm_id;
 struct vd_device;
 struct vd_qp;
+struct vd_srq;
+struct viaduct_create_srq;
 struct vd_uctx;
 
 /* Published objects of a table, by VIADUCT_RES_* - 1. */
@@ -229,6 +231,11 @@ VD_IOCTL_HANDLER(vd_uobj_query_qp);
 VD_IOCTL_HANDLER(vd_uobj_destroy_qp);
 VD_IOCTL_HANDLER(vd_uobj_doorbell);
 VD_IOCTL_HANDLER(vd_uobj_create_comp_channel);
+/* The SRQ commands, in usrq.c. */
+VD_IOCTL_HANDLER(vd_usrq_create);
+VD_IOCTL_HANDLER(vd_usrq_modify);
+VD_IOCTL_HANDLER(vd_usrq_query);
+VD_IOCTL_HANDLER(vd_usrq_destroy);
 VD_IOCTL_HANDLER(vd_ucm_create_channel);
 VD_IOCTL_HANDLER(vd_ucm_create_id);
 VD_IOCTL_HANDLER(vd_ucm_destroy_id);
@@ -242,6 +249,16 @@ VD_IOCTL_HANDLER(vd_ucm_ack);
 
 /* For ucm.c (see "CM ids" above). */
 struct vd_qp *vd_uobj_get_qp(struct vd_uobj_table *t, u32 handle);
+/*
+ * For usrq.c: CREATE_SRQ's table work (the SRQ made on the PD that
+ * @a->pd_handle names, its ring entered as a key, the reply copied out and
+ * then the handle published), a referenced SRQ, and DESTROY_SRQ's removal
+ * (-EBUSY while QPs use it).
+ */
+long vd_uobj_add_srq(struct vd_uobj_table *t, struct viaduct_create_srq *a,
+		     const struct vd_uarg *uarg);
+struct vd_srq *vd_uobj_get_srq(struct vd_uobj_table *t, u32 handle);
+int vd_uobj_remove_srq(struct vd_uobj_table *t, u32 handle);
 int vd_uobj_cm_id_add(struct vd_uobj_table *t, struct vd_cm_id *id,
 		      u32 *handle);
 struct vd_cm_id *vd_uobj_cm_id_get(struct vd_uobj_table *t, u32 handle);

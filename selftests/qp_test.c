@@ -103,7 +103,13 @@ static void f_qp_rel2(FIXTURE_DATA(badarg) *s, union vd_arg *a)
 }
 static void f_qp_rel8(FIXTURE_DATA(badarg) *s, union vd_arg *a) { qp_base(s, a); a->qp.reliability = 8; }
 static void f_qp_access(FIXTURE_DATA(badarg) *s, union vd_arg *a) { qp_base(s, a); a->qp.access = 4; }
-static void f_qp_reserved(FIXTURE_DATA(badarg) *s, union vd_arg *a) { qp_base(s, a); a->qp.reserved = 1; }
+static void f_qp_srq_never(FIXTURE_DATA(badarg) *s, union vd_arg *a)
+{
+	qp_base(s, a);
+	a->qp.rq_depth = 0;
+	a->qp.max_recv_sge = 0;
+	a->qp.srq_handle = 0x7ffff00;
+}
 static void f_qp_pd0(FIXTURE_DATA(badarg) *s, union vd_arg *a) { qp_base(s, a); a->qp.pd_handle = 0; }
 static void f_qp_pd_stale(FIXTURE_DATA(badarg) *s, union vd_arg *a) { qp_base(s, a); a->qp.pd_handle = s->stale_pd; }
 static void f_qp_pd_cq(FIXTURE_DATA(badarg) *s, union vd_arg *a)
@@ -139,7 +145,7 @@ static void check_qp_created(struct __test_metadata *_metadata,
 	EXPECT_LE(sizeof(struct viaduct_sqe) + c->max_inline, c->sq_wqe_size);
 	EXPECT_LE(sizeof(struct viaduct_rqe) + c->max_recv_sge * sizeof(struct viaduct_sge),
 		  c->rq_wqe_size);
-	EXPECT_EQ(0, c->reserved);
+	EXPECT_EQ(0, c->srq_handle);
 	if (!c->send_cq)
 		EXPECT_LE(VIADUCT_RING_HDR_SIZE + (__u64)c->scq_entries * sizeof(struct viaduct_cqe),
 			  c->scq_size);
@@ -194,8 +200,8 @@ VD_ROW(create_qp_reliability_8, VIADUCT_IOCTL_CREATE_QP, f_qp_rel8, -EINVAL,
        "CREATE_QP with an unknown reliability level");
 VD_ROW(create_qp_access, VIADUCT_IOCTL_CREATE_QP, f_qp_access, -EINVAL,
        "CREATE_QP with an unknown access bit");
-VD_ROW(create_qp_reserved, VIADUCT_IOCTL_CREATE_QP, f_qp_reserved, -EINVAL,
-       "CREATE_QP with a nonzero reserved field");
+VD_ROW(create_qp_srq_never, VIADUCT_IOCTL_CREATE_QP, f_qp_srq_never, -ENOENT,
+       "CREATE_QP on an SRQ handle never given out");
 VD_ROW(create_qp_pd0, VIADUCT_IOCTL_CREATE_QP, f_qp_pd0, -ENOENT, "CREATE_QP on PD handle 0");
 VD_ROW(create_qp_pd_stale, VIADUCT_IOCTL_CREATE_QP, f_qp_pd_stale, -ENOENT,
        "CREATE_QP on a destroyed PD");

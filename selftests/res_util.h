@@ -844,7 +844,8 @@ static inline int vd_qp_create(int fd, struct vd_qp *q)
 		return ret;
 	q->db = vd_mmap_key(fd, q->c.db_key, q->c.db_size);
 	q->sq = vd_mmap_key(fd, q->c.sq_key, q->c.sq_size);
-	q->rq = vd_mmap_key(fd, q->c.rq_key, q->c.rq_size);
+	/* a QP on an SRQ has no receive ring */
+	q->rq = q->c.rq_size ? vd_mmap_key(fd, q->c.rq_key, q->c.rq_size) : NULL;
 	if (q->db == MAP_FAILED || q->sq == MAP_FAILED || q->rq == MAP_FAILED) {
 		ret = -errno;
 		if (q->db == MAP_FAILED)

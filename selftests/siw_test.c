@@ -33,7 +33,8 @@ struct siw_rping_info {
 	__u32 size;
 };
 
-static int siw_connect(struct xf_side *a, __u32 flags)
+/* Connects @a to rping; the ESTABLISHED event's flags in *@ev_flags. */
+static int siw_connect(struct xf_side *a, __u32 flags, __u32 *ev_flags)
 {
 	struct viaduct_cm_connect c = { 0 };
 	struct viaduct_cm_event ev;
@@ -49,6 +50,7 @@ static int siw_connect(struct xf_side *a, __u32 flags)
 	ret = xf_cm_event(a, &ev, XF_WAIT_MS);
 	if (ret)
 		return ret;
+	*ev_flags = ev.flags;
 	return ev.type == VIADUCT_CM_EVENT_ESTABLISHED ? 0 : -(int)ev.type;
 }
 
@@ -84,24 +86,28 @@ static int siw_go_ahead(struct __test_metadata *_metadata, struct xf_side *a, __
 	return cqe.status ? -EIO : 0;
 }
 
-/*
- * @zc_min: zcopy_tx_min for the run (restored by the caller), or -1 to
- * leave it.
- */
-static void siw_rping(struct __test_metadata *_metadata, __u32 flags, long zc_min)
-{
-	long long st0[VD_ST_NR], st[VD_ST_NR], want;
-	struct xf_side a = { .fd = -1, .ch = -1 };
-	struct xf_sge go = { XF_BUF - 8192, 64 };
+/* rping serving on siw in namespace @nsb, for a client in @nsa. */
+struct siw_peer {
 	char nsa[32], nsb[32], log[64];
-	int id = getpid() % 100000, i, ret;
+	int id;
+	pid_t server;
+};
+
+/* 0, or 1 if siw or rping is missing (skip); asserts the rest. */
+static int siw_peer_up(struct __test_metadata *_metadata, struct siw_peer *p)
+{
+	char *nsa = p->nsa, *nsb = p->nsb, *log = p->log;
+	int id = getpid() % 100000, i;
 	pid_t server;
 
+	p->server = -1;
 	if (vd_sh("modprobe siw 2>/dev/null") || vd_sh("command -v rping >/dev/null"))
-		SKIP(return, "siw or rping not available");
-	snprintf(nsa, sizeof(nsa), "sa%d", id);
-	snprintf(nsb, sizeof(nsb), "sb%d", id);
-	snprintf(log, sizeof(log), "/tmp/rping-%d.log", id);
+		return 1;
+	p->id = id;
+	snprintf(nsa, sizeof(p->nsa), "sa%d", id);
+	snprintf(nsb, sizeof(p->nsb), "sb%d", id);
+	snprintf(log, sizeof(p->log), "/tmp/rping-%d.log", id);
+	/* an ASSERT leaves the test from here (longjmp) */
 	ASSERT_EQ(0, xf_net_up(nsa, nsb, id));
 	ASSERT_EQ(0, vd_sh("ip netns exec %s rdma link add siw%d type siw netdev eth0", nsb, id));
 
@@ -120,12 +126,40 @@ static void siw_rping(struct __test_metadata *_metadata, __u32 flags, long zc_mi
 		_exit(127);
 	}
 
+	p->server = server;
 	/* the server listens once rping has set up its rdma_cm id */
 	for (i = 0; i < 150; i++) {
 		if (!vd_sh("ip netns exec %s ss -Hltn 'sport = :%d' | grep -q .", nsb, SIW_PORT))
 			break;
 		usleep(100000);
 	}
+	return 0;
+}
+
+static void siw_peer_down(struct siw_peer *p)
+{
+	unlink(p->log);
+	vd_sh("ip netns exec %s rdma link del siw%d 2>/dev/null", p->nsb, p->id);
+	xf_net_down(p->nsa, p->nsb);
+}
+
+/*
+ * @zc_min: zcopy_tx_min for the run (restored by the caller), or -1 to
+ * leave it.
+ */
+static void siw_rping(struct __test_metadata *_metadata, __u32 flags, long zc_min)
+{
+	long long st0[VD_ST_NR], st[VD_ST_NR], want;
+	struct xf_side a = { .fd = -1, .ch = -1 };
+	struct xf_sge go = { XF_BUF - 8192, 64 };
+	struct siw_peer p;
+	char *nsa = p.nsa, *log = p.log;
+	__u32 ev_flags = 0;
+	int i, ret;
+
+	if (siw_peer_up(_metadata, &p))
+		SKIP(return, "siw or rping not available");
+	ASSERT_LE(0, p.server);
 	if (zc_min >= 0) {
 		ASSERT_EQ(0, xf_zc_set(zc_min));
 		ASSERT_EQ(0, vd_stats_read(st0));
@@ -133,8 +167,10 @@ static void siw_rping(struct __test_metadata *_metadata, __u32 flags, long zc_mi
 	}
 	snprintf(a.ns, sizeof(a.ns), "%s", nsa);
 	ASSERT_EQ(0, xf_in_ns(nsa, xf_side_up, &a));
-	ret = siw_connect(&a, flags);
+	ret = siw_connect(&a, flags, &ev_flags);
 	ASSERT_EQ(0, ret) TH_LOG("connect to rping on siw: %d", ret);
+	/* siw does not know viaduct's immediate data */
+	EXPECT_EQ(0, ev_flags & VIADUCT_CM_F_IMM_DATA);
 
 	for (i = 0; i < SIW_COUNT; i++) {
 		size_t src = 4096, dst = 4096 + 2 * SIW_SIZE;
@@ -171,12 +207,53 @@ static void siw_rping(struct __test_metadata *_metadata, __u32 flags, long zc_mi
 	}
 
 	xf_side_down(&a);
-	waitpid(server, &ret, 0);
+	waitpid(p.server, &ret, 0);
 	vd_sh("sed 's/^/# rping: /' %s | cut -c1-100 | tail -n 12", log);
 	EXPECT_EQ(SIW_COUNT, vd_sh("exit $(grep -c 'server ping data: rdma-ping-' %s)", log));
-	unlink(log);
-	vd_sh("ip netns exec %s rdma link del siw%d 2>/dev/null", nsb, id);
-	xf_net_down(nsa, nsb);
+	siw_peer_down(&p);
+}
+
+/*
+ * Immediate data is viaduct's own: siw left it out of the MPA exchange,
+ * so a Send with Immediate and an RDMA Write with Immediate are refused
+ * on our side (LOC_QP_OP_ERR) and never reach siw. The QP then enters
+ * Error, and the next WR is flushed.
+ */
+static void siw_imm_refused(struct __test_metadata *_metadata, __u8 opcode)
+{
+	struct xf_side a = { .fd = -1, .ch = -1 };
+	struct xf_sge src = { 0, 16 };
+	struct viaduct_cqe cqe;
+	struct siw_peer p;
+	__u32 ev_flags = 0;
+	int ret;
+
+	if (siw_peer_up(_metadata, &p))
+		SKIP(return, "siw or rping not available");
+	ASSERT_LE(0, p.server);
+	snprintf(a.ns, sizeof(a.ns), "%s", p.nsa);
+	ASSERT_EQ(0, xf_in_ns(p.nsa, xf_side_up, &a));
+	ret = siw_connect(&a, VIADUCT_CM_F_CRC, &ev_flags);
+	ASSERT_EQ(0, ret) TH_LOG("connect to rping on siw: %d", ret);
+	EXPECT_EQ(0, ev_flags & VIADUCT_CM_F_IMM_DATA);
+
+	xf_post_send_imm(&a, 1, opcode, VIADUCT_SQE_SIGNALED, &src, 1,
+			 opcode == VIADUCT_OP_RDMA_WRITE ? a.stag : 0,
+			 opcode == VIADUCT_OP_RDMA_WRITE ? (unsigned long)a.buf : 0, 0x1234);
+	xf_post_send(&a, 2, VIADUCT_OP_SEND, VIADUCT_SQE_SIGNALED, &src, 1, 0, 0);
+	ASSERT_EQ(1U, vd_cring_wait(&a.q.scq, &cqe, 1, XF_WAIT_MS));
+	EXPECT_EQ(1U, cqe.wr_id);
+	EXPECT_EQ(VIADUCT_WC_LOC_QP_OP_ERR, cqe.status);
+	ASSERT_EQ(1U, vd_cring_wait(&a.q.scq, &cqe, 1, XF_WAIT_MS));
+	EXPECT_EQ(2U, cqe.wr_id);
+	EXPECT_EQ(VIADUCT_WC_FLUSHED, cqe.status);
+	EXPECT_EQ(VIADUCT_QPS_ERROR, vd_qp_state(a.fd, a.q.c.handle));
+
+	xf_side_down(&a);
+	/* rping got nothing it could use: end it */
+	kill(p.server, SIGTERM);
+	waitpid(p.server, &ret, 0);
+	siw_peer_down(&p);
 }
 
 FIXTURE(siw)
@@ -213,6 +290,16 @@ TEST_F_TIMEOUT(siw, rping_crc_zcopy_all, XF_TIMEOUT_S)
 TEST_F_TIMEOUT(siw, rping_nocrc_zcopy_large, XF_TIMEOUT_S)
 {
 	siw_rping(_metadata, 0, 16384);
+}
+
+TEST_F_TIMEOUT(siw, send_with_immediate_refused, XF_TIMEOUT_S)
+{
+	siw_imm_refused(_metadata, VIADUCT_OP_SEND);
+}
+
+TEST_F_TIMEOUT(siw, write_with_immediate_refused, XF_TIMEOUT_S)
+{
+	siw_imm_refused(_metadata, VIADUCT_OP_RDMA_WRITE);
 }
 
 TEST_HARNESS_MAIN

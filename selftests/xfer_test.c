@@ -97,8 +97,11 @@ FIXTURE_SETUP(xfer)
 
 	ASSERT_EQ(0, xf_cm_event(&self->a, &ev, XF_WAIT_MS));
 	ASSERT_EQ(VIADUCT_CM_EVENT_ESTABLISHED, ev.type) TH_LOG("status %d", ev.status);
+	/* two viaduct ends negotiate immediate data (immediate_data uses it) */
+	EXPECT_NE(0, ev.flags & VIADUCT_CM_F_IMM_DATA);
 	ASSERT_EQ(0, xf_cm_event(&self->b, &ev, XF_WAIT_MS));
 	ASSERT_EQ(VIADUCT_CM_EVENT_ESTABLISHED, ev.type) TH_LOG("status %d", ev.status);
+	EXPECT_NE(0, ev.flags & VIADUCT_CM_F_IMM_DATA);
 	ASSERT_EQ(VIADUCT_QPS_RTS, vd_qp_state(self->a.fd, self->a.q.c.handle));
 	ASSERT_EQ(VIADUCT_QPS_RTS, vd_qp_state(self->b.fd, self->b.q.c.handle));
 }

@@ -194,7 +194,38 @@ static void abi_resource_structs(struct kunit *test)
 		     FIELD(struct viaduct_create_qp, rcq_size, 136, 4),
 		     FIELD(struct viaduct_create_qp, scq_entries, 140, 4),
 		     FIELD(struct viaduct_create_qp, rcq_entries, 144, 4),
-		     FIELD(struct viaduct_create_qp, reserved, 148, 4));
+		     FIELD(struct viaduct_create_qp, srq_handle, 148, 4));
+	CHECK_LAYOUT(test, viaduct_create_srq, 48,
+		     FIELD(struct viaduct_create_srq, user_data, 0, 8),
+		     FIELD(struct viaduct_create_srq, pd_handle, 8, 4),
+		     FIELD(struct viaduct_create_srq, depth, 12, 4),
+		     FIELD(struct viaduct_create_srq, max_sge, 16, 4),
+		     FIELD(struct viaduct_create_srq, max_msg_size, 20, 4),
+		     FIELD(struct viaduct_create_srq, flags, 24, 4),
+		     FIELD(struct viaduct_create_srq, handle, 28, 4),
+		     FIELD(struct viaduct_create_srq, wqe_size, 32, 4),
+		     FIELD(struct viaduct_create_srq, mmap_size, 36, 4),
+		     FIELD(struct viaduct_create_srq, mmap_key, 40, 8));
+	CHECK_LAYOUT(test, viaduct_modify_srq, 16,
+		     FIELD(struct viaduct_modify_srq, handle, 0, 4),
+		     FIELD(struct viaduct_modify_srq, mask, 4, 4),
+		     FIELD(struct viaduct_modify_srq, limit, 8, 4),
+		     FIELD(struct viaduct_modify_srq, reserved, 12, 4));
+	CHECK_LAYOUT(test, viaduct_query_srq, 32,
+		     FIELD(struct viaduct_query_srq, handle, 0, 4),
+		     FIELD(struct viaduct_query_srq, depth, 4, 4),
+		     FIELD(struct viaduct_query_srq, max_sge, 8, 4),
+		     FIELD(struct viaduct_query_srq, limit, 12, 4),
+		     FIELD(struct viaduct_query_srq, outstanding, 16, 4),
+		     FIELD(struct viaduct_query_srq, num_qps, 20, 4),
+		     FIELD(struct viaduct_query_srq, broken, 24, 4),
+		     FIELD(struct viaduct_query_srq, reserved, 28, 4));
+	CHECK_LAYOUT(test, viaduct_srq_ring, VIADUCT_RING_HDR_SIZE,
+		     FIELD(struct viaduct_srq_ring, producer, 0, 4),
+		     FIELD(struct viaduct_srq_ring, pad0, 4, 60),
+		     FIELD(struct viaduct_srq_ring, consumer, 64, 4),
+		     FIELD(struct viaduct_srq_ring, pad1, 68, 60),
+		     FIELD(struct viaduct_srq_ring, reserved, 128, 128));
 	CHECK_LAYOUT(test, viaduct_modify_qp, 24,
 		     FIELD(struct viaduct_modify_qp, handle, 0, 4),
 		     FIELD(struct viaduct_modify_qp, mask, 4, 4),
@@ -371,6 +402,10 @@ static const struct ioctl_case ioctl_cases[] = {
 	IOCTL_CASE(VIADUCT_IOCTL_DOORBELL, _IOC_WRITE, 0x1c, viaduct_doorbell_req),
 	IOCTL_CASE(VIADUCT_IOCTL_CREATE_COMP_CHANNEL, _IOC_READ, 0x1d,
 		   viaduct_comp_channel),
+	IOCTL_CASE(VIADUCT_IOCTL_CREATE_SRQ, _IOC_READ | _IOC_WRITE, 0x40, viaduct_create_srq),
+	IOCTL_CASE(VIADUCT_IOCTL_MODIFY_SRQ, _IOC_WRITE, 0x41, viaduct_modify_srq),
+	IOCTL_CASE(VIADUCT_IOCTL_QUERY_SRQ, _IOC_READ | _IOC_WRITE, 0x42, viaduct_query_srq),
+	IOCTL_CASE(VIADUCT_IOCTL_DESTROY_SRQ, _IOC_WRITE, 0x43, viaduct_handle),
 };
 
 static void abi_ioctl_numbers(struct kunit *test)

@@ -153,6 +153,14 @@ static const struct mpa_case mpa_cases[] = {
 	{ "rep v2 reject", { .reply = true, .rev = 2, .reject = true,
 			     .enhanced = true, .ird = 1, .ord = 1 },
 	  0x30, 4, 0x0001, 0x0001 },
+	/* viaduct's immediate data: offered in a request, taken in a reply */
+	{ "req v1 imm", { .rev = 1, .imm = true }, 0x02, 0 },
+	{ "req v2 imm", { .rev = 2, .crc = true, .enhanced = true,
+			  .imm = true, .ird = 2, .ord = 2 },
+	  0x52, 4, 0x0002, 0x0002 },
+	{ "rep v2 imm", { .reply = true, .rev = 2, .enhanced = true,
+			  .imm = true, .ird = 2, .ord = 2 },
+	  0x11, 4, 0x0002, 0x0002 },
 };
 
 static void mpa_case_desc(const struct mpa_case *c, char *desc)
@@ -201,6 +209,7 @@ static void iwarp_test_mpa_roundtrip(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, out.crc, in->crc);
 	KUNIT_EXPECT_EQ(test, out.reject, in->reject);
 	KUNIT_EXPECT_EQ(test, out.enhanced, in->enhanced);
+	KUNIT_EXPECT_EQ(test, out.imm, in->imm);
 	KUNIT_EXPECT_EQ(test, out.pd_len, in->pd_len);
 	if (in->enhanced) {
 		vd_mpa_v2_parse((const void *)(hdr + 1), &out);
@@ -331,6 +340,8 @@ static void iwarp_test_mpa_siw_frames(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, info.crc);
 	KUNIT_EXPECT_TRUE(test, info.enhanced);
 	KUNIT_EXPECT_FALSE(test, info.reject);
+	/* siw's GSO bit is not our offer of immediate data */
+	KUNIT_EXPECT_FALSE(test, info.imm);
 	KUNIT_EXPECT_EQ(test, info.pd_len, 0);
 	vd_mpa_v2_parse((const void *)(req + 20), &info);
 	KUNIT_EXPECT_TRUE(test, info.p2p);

@@ -267,6 +267,9 @@ static void mpa_test_exchange(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, a.crc_tx,
 			!!((e->init_flags | e->resp_flags) & F_CRC));
 	KUNIT_EXPECT_EQ(test, a.rtr, p.rtr);
+	/* two viaduct ends always agree on immediate data */
+	KUNIT_EXPECT_TRUE(test, a.imm);
+	KUNIT_EXPECT_TRUE(test, p.imm);
 	KUNIT_EXPECT_EQ(test, a.rtr != VD_RTR_NONE,
 			!((e->init_flags | e->resp_flags) & F_V1) &&
 			(e->init_flags & e->resp_flags & F_P2P));
@@ -278,12 +281,76 @@ static void mpa_test_exchange(struct kunit *test)
 	}
 }
 
+/*
+ * Immediate data: offered in every request, taken by a responder only if
+ * offered, in use at the initiator only if the reply takes it. A peer
+ * that knows nothing of it (siw) sends requests without the offer and
+ * echoes ours in its reply, which is not an acceptance: neither end then
+ * uses it.
+ */
+static void mpa_test_imm(struct kunit *test)
+{
+	struct vd_mpa_ours ours = { .ird = 4, .ord = 4 };
+	struct vd_mpa_params mpa = {};
+	struct vd_mpa_info req, rep, got;
+	u8 buf[sizeof(struct vd_mpa_rr) + 8] = {};
+	struct vd_mpa_rr *hdr = (void *)buf;
+
+	vd_mpa_request(&ours, &req);
+	KUNIT_EXPECT_TRUE(test, req.imm);
+	ours.flags = F_V1;
+	vd_mpa_request(&ours, &req);
+	KUNIT_EXPECT_TRUE(test, req.imm);
+	KUNIT_ASSERT_GT(test, vd_mpa_rr_build(buf, sizeof(buf), &req), 0);
+	KUNIT_EXPECT_EQ(test, hdr->flags & 0x0f, VD_MPA_FLAG_IMM_OFFER);
+
+	/* responder: takes the offer, or there is none */
+	ours.flags = 0;
+	req.imm = true;
+	vd_mpa_reply_info(&req, false, 0, &rep);
+	KUNIT_EXPECT_FALSE(test, rep.imm);
+	vd_mpa_accept(&req, &ours, &rep, &mpa);
+	KUNIT_EXPECT_TRUE(test, mpa.imm);
+	KUNIT_EXPECT_TRUE(test, rep.imm);
+	KUNIT_ASSERT_GT(test, vd_mpa_rr_build(buf, sizeof(buf), &rep), 0);
+	KUNIT_EXPECT_EQ(test, hdr->flags & 0x0f, VD_MPA_FLAG_IMM_ACCEPT);
+	req.imm = false;
+	vd_mpa_reply_info(&req, false, 0, &rep);
+	vd_mpa_accept(&req, &ours, &rep, &mpa);
+	KUNIT_EXPECT_FALSE(test, mpa.imm);
+	KUNIT_EXPECT_FALSE(test, rep.imm);
+
+	/* initiator: the answer decides */
+	rep = (struct vd_mpa_info){ .reply = true, .rev = VD_MPA_REV1 };
+	KUNIT_EXPECT_EQ(test, vd_mpa_settle(&ours, &rep, &mpa), 0);
+	KUNIT_EXPECT_FALSE(test, mpa.imm);
+	rep.imm = true;
+	KUNIT_EXPECT_EQ(test, vd_mpa_settle(&ours, &rep, &mpa), 0);
+	KUNIT_EXPECT_TRUE(test, mpa.imm);
+
+	/* siw's reply: our request's header with the key changed */
+	memcpy(hdr->key, VD_MPA_KEY_REP, VD_MPA_KEY_SIZE);
+	hdr->flags = VD_MPA_FLAG_IMM_OFFER | 0x08;
+	hdr->rev = VD_MPA_REV1;
+	hdr->pd_len = 0;
+	KUNIT_ASSERT_EQ(test, vd_mpa_rr_parse(hdr, true, &got), VD_IW_OK);
+	KUNIT_EXPECT_FALSE(test, got.imm);
+	KUNIT_EXPECT_EQ(test, vd_mpa_settle(&ours, &got, &mpa), 0);
+	KUNIT_EXPECT_FALSE(test, mpa.imm);
+	/* a request with only the accept bit offers nothing */
+	memcpy(hdr->key, VD_MPA_KEY_REQ, VD_MPA_KEY_SIZE);
+	hdr->flags = VD_MPA_FLAG_IMM_ACCEPT;
+	KUNIT_ASSERT_EQ(test, vd_mpa_rr_parse(hdr, false, &got), VD_IW_OK);
+	KUNIT_EXPECT_FALSE(test, got.imm);
+}
+
 static struct kunit_case mpa_test_cases[] = {
 	KUNIT_CASE(mpa_test_pd_max),
 	KUNIT_CASE(mpa_test_request),
 	KUNIT_CASE(mpa_test_reply_info),
 	KUNIT_CASE(mpa_test_accept),
 	KUNIT_CASE(mpa_test_settle),
+	KUNIT_CASE(mpa_test_imm),
 	KUNIT_CASE_PARAM(mpa_test_exchange, exchange_gen_params),
 	{}
 };

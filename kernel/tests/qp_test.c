@@ -189,7 +189,7 @@ static void qp_test_caps(struct kunit *test)
 	EXPECT_BAD(ord, VD_MAX_ORD + 1);
 	EXPECT_BAD(ird, VD_MAX_IRD + 1);
 	EXPECT_BAD(max_msg_size, (u32)VD_MAX_MSG_SIZE + 1);
-	EXPECT_BAD(reserved, 1);
+	EXPECT_BAD(srq_handle, 1);	/* on an SRQ, with an RQ depth */
 #undef EXPECT_BAD
 
 	/* valid, but not what the module gives: refused, not ignored */

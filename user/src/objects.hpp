@@ -157,11 +157,28 @@ struct VIADUCT_LOCAL CompletionQueue::State {
     ~State();
 };
 
+struct VIADUCT_LOCAL SharedReceiveQueue::State {
+    std::shared_ptr<Device::State> dev;
+    std::shared_ptr<ProtectionDomain::State> pd;
+    std::uint32_t handle = 0;
+    std::uint32_t depth = 0;
+    std::uint32_t max_sge = 0;
+    bool single_threaded = false;
+
+    detail::Mapping map;
+    std::mutex lock; // posting
+    detail::WorkRing ring;
+    detail::WqeLimits limits;
+
+    ~State();
+};
+
 struct VIADUCT_LOCAL QueuePair::State {
     std::shared_ptr<Device::State> dev;
     std::shared_ptr<ProtectionDomain::State> pd;
     std::shared_ptr<CompletionQueue::State> send_cq; // null: private ring
     std::shared_ptr<CompletionQueue::State> recv_cq;
+    std::shared_ptr<SharedReceiveQueue::State> srq; // null: an RQ of its own
     std::uint32_t handle = 0;
     QpCaps caps;
 

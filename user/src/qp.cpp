@@ -70,9 +70,14 @@ void check_config(const QpConfig &c, const DeviceLimits &l) {
                                     std::to_string(hi) + " on this device)");
     };
     bad("send queue depth", c.sq_depth, 1, l.max_qp_wr);
-    bad("receive queue depth", c.rq_depth, 1, l.max_qp_wr);
+    if (!c.srq) {
+        bad("receive queue depth", c.rq_depth, 1, l.max_qp_wr);
+        bad("max_recv_sge", c.max_recv_sge, 0, l.max_sge);
+    } else if (!c.recv_cq) {
+        throw Error(EINVAL, "cannot create a QP on an SRQ without a receive CQ: its "
+                            "receives complete there");
+    }
     bad("max_send_sge", c.max_send_sge, 0, l.max_sge);
-    bad("max_recv_sge", c.max_recv_sge, 0, l.max_sge);
     bad("max_inline", c.max_inline, 0, l.max_inline);
     bad("ORD", c.ord, 0, l.max_ord);
     bad("IRD", c.ird, 0, l.max_ird);
@@ -148,6 +153,13 @@ bool post(QueuePair::State &s, QueuePair::State::Queue &q, std::span<const Wr> w
     return true;
 }
 
+// A QP on an SRQ has no receive queue to post to.
+void check_own_rq(const QueuePair::State &s) {
+    if (s.srq)
+        throw Error(EINVAL, qp_name(s.handle) + " receives from SRQ " +
+                                std::to_string(s.srq->handle) + ": post receives there");
+}
+
 std::size_t poll_private(QueuePair::State &s, QueuePair::State::PrivateRing &r, bool present,
                          std::span<Completion> out, const char *name) {
     if (!present)
@@ -174,6 +186,11 @@ QueuePair::QueuePair(const ProtectionDomain &pd, const QpConfig &c) {
     s->dev = s->pd->dev;
     s->send_cq = cq_of(c.send_cq, s->dev, "send");
     s->recv_cq = cq_of(c.recv_cq, s->dev, "receive");
+    if (c.srq) {
+        s->srq = c.srq->state();
+        if (s->srq->pd != s->pd)
+            throw Error(EINVAL, "a QP and the SRQ it receives from must be made on the same PD");
+    }
     check_config(c, s->dev->attr.limits);
 
     viaduct_create_qp a{};
@@ -185,9 +202,10 @@ QueuePair::QueuePair(const ProtectionDomain &pd, const QpConfig &c) {
     a.reliability = static_cast<std::uint32_t>(c.reliability);
     a.access = c.access;
     a.sq_depth = c.sq_depth;
-    a.rq_depth = c.rq_depth;
+    a.rq_depth = s->srq ? 0 : c.rq_depth;
     a.max_send_sge = c.max_send_sge;
-    a.max_recv_sge = c.max_recv_sge;
+    a.max_recv_sge = s->srq ? 0 : c.max_recv_sge;
+    a.srq_handle = s->srq ? s->srq->handle : 0;
     a.max_inline = c.max_inline;
     a.ord = c.ord;
     a.ird = c.ird;
@@ -205,11 +223,12 @@ QueuePair::QueuePair(const ProtectionDomain &pd, const QpConfig &c) {
     caps.max_inline = a.max_inline;
     caps.sq_wqe_size = a.sq_wqe_size;
     caps.rq_wqe_size = a.rq_wqe_size;
+    caps.srq_handle = a.srq_handle;
     caps.polled_doorbell = c.polled_doorbell;
     caps.private_send_ring = !s->send_cq;
     caps.private_recv_ring = !s->recv_cq;
     caps.single_threaded = c.single_threaded;
-    if (!detail::is_pow2(a.sq_depth) || !detail::is_pow2(a.rq_depth) ||
+    if (!detail::is_pow2(a.sq_depth) || (!s->srq && !detail::is_pow2(a.rq_depth)) ||
         sizeof(viaduct_doorbell) > a.db_size ||
         std::uint64_t{a.sq_depth} * a.sq_wqe_size > a.sq_size ||
         std::uint64_t{a.rq_depth} * a.rq_wqe_size > a.rq_size ||
@@ -222,14 +241,17 @@ QueuePair::QueuePair(const ProtectionDomain &pd, const QpConfig &c) {
     const std::string name = qp_name(a.handle);
     s->db_map = detail::Mapping(fd, a.db_key, a.db_size, "doorbell page of " + name);
     s->sq_map = detail::Mapping(fd, a.sq_key, a.sq_size, "send queue of " + name);
-    s->rq_map = detail::Mapping(fd, a.rq_key, a.rq_size, "receive queue of " + name);
+    if (!s->srq)
+        s->rq_map = detail::Mapping(fd, a.rq_key, a.rq_size, "receive queue of " + name);
     s->db = reinterpret_cast<viaduct_doorbell *>(s->db_map.data());
     s->sq.ring = detail::WorkRing(s->sq_map.data(), a.sq_depth, a.sq_wqe_size, &s->db->sq_producer,
                                   &s->db->sq_consumer);
     s->sq.limits = detail::WqeLimits{a.sq_wqe_size, a.max_send_sge, a.max_inline};
-    s->rq.ring = detail::WorkRing(s->rq_map.data(), a.rq_depth, a.rq_wqe_size, &s->db->rq_producer,
-                                  &s->db->rq_consumer);
-    s->rq.limits = detail::WqeLimits{a.rq_wqe_size, a.max_recv_sge, 0};
+    if (!s->srq) {
+        s->rq.ring = detail::WorkRing(s->rq_map.data(), a.rq_depth, a.rq_wqe_size,
+                                      &s->db->rq_producer, &s->db->rq_consumer);
+        s->rq.limits = detail::WqeLimits{a.rq_wqe_size, a.max_recv_sge, 0};
+    }
     if (caps.private_send_ring) {
         s->scq_map = detail::Mapping(fd, a.scq_key, a.scq_size, "send completions of " + name);
         s->scq.ring = detail::CompletionRing(s->scq_map.data(), a.scq_entries);
@@ -327,6 +349,7 @@ void QueuePair::post_recv(const RecvWr &wr) {
 
 void QueuePair::post_recv(std::span<const RecvWr> wrs) {
     State &s = detail::checked(state_, "QueuePair");
+    check_own_rq(s);
     post(s, s.rq, wrs, VIADUCT_DOORBELL_RQ, "receive", detail::encode_recv, true);
 }
 
@@ -345,6 +368,7 @@ bool QueuePair::try_post_recv(const RecvWr &wr) {
 
 bool QueuePair::try_post_recv(std::span<const RecvWr> wrs) {
     State &s = detail::checked(state_, "QueuePair");
+    check_own_rq(s);
     return post(s, s.rq, wrs, VIADUCT_DOORBELL_RQ, "receive", detail::encode_recv, false);
 }
 
@@ -356,6 +380,7 @@ std::uint32_t QueuePair::send_queue_room() const {
 
 std::uint32_t QueuePair::recv_queue_room() const {
     State &s = detail::checked(state_, "QueuePair");
+    check_own_rq(s);
     auto guard = detail::lock_unless(s.rq.lock, s.caps.single_threaded);
     return s.rq.ring.room();
 }

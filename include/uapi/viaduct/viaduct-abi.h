@@ -144,7 +144,7 @@ struct viaduct_addr {
  * feature the ABI names and the module refuses (EOPNOTSUPP).
  */
 #define VIADUCT_DEV_CAP_POLLED_DOORBELL	(1U << 0)	/* VIADUCT_QP_F_POLLED */
-#define VIADUCT_DEV_CAP_IMM_DATA	(1U << 1)	/* Send, RDMA Write with immediate */
+#define VIADUCT_DEV_CAP_IMM_DATA	(1U << 1)	/* with immediate, where negotiated */
 #define VIADUCT_DEV_CAP_ZERO_COPY	(1U << 2)	/* large sends by reference */
 #define VIADUCT_DEV_CAP_CONVERT_SOCKET	(1U << 3)	/* CM_CONVERT_SOCKET */
 #define VIADUCT_DEV_CAP_P2P		(1U << 4)	/* RFC 6581 peer-to-peer RTR */
@@ -385,7 +385,7 @@ struct viaduct_create_qp {
 	__u32 rcq_size;		/* out */
 	__u32 scq_entries;	/* out */
 	__u32 rcq_entries;	/* out */
-	__u32 reserved;
+	__u32 srq_handle;	/* in: an SRQ to receive from, or 0 (see CREATE_SRQ) */
 };
 
 /* struct viaduct_modify_qp.mask: which fields to apply */
@@ -525,7 +525,7 @@ struct viaduct_sge {
 #define VIADUCT_SQE_SOLICITED		(1U << 1)	/* Send (or Write with IMMEDIATE) with SE */
 #define VIADUCT_SQE_READ_FENCE		(1U << 2)	/* wait for earlier RDMA Reads */
 #define VIADUCT_SQE_INLINE		(1U << 3)	/* payload in the slot, @length bytes */
-#define VIADUCT_SQE_IMMEDIATE		(1U << 4)	/* @imm_data is valid */
+#define VIADUCT_SQE_IMMEDIATE		(1U << 4)	/* @imm_data valid; VIADUCT_CM_F_IMM_DATA */
 #define VIADUCT_SQE_LOCAL_FENCE		(1U << 5)	/* wait for every earlier WR */
 #define VIADUCT_SQE_FLAGS_ALL		0x3fU
 
@@ -616,6 +616,9 @@ struct viaduct_cq_event {
 #define VIADUCT_EVENT_SQ_DRAINED	6
 #define VIADUCT_EVENT_QP_LAST_WQE	7
 #define VIADUCT_EVENT_DEVICE_FATAL	8
+/* SRQs (@handle is the SRQ's, @user_data the SRQ's) */
+#define VIADUCT_EVENT_SRQ_LIMIT		9	/* fewer WRs than the armed limit */
+#define VIADUCT_EVENT_SRQ_ERR		10	/* garbage producer index: SRQ broken */
 
 struct viaduct_async_event {
 	__aligned_u64 user_data;	/* the object's, 0 for device events */
@@ -641,6 +644,77 @@ struct viaduct_async_event {
 #define VIADUCT_IOCTL_CREATE_COMP_CHANNEL \
 	_IOR(VIADUCT_IOCTL_MAGIC, 0x1d, struct viaduct_comp_channel)
 #define VIADUCT_IOCTL_ALLOC_MR		_IOWR(VIADUCT_IOCTL_MAGIC, 0x30, struct viaduct_alloc_mr)
+
+/*
+ * Shared receive queues (VIADUCT_DEV_CAP_SRQ)
+ * -------------------------------------------
+ *   CREATE_SRQ / MODIFY_SRQ / QUERY_SRQ / DESTROY_SRQ: a receive queue on a
+ *     PD that QPs of the same PD share: CREATE_QP with @srq_handle gives a
+ *     QP without a receive queue of its own (@rq_depth and @max_recv_sge
+ *     must be 0, @recv_cq a CQ; rq_key, rq_size and rq_depth come back 0).
+ *     The SRQ is one mapping (mmap_key, mmap_size): struct viaduct_srq_ring
+ *     (the indices) and then @depth slots of @wqe_size bytes, each a
+ *     struct viaduct_rqe with its SGEs as on an RQ. Posting needs no
+ *     system call: the kernel reads the producer index when a message
+ *     arrives and takes the oldest WR for whichever QP needs one first
+ *     (FIFO by arrival, across QPs). A WR a QP took is that QP's: it
+ *     completes on the QP's receive CQ, or flushed when the QP enters
+ *     Error; WRs not taken stay on the SRQ, and a QP entering Error raises
+ *     VIADUCT_EVENT_QP_LAST_WQE once it will take no more.
+ *     MODIFY_SRQ with VIADUCT_SRQ_ATTR_LIMIT arms the limit: the first
+ *     take that leaves fewer than @limit WRs in the SRQ raises
+ *     VIADUCT_EVENT_SRQ_LIMIT once and disarms it (QUERY_SRQ then reports
+ *     0); 0 disarms, a limit above the depth is EINVAL. A producer index
+ *     more than a ring ahead breaks the SRQ (VIADUCT_EVENT_SRQ_ERR, no
+ *     more takes). DESTROY_SRQ fails with EBUSY while QPs use it.
+ */
+struct viaduct_create_srq {
+	__aligned_u64 user_data;	/* in: returned in events */
+	__u32 pd_handle;	/* in */
+	__u32 depth;		/* in: minimum; out: actual (power of two) */
+	__u32 max_sge;		/* in/out */
+	__u32 max_msg_size;	/* in: 0 for the device limit; out */
+	__u32 flags;		/* in: 0 */
+	__u32 handle;		/* out */
+	__u32 wqe_size;		/* out: bytes per slot */
+	__u32 mmap_size;	/* out */
+	__aligned_u64 mmap_key;	/* out */
+};
+
+/* struct viaduct_modify_srq.mask */
+#define VIADUCT_SRQ_ATTR_LIMIT		(1U << 0)
+
+struct viaduct_modify_srq {
+	__u32 handle;
+	__u32 mask;		/* VIADUCT_SRQ_ATTR_* */
+	__u32 limit;		/* WRs; 0 disarms */
+	__u32 reserved;
+};
+
+struct viaduct_query_srq {
+	__u32 handle;		/* in */
+	__u32 depth;		/* out */
+	__u32 max_sge;
+	__u32 limit;		/* armed limit, 0 if none */
+	__u32 outstanding;	/* WRs posted and not taken yet */
+	__u32 num_qps;		/* QPs receiving from it */
+	__u32 broken;		/* 1 after VIADUCT_EVENT_SRQ_ERR */
+	__u32 reserved;
+};
+
+/* The head of an SRQ mapping; the slots follow at VIADUCT_RING_HDR_SIZE. */
+struct viaduct_srq_ring {
+	__u32 producer;		/* user writes: slots filled */
+	__u32 pad0[15];
+	__u32 consumer;		/* kernel writes: slots taken (free again) */
+	__u32 pad1[15];
+	__u32 reserved[32];
+};
+
+#define VIADUCT_IOCTL_CREATE_SRQ	_IOWR(VIADUCT_IOCTL_MAGIC, 0x40, struct viaduct_create_srq)
+#define VIADUCT_IOCTL_MODIFY_SRQ	_IOW(VIADUCT_IOCTL_MAGIC, 0x41, struct viaduct_modify_srq)
+#define VIADUCT_IOCTL_QUERY_SRQ		_IOWR(VIADUCT_IOCTL_MAGIC, 0x42, struct viaduct_query_srq)
+#define VIADUCT_IOCTL_DESTROY_SRQ	_IOW(VIADUCT_IOCTL_MAGIC, 0x43, struct viaduct_handle)
 
 /*
  * Connection manager (ABI v1)
@@ -708,6 +782,17 @@ struct viaduct_sockaddr {
 #define VIADUCT_CM_F_P2P		(1U << 2)	/* RFC 6581 peer-to-peer RTR */
 #define VIADUCT_CM_F_ACTIVE		(1U << 3)	/* CONVERT_SOCKET: we send the request */
 #define VIADUCT_CM_F_ALL		0xfU
+/*
+ * Events only (never accepted in a command): immediate data offered by
+ * the initiator (CONNECT_REQUEST) or in use on the connection (the rest).
+ * Send with Immediate and RDMA Write with Immediate use opcodes of
+ * viaduct's (and RFC 7306's) that other RNICs, siw among them, do not
+ * know: a connection uses them only when both ends said so in the MPA
+ * exchange (Documentation/cm.rst, "Immediate data"). Elsewhere such a WR
+ * completes with VIADUCT_WC_LOC_QP_OP_ERR, sends nothing, and the QP
+ * enters Error, as for any WR the connection cannot carry.
+ */
+#define VIADUCT_CM_F_IMM_DATA		(1U << 4)
 
 struct viaduct_cm_conn_param {
 	__aligned_u64 private_data;	/* user pointer or 0 */

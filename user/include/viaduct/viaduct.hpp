@@ -144,11 +144,13 @@ enum class AsyncEventType : std::uint32_t {
     SqDrained = VIADUCT_EVENT_SQ_DRAINED,
     QpLastWqe = VIADUCT_EVENT_QP_LAST_WQE,
     DeviceFatal = VIADUCT_EVENT_DEVICE_FATAL,
+    SrqLimit = VIADUCT_EVENT_SRQ_LIMIT, // an armed SRQ limit was crossed
+    SrqError = VIADUCT_EVENT_SRQ_ERR,   // the SRQ's ring was corrupted
 };
 
 struct AsyncEvent {
     AsyncEventType type{};
-    std::uint32_t handle = 0;    // of the CQ or QP; 0 for device events
+    std::uint32_t handle = 0;    // of the CQ, QP or SRQ; 0 for device events
     std::uint64_t user_data = 0; // the object's, as given at creation
     std::uint32_t detail = 0;    // e.g. the Terminate code
 };
@@ -464,11 +466,16 @@ enum class Reliability : std::uint32_t {
     ReliableReception = VIADUCT_RELIABILITY_RELIABLE_RECEPTION,
 };
 
+class SharedReceiveQueue;
+
 // What to create a queue pair with. A null CQ gives that queue a private
-// completion ring, read with QueuePair::poll_send() / poll_recv().
+// completion ring, read with QueuePair::poll_send() / poll_recv(). With
+// @srq the QP receives from that SRQ and has no receive queue of its own
+// (rq_depth and max_recv_sge are ignored; @recv_cq is required).
 struct QpConfig {
     const CompletionQueue *send_cq = nullptr;
     const CompletionQueue *recv_cq = nullptr;
+    const SharedReceiveQueue *srq = nullptr;
     std::uint32_t sq_depth = 64; // minimum; rounded up to a power of two
     std::uint32_t rq_depth = 64;
     std::uint32_t max_send_sge = 1;
@@ -496,6 +503,7 @@ struct QpCaps {
     std::uint32_t max_inline = 0;
     std::uint32_t sq_wqe_size = 0;
     std::uint32_t rq_wqe_size = 0;
+    std::uint32_t srq_handle = 0; // receives from this SRQ (no RQ), or 0
     bool polled_doorbell = false;
     bool private_send_ring = false;
     bool private_recv_ring = false;
@@ -563,6 +571,69 @@ struct SendWr {
 struct RecvWr {
     std::uint64_t wr_id = 0;
     std::span<const Sge> sge{};
+};
+
+// What to create a shared receive queue with.
+struct SrqConfig {
+    std::uint32_t depth = 64; // minimum; rounded up to a power of two
+    std::uint32_t max_sge = 1;
+    std::uint32_t max_msg_size = 0; // 0: the device's limit
+    std::uint64_t user_data = 0;    // returned in asynchronous events
+    bool single_threaded = false;   // the caller serialises posting
+};
+
+struct SrqAttributes {
+    std::uint32_t depth = 0;
+    std::uint32_t max_sge = 0;
+    std::uint32_t limit = 0;       // armed limit, 0 if none
+    std::uint32_t outstanding = 0; // posted and not taken by a QP yet
+    std::uint32_t num_qps = 0;     // QPs receiving from it
+    bool broken = false;           // its ring was corrupted (SrqError)
+};
+
+// A shared receive queue (Documentation/qp.rst, "Shared receive queues"):
+// receive WRs that the QPs made on it (QpConfig::srq) take as messages
+// arrive, the oldest WR for whichever QP needs one first. Posting writes
+// the ring and makes no system call. A WR a QP took completes on that
+// QP's receive CQ, with its qp_handle; WRs not taken yet stay on the SRQ
+// when a QP enters Error (which raises QpLastWqe for that QP). The SRQ
+// lives as long as the QPs made on it; the kernel refuses to destroy one
+// that QPs still use, so this object's state is kept by them.
+class VIADUCT_API SharedReceiveQueue {
+public:
+    SharedReceiveQueue(const ProtectionDomain &pd, const SrqConfig &config);
+
+    SharedReceiveQueue(const SharedReceiveQueue &) = delete;
+    SharedReceiveQueue &operator=(const SharedReceiveQueue &) = delete;
+    SharedReceiveQueue(SharedReceiveQueue &&) noexcept = default;
+    SharedReceiveQueue &operator=(SharedReceiveQueue &&) noexcept = default;
+    ~SharedReceiveQueue() = default;
+
+    explicit operator bool() const noexcept { return state_ != nullptr; }
+    std::uint32_t handle() const;
+    std::uint32_t depth() const;
+    std::uint32_t max_sge() const;
+
+    // As QueuePair::post_recv() and try_post_recv(): a full SRQ is
+    // Error(ENOMEM) (or false), a WR with too many SGEs Error(EINVAL), a
+    // batch all or nothing.
+    void post_recv(const RecvWr &wr);
+    void post_recv(std::span<const RecvWr> wrs);
+    bool try_post_recv(const RecvWr &wr);
+    bool try_post_recv(std::span<const RecvWr> wrs);
+    std::uint32_t room() const;
+
+    // Arms the limit: the first time a QP's take leaves fewer than @limit
+    // WRs, an SrqLimit event is raised once and the limit disarmed. 0
+    // disarms; more than the depth is Error(EINVAL).
+    void arm_limit(std::uint32_t limit);
+    SrqAttributes query() const;
+
+    struct State;
+    std::shared_ptr<State> state() const;
+
+private:
+    std::shared_ptr<State> state_;
 };
 
 // A queue pair (a VIPL VI). Posting writes the shared ring and rings the

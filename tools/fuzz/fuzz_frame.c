@@ -87,8 +87,10 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 		if (len > size) {
 			/* not whole: rx.c checks the headers that arrived */
 			u32 got = size - VD_MPA_LEN_SIZE;
+			u8 op = got >= 2 ? ulpdu[1] & VD_RDMAP_OP_MASK : 0;
+			u32 need = !vd_iw_opcode_valid(op) ? 2 : vd_iw_opcode_hdr_len(op);
 
-			if (got >= min_t(u32, ulpdu_len, VD_HDR_READ_REQ)) {
+			if (got >= 2 && got >= min(need, ulpdu_len)) {
 				err = vd_iw_parse(ulpdu, ulpdu_len, &hdr);
 				if (err)
 					answer(err, ulpdu, got, ulpdu_len);

@@ -8,6 +8,7 @@
 #include <linux/fcntl.h>
 #include <linux/file.h>
 #include <linux/kref.h>
+#include <linux/moduleparam.h>
 #include <linux/mutex.h>
 #include <linux/poll.h>
 #include <linux/slab.h>
@@ -17,7 +18,10 @@
 
 #include "cm_channel.h"
 
-#define VD_CM_CHANNEL_MAX	4096	/* events queued per channel */
+static unsigned int cm_channel_events = 4096;
+module_param(cm_channel_events, uint, 0644);
+MODULE_PARM_DESC(cm_channel_events,
+		 "Unread events of a CM channel from which on its listeners refuse new connections");
 
 struct vd_cm_channel {
 	struct kref ref;
@@ -27,7 +31,6 @@ struct vd_cm_channel {
 	struct list_head queue;		/* struct vd_cm_event, unread */
 	u32 queued;
 	u32 next_seq;
-	bool warned;
 };
 
 static void vd_cm_channel_free(struct kref *ref)
@@ -57,21 +60,15 @@ static bool channel_empty(struct vd_cm_channel *ch)
 	return !READ_ONCE(ch->queued);
 }
 
+bool vd_cm_channel_full(struct vd_cm_channel *ch)
+{
+	return READ_ONCE(ch->queued) >= READ_ONCE(cm_channel_events);
+}
+
 void vd_cm_channel_push(struct vd_cm_channel *ch, struct list_head *unacked,
 			struct vd_cm_event *e)
 {
-	bool warn = false;
-
 	spin_lock_bh(&ch->lock);
-	if (ch->queued >= VD_CM_CHANNEL_MAX) {
-		warn = !ch->warned;
-		ch->warned = true;
-		spin_unlock_bh(&ch->lock);
-		kfree(e);
-		if (warn)
-			pr_warn("CM channel full: events are being dropped\n");
-		return;
-	}
 	e->ev.seq = ++ch->next_seq;
 	list_add_tail(&e->ch_node, &ch->queue);
 	list_add_tail(&e->id_node, unacked);

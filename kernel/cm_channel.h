@@ -18,8 +18,13 @@
  *   vd_cm_channel_push(ch, unacked, e)
  *       Queues @e on @ch and on @unacked (the list of events its id has not
  *       acknowledged yet) and gives it the channel's next sequence number.
- *       A full channel drops (and frees) the event, with one warning per
- *       channel. Any context but hard irq.
+ *       Never drops it: an id whose event got lost would wait for it
+ *       forever. Any context but hard irq.
+ *   vd_cm_channel_full(ch)
+ *       Whether @ch holds cm_channel_events unread events or more (module
+ *       parameter). Listeners take no new connection while theirs is: the
+ *       events a remote peer can add are bounded by that and the backlog,
+ *       those of existing ids by the ids the owner made.
  *   vd_cm_channel_ack(ch, unacked, seq)
  *       Frees the event @seq of @unacked, read or not: 0, or -EINVAL if
  *       @unacked holds no such event.
@@ -54,6 +59,7 @@ struct vd_cm_channel *vd_cm_channel_from_file(struct file *file);
 struct vd_cm_channel *vd_cm_channel_get(struct vd_cm_channel *ch);
 void vd_cm_channel_put(struct vd_cm_channel *ch);
 
+bool vd_cm_channel_full(struct vd_cm_channel *ch);
 void vd_cm_channel_push(struct vd_cm_channel *ch, struct list_head *unacked,
 			struct vd_cm_event *e);
 int vd_cm_channel_ack(struct vd_cm_channel *ch, struct list_head *unacked,

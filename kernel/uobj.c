@@ -350,7 +350,7 @@ static long uobj_create(struct vd_uobj_table *t, enum vd_uobj_type type,
 			int (*build)(struct vd_uobj_table *t, struct vd_uobj *u,
 				     void *reply, void *arg),
 			void *arg, void *reply, u32 *handle, size_t size,
-			void __user *uarg)
+			const struct vd_uarg *uarg)
 {
 	struct vd_uobj *u;
 	long ret;
@@ -365,7 +365,7 @@ static long uobj_create(struct vd_uobj_table *t, enum vd_uobj_type type,
 		goto out;
 	}
 	ret = build(t, u, reply, arg);
-	if (!ret && copy_to_user(uarg, reply, size))
+	if (!ret && vd_uarg_reply(uarg, reply, size))
 		ret = -EFAULT;
 	if (!ret)
 		uobj_publish(t, u, *handle);
@@ -411,25 +411,25 @@ static long uobj_destroy_cmd(struct vd_uctx *ctx, void *karg,
 }
 
 long vd_uobj_destroy_pd(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-			void __user *uarg)
+			const struct vd_uarg *uarg)
 {
 	return uobj_destroy_cmd(ctx, karg, VD_UOBJ_PD);
 }
 
 long vd_uobj_dereg_mr(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		      void __user *uarg)
+		      const struct vd_uarg *uarg)
 {
 	return uobj_destroy_cmd(ctx, karg, VD_UOBJ_MR);
 }
 
 long vd_uobj_destroy_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-			void __user *uarg)
+			const struct vd_uarg *uarg)
 {
 	return uobj_destroy_cmd(ctx, karg, VD_UOBJ_CQ);
 }
 
 long vd_uobj_destroy_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-			void __user *uarg)
+			const struct vd_uarg *uarg)
 {
 	return uobj_destroy_cmd(ctx, karg, VD_UOBJ_QP);
 }
@@ -446,7 +446,7 @@ static int build_pd(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 }
 
 long vd_uobj_create_pd(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		       void __user *uarg)
+		       const struct vd_uarg *uarg)
 {
 	struct viaduct_handle *h = karg;
 
@@ -477,7 +477,7 @@ static int build_mr(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 }
 
 long vd_uobj_reg_mr(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		    void __user *uarg)
+		    const struct vd_uarg *uarg)
 {
 	struct viaduct_reg_mr *r = karg;
 
@@ -510,7 +510,7 @@ static int build_cq(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 }
 
 long vd_uobj_create_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		       void __user *uarg)
+		       const struct vd_uarg *uarg)
 {
 	struct viaduct_create_cq *c = karg;
 	struct vd_comp_channel *ch = NULL;
@@ -532,7 +532,7 @@ long vd_uobj_create_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 }
 
 long vd_uobj_resize_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		       void __user *uarg)
+		       const struct vd_uarg *uarg)
 {
 	struct vd_uobj_table *t = &ctx->objs;
 	struct viaduct_resize_cq *r = karg;
@@ -570,14 +570,14 @@ long vd_uobj_resize_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 	r->entries = vd_cq_entries(u->cq);
 	r->mmap_key = (u64)idx << PAGE_SHIFT;
 	r->mmap_size = mem->size;
-	ret = copy_to_user(uarg, r, sizeof(*r)) ? -EFAULT : 0;
+	ret = vd_uarg_reply(uarg, r, sizeof(*r));
 out:
 	mutex_unlock(&t->lock);
 	return ret;
 }
 
 long vd_uobj_arm_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		    void __user *uarg)
+		    const struct vd_uarg *uarg)
 {
 	struct viaduct_arm_cq *a = karg;
 	struct vd_cq *cq;
@@ -660,7 +660,7 @@ static int build_qp(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 }
 
 long vd_uobj_create_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		       void __user *uarg)
+		       const struct vd_uarg *uarg)
 {
 	struct viaduct_create_qp *a = karg;
 
@@ -671,7 +671,7 @@ long vd_uobj_create_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 }
 
 long vd_uobj_modify_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		       void __user *uarg)
+		       const struct vd_uarg *uarg)
 {
 	struct viaduct_modify_qp *m = karg;
 	struct vd_qp *qp;
@@ -686,7 +686,7 @@ long vd_uobj_modify_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 }
 
 long vd_uobj_query_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		      void __user *uarg)
+		      const struct vd_uarg *uarg)
 {
 	struct viaduct_query_qp *q = karg;
 	struct vd_qp *qp;
@@ -699,11 +699,11 @@ long vd_uobj_query_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 	vd_qp_query(qp, q);
 	vd_qp_put(qp);
 	q->reserved = 0;
-	return copy_to_user(uarg, q, sizeof(*q)) ? -EFAULT : 0;
+	return vd_uarg_reply(uarg, q, sizeof(*q));
 }
 
 long vd_uobj_doorbell(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		      void __user *uarg)
+		      const struct vd_uarg *uarg)
 {
 	struct viaduct_doorbell_req *d = karg;
 	struct vd_qp *qp;
@@ -718,8 +718,8 @@ long vd_uobj_doorbell(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 	return ret;
 }
 
-long vd_uobj_give_fd(struct file *file, void __user *uarg, void *karg,
-		     size_t size, s32 *fd)
+long vd_uobj_give_fd(struct file *file, const struct vd_uarg *uarg,
+		     void *karg, size_t size, s32 *fd)
 {
 	int nr;
 
@@ -731,7 +731,7 @@ long vd_uobj_give_fd(struct file *file, void __user *uarg, void *karg,
 		return nr;
 	}
 	*fd = nr;
-	if (copy_to_user(uarg, karg, size)) {
+	if (vd_uarg_reply(uarg, karg, size)) {
 		put_unused_fd(nr);
 		fput(file);
 		return -EFAULT;
@@ -742,7 +742,7 @@ long vd_uobj_give_fd(struct file *file, void __user *uarg, void *karg,
 }
 
 long vd_uobj_create_comp_channel(struct vd_uctx *ctx, struct vd_device *vd,
-				 void *karg, void __user *uarg)
+				 void *karg, const struct vd_uarg *uarg)
 {
 	struct viaduct_comp_channel *c = karg;
 

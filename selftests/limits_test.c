@@ -7,7 +7,14 @@
  * (twice: the failed attempt took nothing), that freeing one makes room
  * for exactly one, and that another context is not affected. The
  * defaults are the device limits that QUERY_DEVICE reports.
+ *
+ * Ring memory is charged to the memory cgroup of the process that creates
+ * the ring: in a cgroup of its own, the test's memory.current grows by
+ * most of a large CQ's ring while it exists, and falls back when it goes.
  */
+#include <sys/mount.h>
+#include <sys/stat.h>
+
 #include "res_util.h"
 
 #define LIM	3
@@ -147,6 +154,88 @@ TEST_F(lim, each_limit_holds_per_context)
 			EXPECT_EQ(0, vd_destroy_pd(self->d.fd, pd));
 	}
 	close(other);
+}
+
+/* Writes @v to @path: 0 or -errno. */
+static int lim_write(const char *path, const char *v)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, v, strlen(v)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* Where cgroup v2 is mounted, in @root; mounted at @tmp if nowhere. */
+static int lim_cgroup_root(char *root, size_t n, const char *tmp, int *mounted)
+{
+	char dev[64], dir[256], type[64];
+	FILE *f = fopen("/proc/self/mounts", "r");
+
+	*mounted = 0;
+	while (f && fscanf(f, "%63s %255s %63s %*[^\n]", dev, dir, type) == 3) {
+		if (!strcmp(type, "cgroup2")) {
+			snprintf(root, n, "%s", dir);
+			fclose(f);
+			return 0;
+		}
+	}
+	if (f)
+		fclose(f);
+	if (mkdir(tmp, 0755) && errno != EEXIST)
+		return -errno;
+	if (mount("none", tmp, "cgroup2", 0, NULL))
+		return -errno;
+	*mounted = 1;
+	snprintf(root, n, "%s", tmp);
+	return 0;
+}
+
+TEST_F(lim, rings_are_charged_to_the_memcg)
+{
+	char root[256], tmp[64], cg[320], procs[400], cur[400], ctl[300];
+	struct viaduct_create_cq cq;
+	long long before, during, after, half;
+	int mounted;
+
+	snprintf(tmp, sizeof(tmp), "/tmp/vdlim-cg%d", getpid());
+	ASSERT_EQ(0, lim_cgroup_root(root, sizeof(root), tmp, &mounted));
+	snprintf(ctl, sizeof(ctl), "%s/cgroup.subtree_control", root);
+	ASSERT_EQ(0, lim_write(ctl, "+memory"));
+	snprintf(cg, sizeof(cg), "%s/vdlim%d", root, getpid());
+	ASSERT_EQ(0, mkdir(cg, 0755));
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+	snprintf(cur, sizeof(cur), "%s/memory.current", cg);
+	ASSERT_EQ(0, lim_write(procs, "0"));
+
+	before = vd_read_long(cur);
+	ASSERT_LE(0, before);
+	ASSERT_EQ(0, vd_create_cq(self->d.fd, self->d.attr.max_cqe, -1, 0, &cq));
+	during = vd_read_long(cur);
+	/*
+	 * Charges move in per-CPU batches (64 pages): half the ring is the
+	 * bar, which uncharged ring memory (a few slab objects) never meets.
+	 */
+	half = (long long)cq.mmap_size / 2;
+	EXPECT_LE(half, during - before)
+		TH_LOG("ring %llu bytes, memory.current %lld -> %lld",
+		       (unsigned long long)cq.mmap_size, before, during);
+	EXPECT_EQ(0, vd_destroy_cq(self->d.fd, cq.handle));
+	after = vd_read_long(cur);
+	EXPECT_GE(during - half, after)
+		TH_LOG("memory.current %lld after the CQ went", after);
+
+	/* back to the root cgroup, which keeps no record of us */
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", root);
+	EXPECT_EQ(0, lim_write(procs, "0"));
+	EXPECT_EQ(0, rmdir(cg));
+	if (mounted) {
+		umount(tmp);
+		rmdir(tmp);
+	}
 }
 
 TEST_HARNESS_MAIN

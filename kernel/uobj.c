@@ -13,7 +13,6 @@
 #include <linux/fs.h>
 #include <linux/kernel.h>
 #include <linux/mm.h>
-#include <linux/moduleparam.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/xarray.h>
@@ -24,6 +23,7 @@
 #include "cq.h"
 #include "device.h"
 #include "event.h"
+#include "limits.h"
 #include "mem.h"
 #include "pd.h"
 #include "qp.h"
@@ -238,37 +238,6 @@ static struct vd_uobj *uobj_find(struct vd_uobj_table *t, u32 handle,
 }
 
 /*
- * How many objects of each type one context may hold: the device limits
- * QUERY_DEVICE reports, unless the administrator sets lower ones.
- */
-static unsigned int ctx_max_pd = VD_MAX_PD;
-module_param(ctx_max_pd, uint, 0644);
-MODULE_PARM_DESC(ctx_max_pd, "Protection domains per context");
-static unsigned int ctx_max_mr = VD_MAX_MR;
-module_param(ctx_max_mr, uint, 0644);
-MODULE_PARM_DESC(ctx_max_mr, "Memory regions per context");
-static unsigned int ctx_max_cq = VD_MAX_CQ;
-module_param(ctx_max_cq, uint, 0644);
-MODULE_PARM_DESC(ctx_max_cq, "Completion queues per context");
-static unsigned int ctx_max_qp = VD_MAX_QP;
-module_param(ctx_max_qp, uint, 0644);
-MODULE_PARM_DESC(ctx_max_qp, "Queue pairs per context");
-
-/* -ENOSPC when the context holds as many objects of @type as it may. */
-static int uobj_check_limit(struct vd_uobj_table *t, enum vd_uobj_type type)
-{
-	static const unsigned int *const limit[VD_UOBJ_NR_TYPES] = {
-		[VD_UOBJ_PD] = &ctx_max_pd,
-		[VD_UOBJ_MR] = &ctx_max_mr,
-		[VD_UOBJ_CQ] = &ctx_max_cq,
-		[VD_UOBJ_QP] = &ctx_max_qp,
-	};
-	lockdep_assert_held(&t->lock);
-	return atomic_long_read(&t->nr_objs[type]) >= READ_ONCE(*limit[type]) ?
-	       -ENOSPC : 0;
-}
-
-/*
  * Reserves a handle for a new entry of @type; lookups do not find it until
  * uobj_publish().
  */
@@ -356,7 +325,7 @@ static long uobj_create(struct vd_uobj_table *t, enum vd_uobj_type type,
 	long ret;
 
 	mutex_lock(&t->lock);
-	ret = uobj_check_limit(t, type);
+	ret = vd_limit_objs(type + 1, atomic_long_read(&t->nr_objs[type]));
 	if (ret)
 		goto out;
 	u = uobj_reserve(t, type, handle);

@@ -33,6 +33,12 @@ install: user
 check:
 	bash tools/check.sh
 
+# The libFuzzer targets of the module's parsers and validators, 10 minutes
+# each (FUZZ_SECONDS); "make check" runs them for 20 seconds.
+FUZZ_SECONDS ?= 600
+fuzz:
+	bash tools/fuzz/run.sh --seconds $(FUZZ_SECONDS)
+
 # Boots the test VM and shows viaduct at work.
 demo:
 	bash tools/demo.sh
@@ -57,4 +63,4 @@ clean:
 	$(MAKE) -C $(KERNELDIR) M=$(CURDIR) clean 2>/dev/null || true
 	rm -rf $(BUILD)
 
-.PHONY: all module module-install user install check demo bench style format clean
+.PHONY: all module module-install user install check fuzz demo bench style format clean

@@ -64,6 +64,7 @@ static void cm_id_free(struct kref *ref)
 		vd_cm_id_put(id->parent);
 	vd_cm_channel_put(id->ch);
 	mutex_destroy(&id->lock);
+	kfree(id->spare);
 	kfree(id);
 }
 
@@ -113,6 +114,11 @@ struct vd_cm_id *vd_cm_id_create(const struct vd_cm_owner *owner,
 	id = kzalloc(sizeof(*id), GFP_KERNEL_ACCOUNT);
 	if (!id)
 		return ERR_PTR(-ENOMEM);
+	id->spare = kzalloc(sizeof(*id->spare), GFP_KERNEL_ACCOUNT);
+	if (!id->spare) {
+		kfree(id);
+		return ERR_PTR(-ENOMEM);
+	}
 	kref_init(&id->ref);
 	mutex_init(&id->lock);
 	id->owner = *owner;
@@ -193,6 +199,26 @@ void vd_cm_disarm_timeout(struct vd_cm_id *id)
 
 /* --- Events --------------------------------------------------------- */
 
+/*
+ * An event must not get lost (its id would wait for it), yet most are
+ * raised by what a peer does: no __GFP_NOFAIL. Each id holds a reserve
+ * event from its creation; an allocation that fails takes it, and the
+ * next one that succeeds puts a new one in its place.
+ */
+static struct vd_cm_event *cm_event_alloc(struct vd_cm_id *id)
+{
+	struct vd_cm_event *e = kzalloc(sizeof(*e), GFP_KERNEL), *r;
+
+	if (!e)
+		return xchg(&id->spare, NULL);
+	if (!READ_ONCE(id->spare)) {
+		r = kzalloc(sizeof(*r), GFP_KERNEL);
+		if (r && cmpxchg(&id->spare, NULL, r))
+			kfree(r);
+	}
+	return e;
+}
+
 /**
  * vd_cm_report() - queue an event on the id's channel
  * @id: the id, locked
@@ -204,9 +230,8 @@ void vd_cm_disarm_timeout(struct vd_cm_id *id)
  * The event carries the id's handle and user data (a CONNECT_REQUEST: the
  * listener's user data and its handle as listen_handle), the addresses,
  * the peer's IRD/ORD and the negotiated (a CONNECT_REQUEST: requested)
- * CRC, P2P and MPA revision. The event is allocated with __GFP_NOFAIL: an
- * id whose event got lost would hang; a full channel may still drop it
- * (vd_cm_channel_push()).
+ * CRC, P2P and MPA revision. The event is allocated without __GFP_NOFAIL
+ * (cm_event_alloc()); the channel never drops it (vd_cm_channel_push()).
  *
  * Context: Process context.
  */
@@ -216,8 +241,12 @@ void vd_cm_report(struct vd_cm_id *id, u32 type, int status,
 	struct vd_cm_id *rep = id;	/* whose handle and user data */
 	struct vd_cm_event *e;
 
-	/* small, and an event must not get lost: the id would hang */
-	e = kzalloc(sizeof(*e), GFP_KERNEL | __GFP_NOFAIL);
+	e = cm_event_alloc(id);
+	if (!e) {
+		pr_warn_ratelimited("cm%u: event %u lost: out of memory\n",
+				    id->handle, type);
+		return;
+	}
 	INIT_LIST_HEAD(&e->ch_node);
 	e->ev.type = type;
 	e->ev.handle = id->handle;

@@ -8,6 +8,7 @@
 #include <linux/fcntl.h>
 #include <linux/file.h>
 #include <linux/kref.h>
+#include <linux/moduleparam.h>
 #include <linux/mutex.h>
 #include <linux/poll.h>
 #include <linux/slab.h>
@@ -17,7 +18,10 @@
 
 #include "cm_channel.h"
 
-#define VD_CM_CHANNEL_MAX	4096	/* events queued per channel */
+static unsigned int cm_channel_events = 4096;
+module_param(cm_channel_events, uint, 0644);
+MODULE_PARM_DESC(cm_channel_events,
+		 "Unread events of a CM channel from which on its listeners refuse new connections");
 
 struct vd_cm_channel {
 	struct kref ref;
@@ -27,7 +31,6 @@ struct vd_cm_channel {
 	struct list_head queue;		/* struct vd_cm_event, unread */
 	u32 queued;
 	u32 next_seq;
-	bool warned;
 };
 
 static void vd_cm_channel_free(struct kref *ref)
@@ -73,14 +76,28 @@ static bool channel_empty(struct vd_cm_channel *ch)
 }
 
 /**
+ * vd_cm_channel_full() - whether a listener may take a new connection
+ * @ch: the channel
+ *
+ * Return: true when @ch holds cm_channel_events unread events or more
+ * (module parameter). Listeners take no new connection while theirs is:
+ * the events a remote peer can add are bounded by that and the backlog,
+ * those of existing ids by the ids their owner made.
+ */
+bool vd_cm_channel_full(struct vd_cm_channel *ch)
+{
+	return READ_ONCE(ch->queued) >= READ_ONCE(cm_channel_events);
+}
+
+/**
  * vd_cm_channel_push() - queue a CM event
  * @ch: the channel the event's id reports to
  * @unacked: the id's list of events it has not acknowledged yet
  * @e: the event, allocated by the caller; the channel takes it over
  *
  * Queues @e on @ch and on @unacked and gives it the channel's next sequence
- * number, then wakes readers. A full channel (VD_CM_CHANNEL_MAX events)
- * drops and frees the event instead, with one warning per channel.
+ * number, then wakes readers. Never drops it: an id whose event got lost
+ * would wait for it forever (vd_cm_channel_full() bounds what peers add).
  *
  * Context: Any context but hard irq; takes the channel lock with bottom
  * halves disabled.
@@ -88,18 +105,7 @@ static bool channel_empty(struct vd_cm_channel *ch)
 void vd_cm_channel_push(struct vd_cm_channel *ch, struct list_head *unacked,
 			struct vd_cm_event *e)
 {
-	bool warn = false;
-
 	spin_lock_bh(&ch->lock);
-	if (ch->queued >= VD_CM_CHANNEL_MAX) {
-		warn = !ch->warned;
-		ch->warned = true;
-		spin_unlock_bh(&ch->lock);
-		kfree(e);
-		if (warn)
-			pr_warn("CM channel full: events are being dropped\n");
-		return;
-	}
 	e->ev.seq = ++ch->next_seq;
 	list_add_tail(&e->ch_node, &ch->queue);
 	list_add_tail(&e->id_node, unacked);

@@ -38,6 +38,7 @@ struct vd_cm_channel *vd_cm_channel_from_file(struct file *file);
 struct vd_cm_channel *vd_cm_channel_get(struct vd_cm_channel *ch);
 void vd_cm_channel_put(struct vd_cm_channel *ch);
 
+bool vd_cm_channel_full(struct vd_cm_channel *ch);
 void vd_cm_channel_push(struct vd_cm_channel *ch, struct list_head *unacked,
 			struct vd_cm_event *e);
 int vd_cm_channel_ack(struct vd_cm_channel *ch, struct list_head *unacked,

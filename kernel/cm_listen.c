@@ -12,6 +12,7 @@
 #include <net/sock.h>
 
 #include "addr.h"
+#include "cm_channel.h"
 #include "cm_priv.h"
 
 #define VD_CM_BACKLOG		64
@@ -162,7 +163,8 @@ static void cm_accept_one(struct vd_cm_id *l, struct socket *nsock)
 	spin_lock_bh(&l->children_lock);
 	full = l->nchildren >= l->backlog;
 	spin_unlock_bh(&l->children_lock);
-	if (full)
+	/* events of the ids we have are never dropped: take no more ids */
+	if (full || vd_cm_channel_full(l->ch))
 		goto drop;
 	c = vd_cm_id_create(&l->owner, l->ch, l->user_data);
 	if (IS_ERR(c))

@@ -48,6 +48,7 @@ struct vd_cm_id {
 	struct vd_cm_owner owner;
 	struct vd_cm_channel *ch;	/* referenced */
 	struct list_head unacked;	/* under @ch->lock */
+	struct vd_cm_event *spare;	/* reserve: cm_event_alloc() */
 	u64 user_data;
 	u32 handle;			/* 0 until published */
 	bool active;

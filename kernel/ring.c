@@ -21,8 +21,8 @@
  * vd_ring_mem_alloc() - memory for a ring or a doorbell page
  * @size: bytes wanted; rounded up to whole pages
  *
- * Zeroed vmalloc_user() memory. @va and @size are fixed for the object's
- * life.
+ * Zeroed vmalloc memory, charged to the caller's memory cgroup
+ * (__GFP_ACCOUNT). @va and @size are fixed for the object's life.
  *
  * Context: Process context.
  * Return: the memory with one reference; ERR_PTR(-EINVAL) for size 0 or
@@ -40,8 +40,12 @@ struct vd_ring_mem *vd_ring_mem_alloc(size_t size)
 		return ERR_PTR(-ENOMEM);
 
 	mem->size = PAGE_ALIGN(size);
-	/* Zeroed and marked VM_USERMAP, as remap_vmalloc_range() wants. */
-	mem->va = vmalloc_user(mem->size);
+	/*
+	 * Zeroed (it is mapped into the process whole) and charged to the
+	 * caller's memory cgroup, unlike vmalloc_user() memory: a process
+	 * cannot pin more ring memory than its cgroup allows.
+	 */
+	mem->va = __vmalloc(mem->size, GFP_KERNEL_ACCOUNT | __GFP_ZERO);
 	if (!mem->va) {
 		kfree(mem);
 		return ERR_PTR(-ENOMEM);
@@ -136,11 +140,11 @@ static void vd_vma_set_flags(struct vm_area_struct *vma, vm_flags_t flags)
  *
  * Context: The file's ->mmap(), with mmap_lock held for writing.
  * Return: 0; -EINVAL for a private or oversized mapping; an error of
- * remap_vmalloc_range().
+ * vm_insert_page().
  */
 int vd_ring_mem_mmap(struct vd_ring_mem *mem, struct vm_area_struct *vma)
 {
-	unsigned long len = vma->vm_end - vma->vm_start;
+	unsigned long len = vma->vm_end - vma->vm_start, off;
 	int ret;
 
 	/*
@@ -154,15 +158,17 @@ int vd_ring_mem_mmap(struct vd_ring_mem *mem, struct vm_area_struct *vma)
 
 	/*
 	 * vm_pgoff carries the caller's mmap key; the mapping always starts
-	 * at the beginning of @mem (page offset 0 of the vmalloc area).
-	 * remap_vmalloc_range() inserts every page now and adds
-	 * VM_DONTEXPAND | VM_DONTDUMP.
+	 * at the beginning of @mem. Every page is inserted now, as
+	 * remap_vmalloc_range() would (which wants vmalloc_user() memory).
 	 */
-	ret = remap_vmalloc_range(vma, mem->va, 0);
-	if (ret)
-		return ret;
+	for (off = 0; off < len; off += PAGE_SIZE) {
+		ret = vm_insert_page(vma, vma->vm_start + off,
+				     vmalloc_to_page(mem->va + off));
+		if (ret)
+			return ret;
+	}
 
-	vd_vma_set_flags(vma, VM_DONTCOPY | VM_DONTEXPAND);
+	vd_vma_set_flags(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP);
 	vma->vm_ops = &vd_ring_vm_ops;
 	vma->vm_private_data = vd_ring_mem_get(mem);
 	return 0;

@@ -49,7 +49,7 @@ struct vm_area_struct;
 
 struct vd_ring_mem {
 	struct kref ref;
-	void *va;		/* vmalloc_user() memory */
+	void *va;		/* vmalloc memory, charged to a memcg */
 	size_t size;		/* page-rounded */
 };
 

@@ -7,7 +7,9 @@
  * receives. Any violation ends the stream with a Terminate. transport.h
  * has the API and the locking, Documentation/transport.rst the design.
  */
+#include <linux/jiffies.h>
 #include <linux/minmax.h>
+#include <linux/moduleparam.h>
 #include <linux/net.h>
 #include <linux/spinlock.h>
 #include <linux/string.h>
@@ -20,6 +22,11 @@
 #include "qp.h"
 #include "tpt.h"
 #include "transport.h"
+
+static unsigned int rx_stall_ms = 60000;
+module_param(rx_stall_ms, uint, 0644);
+MODULE_PARM_DESC(rx_stall_ms,
+		 "Time an FPDU may take to arrive whole once it began, in ms; then the stream ends with a Terminate (0: no limit)");
 
 /* The MPA ULPDU_Length at the start of an FPDU (big endian). */
 static u32 rx_be16(const u8 *p)
@@ -588,6 +595,85 @@ static u32 rx_next(const struct vd_tp *tp)
 }
 
 /*
+ * The ULPDU bytes vd_iw_parse() reads of a ULPDU of @ulpdu_len bytes whose
+ * two control bytes are at @ulpdu: those two if the opcode is unknown,
+ * else the opcode's headers, and never more than the ULPDU.
+ */
+static u32 rx_parse_needs(const u8 *ulpdu, u32 ulpdu_len)
+{
+	u8 op = ulpdu[1] & VD_RDMAP_OP_MASK;
+	u32 need = vd_iw_opcode_valid(op) ? vd_iw_opcode_hdr_len(op) : 2;
+
+	return min(need, ulpdu_len);
+}
+
+/*
+ * The FPDU at the head of @tp->rx_buf is not whole and the socket is
+ * empty. Its headers are checked as far as they arrived (the ULPDU length
+ * and what vd_iw_parse() checks, which needs no payload): a bad one is
+ * answered now, not when (if ever) the rest comes. Returns false if the
+ * stream failed.
+ */
+static bool rx_check_partial(struct vd_tp *tp)
+{
+	const u8 *ulpdu = tp->rx_buf + tp->rx_start + VD_MPA_LEN_SIZE;
+	u32 have = tp->rx_end - tp->rx_start, ulpdu_len, got;
+	struct vd_iw_hdr hdr;
+	enum vd_iw_err err;
+
+	if (have < VD_MPA_LEN_SIZE + 2)
+		return true;
+	ulpdu_len = rx_be16(ulpdu - VD_MPA_LEN_SIZE);
+	got = have - VD_MPA_LEN_SIZE;
+	if (got < rx_parse_needs(ulpdu, ulpdu_len))
+		return true;
+	err = vd_iw_parse(ulpdu, ulpdu_len, &hdr);
+	if (!err)
+		return true;
+	pr_debug("qp%u: bad headers of an FPDU not whole (%u of %u bytes)\n",
+		 tp->qp->qpn, have, vd_mpa_fpdu_len(ulpdu_len));
+	tp->rx_dead = true;
+	vd_tp_terminate(tp, vd_term_code(err), rx_event(vd_term_code(err)),
+			ulpdu, min_t(u32, got, VD_HDR_READ_REQ), ulpdu_len);
+	return false;
+}
+
+/*
+ * An FPDU that is not whole when the socket is empty must become whole
+ * within rx_stall_ms of that moment: a timer queues the receive work at
+ * the deadline, and the stream ends then with an MPA "ULPDU length
+ * mismatch" Terminate. Handling a whole FPDU clears the deadline.
+ */
+static void rx_check_stall(struct vd_tp *tp)
+{
+	unsigned int ms = READ_ONCE(rx_stall_ms);
+
+	if (tp->rx_end == tp->rx_start || !ms)
+		return;
+	if (!tp->rx_stall_armed) {
+		tp->rx_stall_armed = true;
+		tp->rx_stall_at = jiffies + msecs_to_jiffies(ms);
+		if (!READ_ONCE(tp->stopping))
+			mod_timer(&tp->rx_stall, tp->rx_stall_at);
+		return;
+	}
+	if (time_before(jiffies, tp->rx_stall_at))
+		return;
+	pr_debug("qp%u: an FPDU stalled with %u bytes in\n", tp->qp->qpn,
+		 tp->rx_end - tp->rx_start);
+	rx_fail(tp, VD_IW_MPA_FPDU, NULL,
+		tp->rx_end - tp->rx_start >= VD_MPA_LEN_SIZE ?
+		rx_be16(tp->rx_buf + tp->rx_start) : 0);
+}
+
+void vd_rx_stall_timer(struct timer_list *t)
+{
+	struct vd_tp *tp = from_timer(tp, t, rx_stall);
+
+	vd_tp_queue_rx(tp);
+}
+
+/*
  * Reads as much as the socket has and @tp->rx_buf can take, behind the
  * bytes of the FPDU not yet whole, which go to the front first. Returns
  * what kernel_recvmsg() does: the bytes read, 0 at the end of the stream,
@@ -645,11 +731,15 @@ void vd_rx_work(struct work_struct *work)
 			rx_fpdu(tp, tp->rx_buf + tp->rx_start, len);
 			tp->rx_start += len;
 			budget -= len;
+			tp->rx_stall_armed = false;
 			continue;
 		}
 		ret = rx_read(tp);
-		if (ret == -EAGAIN)
+		if (ret == -EAGAIN) {
+			if (rx_check_partial(tp))
+				rx_check_stall(tp);
 			return;
+		}
 		if (ret <= 0) {
 			pr_debug("qp%u: stream %s: %d (%u bytes of an FPDU unread)\n",
 				 tp->qp->qpn, ret ? "failed" : "closed by the peer",

@@ -144,6 +144,7 @@ static int tp_start(struct vd_conn *conn)
 	spin_lock_init(&tp->lock);
 	INIT_WORK(&tp->tx_work, vd_tx_work);
 	INIT_WORK(&tp->rx_work, vd_rx_work);
+	timer_setup(&tp->rx_stall, vd_rx_stall_timer, 0);
 	/* without them, every message is copied */
 	tp->tx_bvec = kcalloc(VD_TP_ZC_SEGS, sizeof(*tp->tx_bvec), GFP_KERNEL);
 	if (tp->tx_bvec)
@@ -221,7 +222,10 @@ static void tp_stop(struct vd_conn *conn, bool abort)
 	if (tp->zc)
 		vd_zc_detach(tp->zc);
 	/* rx queues tx, tx never queues rx; each may requeue itself */
+	del_timer_sync(&tp->rx_stall);
 	cancel_work_sync(&tp->rx_work);
+	/* rx may have armed it again; firing now, it queues nothing */
+	del_timer_sync(&tp->rx_stall);
 	cancel_work_sync(&tp->tx_work);
 	/* WRs whose pages TCP released before: they are done */
 	if (tp->zc)

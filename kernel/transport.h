@@ -39,6 +39,7 @@
 #include <linux/list.h>
 #include <linux/rcupdate.h>
 #include <linux/spinlock.h>
+#include <linux/timer.h>
 #include <linux/types.h>
 #include <linux/workqueue.h>
 #include <viaduct/viaduct-abi.h>
@@ -196,6 +197,10 @@ struct vd_tp {
 	u8 *rx_buf;			/* VD_TP_BUF_SIZE, read ahead */
 	u32 rx_start;			/* the next FPDU starts here */
 	u32 rx_end;			/* what was read ends here */
+	/* an FPDU not whole: when it must be (rx_stall_ms) */
+	struct timer_list rx_stall;
+	unsigned long rx_stall_at;
+	bool rx_stall_armed;
 };
 
 extern const struct vd_stream_ops vd_transport_ops;
@@ -222,6 +227,7 @@ void vd_tp_terminated(struct vd_tp *tp, const struct vd_term_msg *msg);
 void vd_tp_read_done(struct vd_tp *tp);
 void vd_rx_work(struct work_struct *work);
 void vd_rx_data_ready(struct sock *sk);
+void vd_rx_stall_timer(struct timer_list *t);
 struct vd_tp *vd_tp_lookup(struct sock *sk);
 
 #endif /* _VD_TRANSPORT_H */

@@ -23,6 +23,7 @@
 #include "cq.h"
 #include "device.h"
 #include "event.h"
+#include "limits.h"
 #include "mem.h"
 #include "pd.h"
 #include "qp.h"
@@ -333,6 +334,9 @@ static long uobj_create(struct vd_uobj_table *t, enum vd_uobj_type type,
 	long ret;
 
 	mutex_lock(&t->lock);
+	ret = vd_limit_objs(type + 1, atomic_long_read(&t->nr_objs[type]));
+	if (ret)
+		goto out;
 	u = uobj_reserve(t, type, handle);
 	if (IS_ERR(u)) {
 		ret = PTR_ERR(u);

@@ -35,168 +35,14 @@
  * Variants run with and without the MPA CRC (bad_crc needs it).
  */
 #include <linux/sockios.h>
-#include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 
-#include "xfer_util.h"
+#include "mpa_peer.h"
 
 #define RX_REGION	(1U << 20)	/* Write targets: [0, 1 MiB) of a's buffer */
 #define RX_RECV_AREA	(RX_REGION)	/* receives: 64 KiB each from here */
 #define RX_RECV_SIZE	65536U
 #define RX_NRECV	12
-
-/* --- The peer's side of the wire ------------------------------------ */
-
-static __u32 crc32c_table[256];
-
-static void crc32c_init(void)
-{
-	__u32 i, j, c;
-
-	for (i = 0; i < 256; i++) {
-		c = i;
-		for (j = 0; j < 8; j++)
-			c = c & 1 ? (c >> 1) ^ 0x82f63b78U : c >> 1;
-		crc32c_table[i] = c;
-	}
-}
-
-static __u32 crc32c(const unsigned char *p, size_t len)
-{
-	__u32 c = ~0U;
-
-	while (len--)
-		c = crc32c_table[(c ^ *p++) & 0xff] ^ (c >> 8);
-	return ~c;
-}
-
-/* The byte stream the peer writes: the MPA Reply, then FPDUs. */
-struct rx_stream {
-	unsigned char *p;
-	size_t len, cap;
-	int crc;
-};
-
-static void *st_grow(struct rx_stream *s, size_t n)
-{
-	void *at;
-
-	if (s->len + n > s->cap) {
-		s->cap = (s->len + n) * 2;
-		s->p = realloc(s->p, s->cap);
-		if (!s->p)
-			abort();
-	}
-	at = s->p + s->len;
-	memset(at, 0, n);
-	s->len += n;
-	return at;
-}
-
-static void put16(unsigned char *p, __u32 v)
-{
-	p[0] = v >> 8;
-	p[1] = v;
-}
-
-static void put32(unsigned char *p, __u32 v)
-{
-	put16(p, v >> 16);
-	put16(p + 2, v);
-}
-
-static void put64(unsigned char *p, __u64 v)
-{
-	put32(p, v >> 32);
-	put32(p + 4, v);
-}
-
-/* An enhanced MPA Reply (RFC 6581, no P2P), with C as the stream has it. */
-static void st_reply(struct rx_stream *s)
-{
-	unsigned char *r = st_grow(s, 24);
-
-	memcpy(r, "MPA ID Rep Frame", 16);
-	r[16] = 0x10 | (s->crc ? 0x40 : 0);	/* H, C */
-	r[17] = 2;
-	put16(r + 18, 4);
-	put16(r + 20, 4);			/* IRD */
-	put16(r + 22, 4);			/* ORD */
-}
-
-/*
- * Frames @ulen bytes of ULPDU: headers @hdr (@hlen bytes) and @plen bytes
- * of @payload. Returns the FPDU's offset in the stream.
- */
-static size_t st_fpdu(struct rx_stream *s, const unsigned char *hdr, size_t hlen,
-		      const unsigned char *payload, size_t plen)
-{
-	size_t ulen = hlen + plen, pad = -(2 + ulen) & 3, off = s->len;
-	unsigned char *f = st_grow(s, 2 + ulen + pad + 4);
-
-	put16(f, ulen);
-	memcpy(f + 2, hdr, hlen);
-	if (plen)
-		memcpy(f + 2 + hlen, payload, plen);
-	if (s->crc) {
-		__u32 c = crc32c(f, 2 + ulen + pad);
-
-		/* least significant byte first, as siw and viaduct send it */
-		f[2 + ulen + pad] = c;
-		f[2 + ulen + pad + 1] = c >> 8;
-		f[2 + ulen + pad + 2] = c >> 16;
-		f[2 + ulen + pad + 3] = c >> 24;
-	}
-	return off;
-}
-
-static size_t fpdu_len(const struct rx_stream *s, size_t off)
-{
-	size_t ulen = (size_t)s->p[off] << 8 | s->p[off + 1];
-
-	return 2 + ulen + (-(2 + ulen) & 3) + 4;
-}
-
-/* An RDMA Write of @len bytes of @src to @stag at @to, one segment. */
-static size_t st_write(struct rx_stream *s, __u32 stag, __u64 to, const unsigned char *src,
-		       size_t len)
-{
-	unsigned char h[14];
-
-	h[0] = 0x80 | 0x40 | 1;		/* T, L, DDP version 1 */
-	h[1] = 0x40 | 0;		/* RDMAP version 1, RDMA Write */
-	put32(h + 2, stag);
-	put64(h + 6, to);
-	return st_fpdu(s, h, sizeof(h), src, len);
-}
-
-/* One segment of a Send: queue 0, @msn, @mo, last or not. */
-static size_t st_send(struct rx_stream *s, __u32 msn, __u32 mo, int last,
-		      const unsigned char *src, size_t len)
-{
-	unsigned char h[18] = { 0 };
-
-	h[0] = (last ? 0x40 : 0) | 1;
-	h[1] = 0x40 | 3;		/* Send */
-	put32(h + 6, 0);		/* QN 0 */
-	put32(h + 10, msn);
-	put32(h + 14, mo);
-	return st_fpdu(s, h, sizeof(h), src, len);
-}
-
-/* A Terminate from the peer: DDP untagged, "no buffer" (0x1202). */
-static size_t st_terminate(struct rx_stream *s)
-{
-	unsigned char h[22] = { 0 };
-
-	h[0] = 0x40 | 1;
-	h[1] = 0x40 | 7;		/* Terminate */
-	put32(h + 6, 2);		/* QN 2 */
-	put32(h + 10, 1);		/* MSN 1 */
-	put32(h + 18, 0x12020000U);	/* layer 1, type 2, code 2; no headers */
-	return st_fpdu(s, h, sizeof(h), NULL, 0);
-}
 
 /* --- The fixture ----------------------------------------------------- */
 
@@ -228,53 +74,6 @@ FIXTURE_VARIANT_ADD(rx, nocrc)
 	.crc = 0,
 };
 
-/* Enters namespace @ns; returns the file of the one we were in, or -errno. */
-static int rx_enter(const char *ns)
-{
-	char path[96];
-	int self, fd, ret = 0;
-
-	snprintf(path, sizeof(path), "/var/run/netns/%s", ns);
-	self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (self < 0 || fd < 0 || setns(fd, CLONE_NEWNET))
-		ret = -errno;
-	if (fd >= 0)
-		close(fd);
-	if (ret && self >= 0)
-		close(self);
-	return ret ? ret : self;
-}
-
-static void rx_leave(int self)
-{
-	if (setns(self, CLONE_NEWNET))
-		abort();
-	close(self);
-}
-
-static int rx_listener(const char *ns, int *port)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET };
-	socklen_t len = sizeof(sin);
-	int self = rx_enter(ns), fd, one = 1;
-
-	if (self < 0)
-		return self;
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	rx_leave(self);
-	if (fd < 0)
-		return -errno;
-	inet_pton(AF_INET, "192.0.2.2", &sin.sin_addr);
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) || listen(fd, 4) ||
-	    getsockname(fd, (struct sockaddr *)&sin, &len)) {
-		close(fd);
-		return -errno;
-	}
-	*port = ntohs(sin.sin_port);
-	return fd;
-}
 
 FIXTURE_SETUP(rx)
 {
@@ -310,28 +109,6 @@ FIXTURE_TEARDOWN(rx)
 		xf_net_down(self->a.ns, self->b.ns);
 }
 
-/* Reads exactly @len bytes within @ms: 0, -ETIMEDOUT, -ECONNRESET. */
-static int rx_read_full(int fd, void *buf, size_t len, int ms)
-{
-	uint64_t end = vd_now_ms() + ms;
-	size_t got = 0;
-
-	while (got < len) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		int64_t left = (int64_t)(end - vd_now_ms());
-		ssize_t n;
-
-		if (left <= 0 || poll(&p, 1, left) != 1)
-			return -ETIMEDOUT;
-		n = read(fd, (char *)buf + got, len - got);
-		if (n == 0 || (n < 0 && errno == ECONNRESET))
-			return -ECONNRESET;
-		if (n < 0)
-			return -errno;
-		got += n;
-	}
-	return 0;
-}
 
 /*
  * viaduct connects (CRC as the variant says) to the peer, which reads the
@@ -378,20 +155,6 @@ static void rx_established(struct __test_metadata *_metadata, FIXTURE_DATA(rx) *
 	EXPECT_EQ(self->st.crc ? VIADUCT_CM_F_CRC : 0, ev.flags & VIADUCT_CM_F_CRC);
 }
 
-static int rx_write_all(int fd, const unsigned char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -errno;
-		p += n;
-		len -= n;
-	}
-	return 0;
-}
 
 /*
  * viaduct's end of the connection in its /proc/net/tcp: the Recv-Q, what

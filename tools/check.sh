@@ -16,7 +16,8 @@
 # Environment: VIADUCT_FLAVOURS ("normal debug"), VIADUCT_CACHE (kernel
 # cache, ~/.cache/viaduct), VIADUCT_GTEST (live gtest binary to run in the
 # VM), VD_TIMEOUT (seconds per VM run, 1200), VD_TEST_TIMEOUT (seconds per
-# selftest program, 300), VD_CONSOLE=full (show the whole VM console).
+# selftest program, 300), VD_CONSOLE=full (show the whole VM console),
+# VD_FUZZ_SECONDS (per libFuzzer target on the host, 20).
 #
 # Every step becomes one or more verdict lines "PASS|FAIL|SKIP name"; a
 # failed step does not stop the steps that do not depend on it. The last
@@ -231,6 +232,10 @@ host_checks() {
 	77) record SKIP host/dkms "$out/dkms.log" ;;
 	*) record FAIL host/dkms "$out/dkms.log" ;;
 	esac
+
+	phase "fuzzing [beside the VM]"
+	step host/fuzz "$out/fuzz.log" tools/fuzz/run.sh --seconds "${VD_FUZZ_SECONDS:-20}" || true
+	sed -n 's/^fuzz: /    | fuzz: /p' "$out/fuzz.log" >>"$verdicts"
 
 	phase "style [beside the VM]"
 	if [[ -n $ksrc ]]; then

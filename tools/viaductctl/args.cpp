@@ -23,6 +23,8 @@ const char *const stats_usage = "       viaductctl stats [show]\n"
 const char *const res_usage = "       viaductctl res [show] [pd | mr | cq | qp] [FILTER VALUE]...\n"
                               "       viaductctl res help\n"
                               "FILTER := { ifname | pid | comm | ctxn | handle | lqpn }\n";
+const char *const limits_usage = "       viaductctl limits [show]\n"
+                                 "       viaductctl limits help\n";
 const char *const options_usage = "Options:\n"
                                   "  -j, --json     print JSON\n"
                                   "  -p, --pretty   indent the JSON of --json\n"
@@ -188,7 +190,7 @@ Command parse_res(const std::vector<std::string> &w, Command cmd) {
 } // namespace
 
 const char *const usage_text = "Usage: viaductctl [OPTIONS] OBJECT { COMMAND | help }\n"
-                               "OBJECT := { link | dev | stats | res }\n";
+                               "OBJECT := { link | dev | stats | res | limits }\n";
 
 std::string usage_of(const std::string &object) {
     std::string u = "Usage: viaductctl [OPTIONS] OBJECT { COMMAND | help }\n";
@@ -200,6 +202,8 @@ std::string usage_of(const std::string &object) {
         u += stats_usage;
     if (object.empty() || object == "res")
         u += res_usage;
+    if (object.empty() || object == "limits")
+        u += limits_usage;
     return u + options_usage;
 }
 
@@ -269,7 +273,7 @@ Command parse_args(const std::vector<std::string> &args) {
         return cmd;
     }
     if (w.empty())
-        throw UsageError("missing OBJECT: link, dev, stats or res");
+        throw UsageError("missing OBJECT: link, dev, stats, res or limits");
 
     const std::string &object = w[0];
     std::size_t first = 0;
@@ -292,8 +296,14 @@ Command parse_args(const std::vector<std::string> &args) {
         cmd.kind = Command::Kind::Stats;
     } else if (matches_any(object, {"res", "resource"})) {
         cmd = parse_res(w, cmd);
+    } else if (matches(object, "limits")) {
+        if (show_or_help(w, &first, "limits", cmd))
+            return cmd;
+        if (w.size() > first)
+            throw UsageError("limits show takes no argument");
+        cmd.kind = Command::Kind::Limits;
     } else {
-        throw UsageError("unknown object '" + object + "': link, dev, stats or res");
+        throw UsageError("unknown object '" + object + "': link, dev, stats, res or limits");
     }
     if (!cmd.name.empty())
         check_name(cmd.name);

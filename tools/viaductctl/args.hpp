@@ -23,9 +23,9 @@ struct ResFilter {
 };
 
 struct Command {
-    enum class Kind { Help, Version, LinkAdd, LinkDel, LinkShow, DevShow, Stats, Res };
+    enum class Kind { Help, Version, LinkAdd, LinkDel, LinkShow, DevShow, Stats, Res, Limits };
     Kind kind = Kind::Help;
-    std::string help_object;    // Help: "link", "dev", "stats", "res"; empty for all
+    std::string help_object;    // Help: "link", "dev", "stats", "res", "limits"; empty for all
     std::string name;           // device name; empty for all devices
     std::string netdev;         // link add: the interface
     std::uint32_t res_type = 0; // res: VIADUCT_RES_*, 0 for every type
@@ -42,7 +42,7 @@ struct Command {
 // ambiguous, the keyword listed first in the usage wins.
 Command parse_args(const std::vector<std::string> &args);
 
-// The usage of one object ("link", "dev", "stats", "res"), or of all.
+// The usage of one object ("link", "dev", "stats", "res", "limits"), or of all.
 std::string usage_of(const std::string &object);
 
 // 1 to 15 characters of [A-Za-z0-9_.-], as the kernel accepts.

@@ -9,6 +9,7 @@
 
 #include "args.hpp"
 #include "errors.hpp"
+#include "limits.hpp"
 #include "netlink.hpp"
 #include "output.hpp"
 #include "res.hpp"
@@ -23,6 +24,10 @@ constexpr int exit_failed = 2;
 
 void run(const Command &cmd) {
     OutputStyle style{cmd.json, cmd.pretty};
+    if (cmd.kind == Command::Kind::Limits) {
+        print_limits(std::cout, read_limits(module_params_dir), style);
+        return;
+    }
     Genl nl;
     switch (cmd.kind) {
     case Command::Kind::LinkAdd: {
@@ -57,6 +62,7 @@ void run(const Command &cmd) {
     }
     case Command::Kind::Help:
     case Command::Kind::Version:
+    case Command::Kind::Limits:
         break;
     }
 }

@@ -17,8 +17,8 @@ pkgs=(
 	# the userspace library
 	libnl-3-dev libnl-genl-3-dev libibverbs-dev librdmacm-dev
 	cmake pkg-config googletest libgtest-dev libgmock-dev
-	# style and packaging checks
-	clang-format dkms
+	# style and packaging checks; clang (with libFuzzer) for tools/fuzz
+	clang-format dkms clang libclang-rt-dev
 )
 
 log() { echo "[deps] $*" >&2; }

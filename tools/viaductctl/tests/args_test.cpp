@@ -99,12 +99,24 @@ TEST(Args, RejectsBadCommandLines) {
     EXPECT_THROW(parse({"dev", "a", "b"}), UsageError);
 }
 
+TEST(Args, Limits) {
+    EXPECT_EQ(Command::Kind::Limits, parse({"limits"}).kind);
+    EXPECT_EQ(Command::Kind::Limits, parse({"lim", "sh"}).kind);
+    EXPECT_TRUE(parse({"-j", "limits", "show"}).json);
+    // "l" and "li" stay "link", listed first
+    EXPECT_EQ(Command::Kind::LinkShow, parse({"li"}).kind);
+    Command h = parse({"limits", "help"});
+    EXPECT_EQ(Command::Kind::Help, h.kind);
+    EXPECT_EQ("limits", h.help_object);
+    EXPECT_THROW(parse({"limits", "show", "vd0"}), UsageError);
+}
+
 TEST(Args, ErrorMessagesNameTheProblem) {
     EXPECT_EQ("unknown option '--bogus'", usage_error({"--bogus", "link"}));
     EXPECT_EQ("unknown option '-x'", usage_error({"-jx", "link"}));
-    EXPECT_EQ("unknown object 'qp': link, dev, stats or res", usage_error({"qp"}));
+    EXPECT_EQ("unknown object 'qp': link, dev, stats, res or limits", usage_error({"qp"}));
     EXPECT_EQ("unknown link command 'frob': add, del, show or help", usage_error({"link", "frob"}));
-    EXPECT_EQ("missing OBJECT: link, dev, stats or res", usage_error({"-j"}));
+    EXPECT_EQ("missing OBJECT: link, dev, stats, res or limits", usage_error({"-j"}));
     EXPECT_EQ("'eth0' needs a value", usage_error({"link", "add", "vd0", "eth0"}));
     EXPECT_EQ("link add needs 'netdev IFNAME'",
               usage_error({"link", "add", "vd0", "type", "viaduct"}));

@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Per-context object limits: the module parameters ctx_max_pd, ctx_max_mr,
+ * ctx_max_cq and ctx_max_qp bound how many objects one open file of
+ * /dev/viaduct may hold. The test lowers each (and restores it), fills a
+ * context up to the limit, and checks that one more fails with ENOSPC
+ * (twice: the failed attempt took nothing), that freeing one makes room
+ * for exactly one, and that another context is not affected. The
+ * defaults are the device limits that QUERY_DEVICE reports.
+ *
+ * Ring memory is charged to the memory cgroup of the process that creates
+ * the ring: in a cgroup of its own, the test's memory.current grows by
+ * most of a large CQ's ring while it exists, and falls back when it goes.
+ */
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include "res_util.h"
+
+#define LIM	3
+
+static const char *const params[] = { "ctx_max_pd", "ctx_max_mr", "ctx_max_cq", "ctx_max_qp" };
+
+FIXTURE(lim)
+{
+	struct vd_testdev d;
+	long saved[4];
+	unsigned char *buf;
+};
+
+static long lim_param(const char *name, long set)
+{
+	char path[128];
+	long old = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/module/viaduct/parameters/%s", name);
+	f = fopen(path, "r+");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &old) != 1)
+		old = -1;
+	if (old >= 0 && set >= 0) {
+		rewind(f);
+		fprintf(f, "%ld\n", set);
+	}
+	if (fclose(f))
+		old = -1;
+	return old;
+}
+
+FIXTURE_SETUP(lim)
+{
+	int i;
+
+	for (i = 0; i < 4; i++)
+		self->saved[i] = -1;
+	self->buf = NULL;
+	ASSERT_EQ(0, vd_testdev_up(&self->d, "lim"));
+	self->buf = mmap(NULL, 1 << 16, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	ASSERT_NE(MAP_FAILED, self->buf);
+}
+
+FIXTURE_TEARDOWN(lim)
+{
+	int i;
+
+	for (i = 0; i < 4; i++)
+		if (self->saved[i] >= 0)
+			lim_param(params[i], self->saved[i]);
+	vd_testdev_down(&self->d);
+	if (self->buf && self->buf != MAP_FAILED)
+		munmap(self->buf, 1 << 16);
+}
+
+TEST_F(lim, defaults_are_the_device_limits)
+{
+	EXPECT_EQ((long)self->d.attr.max_pd, lim_param("ctx_max_pd", -1));
+	EXPECT_EQ((long)self->d.attr.max_mr, lim_param("ctx_max_mr", -1));
+	EXPECT_EQ((long)self->d.attr.max_cq, lim_param("ctx_max_cq", -1));
+	EXPECT_EQ((long)self->d.attr.max_qp, lim_param("ctx_max_qp", -1));
+}
+
+/* Creates an object of kind @k in @fd (on PD @pd): its handle or -errno. */
+static int lim_create(FIXTURE_DATA(lim) *self, int fd, int k, __u32 pd)
+{
+	struct viaduct_create_cq cq;
+	struct vd_qp q;
+	int ret;
+
+	switch (k) {
+	case 0:
+		return vd_create_pd(fd);
+	case 1:
+		return vd_reg_mr(fd, pd, self->buf, 4096, VIADUCT_ACCESS_LOCAL_WRITE, NULL);
+	case 2:
+		ret = vd_create_cq(fd, 16, -1, 0, &cq);
+		return ret ? ret : (int)cq.handle;
+	default:
+		memset(&q, 0, sizeof(q));
+		vd_qp_args(&q.c, pd, 0, 0);
+		ret = vd_qp_create(fd, &q);
+		if (ret)
+			return ret;
+		vd_qp_unmap(&q);
+		return q.c.handle;
+	}
+}
+
+static const unsigned long destroy_cmd[] = {
+	VIADUCT_IOCTL_DESTROY_PD, VIADUCT_IOCTL_DEREG_MR, VIADUCT_IOCTL_DESTROY_CQ,
+	VIADUCT_IOCTL_DESTROY_QP,
+};
+
+TEST_F(lim, each_limit_holds_per_context)
+{
+	int k, i, h[LIM], other, pd, pd2;
+
+	other = vd_testdev_open_selected(&self->d);
+	ASSERT_LE(0, other);
+	for (k = 0; k < 4; k++) {
+		/* the PD the MRs and QPs need, before the PD limit is low */
+		pd = k ? vd_create_pd(self->d.fd) : 0;
+		ASSERT_LE(0, pd);
+		self->saved[k] = lim_param(params[k], LIM);
+		ASSERT_LE(0, self->saved[k]) TH_LOG("no parameter %s", params[k]);
+		for (i = 0; i < LIM; i++) {
+			h[i] = lim_create(self, self->d.fd, k, pd);
+			ASSERT_LT(0, h[i]) TH_LOG("%s: object %d: %d", params[k], i, h[i]);
+		}
+		EXPECT_EQ(-ENOSPC, lim_create(self, self->d.fd, k, pd)) TH_LOG("%s", params[k]);
+		EXPECT_EQ(-ENOSPC, lim_create(self, self->d.fd, k, pd)) TH_LOG("%s", params[k]);
+		/* another context has its own */
+		pd2 = k ? vd_create_pd(other) : 0;
+		ASSERT_LE(0, pd2);
+		i = lim_create(self, other, k, pd2);
+		EXPECT_LT(0, i) TH_LOG("%s: other context: %d", params[k], i);
+		if (i > 0)
+			EXPECT_EQ(0, vd_destroy(other, destroy_cmd[k], i));
+		if (k)
+			EXPECT_EQ(0, vd_destroy_pd(other, pd2));
+		/* one freed, one more fits, and no more */
+		EXPECT_EQ(0, vd_destroy(self->d.fd, destroy_cmd[k], h[0]));
+		h[0] = lim_create(self, self->d.fd, k, pd);
+		EXPECT_LT(0, h[0]) TH_LOG("%s: after a destroy: %d", params[k], h[0]);
+		EXPECT_EQ(-ENOSPC, lim_create(self, self->d.fd, k, pd));
+		for (i = 0; i < LIM; i++)
+			if (h[i] > 0)
+				EXPECT_EQ(0, vd_destroy(self->d.fd, destroy_cmd[k], h[i]));
+		lim_param(params[k], self->saved[k]);
+		self->saved[k] = -1;
+		if (k)
+			EXPECT_EQ(0, vd_destroy_pd(self->d.fd, pd));
+	}
+	close(other);
+}
+
+/* Writes @v to @path: 0 or -errno. */
+static int lim_write(const char *path, const char *v)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, v, strlen(v)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* Where cgroup v2 is mounted, in @root; mounted at @tmp if nowhere. */
+static int lim_cgroup_root(char *root, size_t n, const char *tmp, int *mounted)
+{
+	char dev[64], dir[256], type[64];
+	FILE *f = fopen("/proc/self/mounts", "r");
+
+	*mounted = 0;
+	while (f && fscanf(f, "%63s %255s %63s %*[^\n]", dev, dir, type) == 3) {
+		if (!strcmp(type, "cgroup2")) {
+			snprintf(root, n, "%s", dir);
+			fclose(f);
+			return 0;
+		}
+	}
+	if (f)
+		fclose(f);
+	if (mkdir(tmp, 0755) && errno != EEXIST)
+		return -errno;
+	if (mount("none", tmp, "cgroup2", 0, NULL))
+		return -errno;
+	*mounted = 1;
+	snprintf(root, n, "%s", tmp);
+	return 0;
+}
+
+TEST_F(lim, rings_are_charged_to_the_memcg)
+{
+	char root[256], tmp[64], cg[320], procs[400], cur[400], ctl[300];
+	struct viaduct_create_cq cq;
+	long long before, during, after, half;
+	int mounted;
+
+	snprintf(tmp, sizeof(tmp), "/tmp/vdlim-cg%d", getpid());
+	ASSERT_EQ(0, lim_cgroup_root(root, sizeof(root), tmp, &mounted));
+	snprintf(ctl, sizeof(ctl), "%s/cgroup.subtree_control", root);
+	ASSERT_EQ(0, lim_write(ctl, "+memory"));
+	snprintf(cg, sizeof(cg), "%s/vdlim%d", root, getpid());
+	ASSERT_EQ(0, mkdir(cg, 0755));
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+	snprintf(cur, sizeof(cur), "%s/memory.current", cg);
+	ASSERT_EQ(0, lim_write(procs, "0"));
+
+	before = vd_read_long(cur);
+	ASSERT_LE(0, before);
+	ASSERT_EQ(0, vd_create_cq(self->d.fd, self->d.attr.max_cqe, -1, 0, &cq));
+	during = vd_read_long(cur);
+	/*
+	 * Charges move in per-CPU batches (64 pages): half the ring is the
+	 * bar, which uncharged ring memory (a few slab objects) never meets.
+	 */
+	half = (long long)cq.mmap_size / 2;
+	EXPECT_LE(half, during - before)
+		TH_LOG("ring %llu bytes, memory.current %lld -> %lld",
+		       (unsigned long long)cq.mmap_size, before, during);
+	EXPECT_EQ(0, vd_destroy_cq(self->d.fd, cq.handle));
+	after = vd_read_long(cur);
+	EXPECT_GE(during - half, after)
+		TH_LOG("memory.current %lld after the CQ went", after);
+
+	/* back to the root cgroup, which keeps no record of us */
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", root);
+	EXPECT_EQ(0, lim_write(procs, "0"));
+	EXPECT_EQ(0, rmdir(cg));
+	if (mounted) {
+		umount(tmp);
+		rmdir(tmp);
+	}
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,3 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#include "../kshim.h"
+#include_next <linux/errno.h>

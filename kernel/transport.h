@@ -24,7 +24,10 @@
  * -------
  * Each stream has two work items, one for transmit and one for receive,
  * on one unbound workqueue; each runs in process context, never
- * concurrently with itself. What they share is under @lock (taken with
+ * concurrently with itself. Transmit also runs in the posting context
+ * (vd_tx_direct(): the DOORBELL call, the polling worker) when the stream
+ * is idle; @tx_mutex makes that and the work item one transmitter, and
+ * every "transmit work only" field is under it. What they share is under @lock (taken with
  * bottom halves disabled): the outbound and inbound RDMA Read queues, the
  * SQ completion records and counters, the Terminate state and @stopping.
  * Lock order: @lock -> QP locks -> CQ locks. qp->lock protects qp->tp
@@ -37,6 +40,7 @@
 #define _VD_TRANSPORT_H
 
 #include <linux/list.h>
+#include <linux/mutex.h>
 #include <linux/rcupdate.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
@@ -69,6 +73,8 @@ struct vd_zc_msg;
 #define VD_TP_ZC_SEGS		256U
 /* Bytes one work item moves per turn before it lets other streams run. */
 #define VD_TP_BUDGET		(256U * 1024)
+/* Bytes a posting context sends before it leaves the rest to the work. */
+#define VD_TP_DIRECT_BUDGET	(64U * 1024)
 
 /* Terminate state of a stream; only ever moves forward. */
 enum vd_tp_term {
@@ -161,6 +167,11 @@ struct vd_tp {
 	u32 sq_started;			/* SQ WRs started (free-running) */
 	u32 sq_retired;			/* SQ WRs completed to the QP */
 
+	/* who transmits: the work item or a posting context (tx.c) */
+	struct mutex tx_mutex;		/* held by the one that does */
+	atomic_t tx_direct_users;	/* posting contexts that may take it */
+	bool tx_direct;			/* the holder is a posting context */
+
 	/* transmit work only */
 	bool tx_dead;
 	bool tx_failed;			/* a WR failed: start no more */
@@ -203,6 +214,7 @@ void vd_transport_uninit(void);
 /* Among the files of the transport */
 extern struct workqueue_struct *vd_tp_wq;
 void vd_tx_work(struct work_struct *work);
+void vd_tx_direct(struct vd_tp *tp);
 void vd_tx_zc_retire(struct vd_tp *tp);
 typedef int (*vd_fpdu_umem_fn)(struct vd_tp *tp, const struct vd_umem *umem,
 			       u64 umem_off, u32 len, void *arg);

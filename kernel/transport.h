@@ -27,7 +27,11 @@
  * concurrently with itself. Transmit also runs in the posting context
  * (vd_tx_direct(): the DOORBELL call, the polling worker) when the stream
  * is idle; @tx_mutex makes that and the work item one transmitter, and
- * every "transmit work only" field is under it. What they share is under @lock (taken with
+ * every "transmit work only" field is under it. Receive also runs in the
+ * socket's sk_data_ready (rx.c, softirq or the socket owner's
+ * release_sock(), socket locked, sk_callback_lock read-held); the bit
+ * VD_TP_RX_BUSY of @rx_busy makes that and the work item one receiver,
+ * and every "receive work only" field is under it. What they share is under @lock (taken with
  * bottom halves disabled): the outbound and inbound RDMA Read queues, the
  * SQ completion records and counters, the Terminate state and @stopping.
  * Lock order: @lock -> QP locks -> CQ locks. qp->lock protects qp->tp
@@ -75,6 +79,10 @@ struct vd_zc_msg;
 #define VD_TP_BUDGET		(256U * 1024)
 /* Bytes a posting context sends before it leaves the rest to the work. */
 #define VD_TP_DIRECT_BUDGET	(64U * 1024)
+/* FPDU bytes the data_ready upcall handles before it leaves the rest. */
+#define VD_TP_UPCALL_BUDGET	(64U * 1024)
+/* @rx_busy: the upcall or the work item is receiving */
+#define VD_TP_RX_BUSY		0
 
 /* Terminate state of a stream; only ever moves forward. */
 enum vd_tp_term {
@@ -190,6 +198,9 @@ struct vd_tp {
 	u32 tx_nbvec;			/* in use: the batch is by reference */
 	struct page *hdr_page;		/* headers and trailers of those */
 	u32 hdr_off;			/* bytes of @hdr_page handed to TCP */
+
+	/* who receives: the data_ready upcall or the work item (rx.c) */
+	unsigned long rx_busy;		/* VD_TP_RX_BUSY held by the one that does */
 
 	/* receive work only */
 	bool rx_dead;

@@ -7,13 +7,22 @@
  * idle_pingpong_direct   8-byte Sends back and forth, each posted on an
  *                        idle stream: all of them sent by the DOORBELL
  *                        call that posted them (counter tx_direct), none
- *                        by the transmit work item (tx_deferred).
+ *                        by the transmit work item (tx_deferred), and
+ *                        received in the socket's data_ready upcall
+ *                        (rx_upcall), none by the receive work item.
  * doorbell_races_work    RDMA Writes longer than a posting context sends
  *                        (the work item carries their rest) alternating
  *                        with Sends, posted back to back: DOORBELL calls
  *                        and the work item take turns on one QP, and every
  *                        WR completes in post order, every Send finds the
  *                        Write before it placed whole.
+ * upcall_races_dereg_mr, upcall_races_destroy_qp
+ *                        RDMA Writes stream in while the receiver
+ *                        deregisters the target region or destroys its QP
+ *                        (and then closes its context, as at exit):
+ *                        every WR completes once, in order, nothing is
+ *                        placed once the region is gone, and (debug
+ *                        flavour) KASAN and lockdep stay quiet.
  *
  * Variants with and without the MPA CRC. xfer_test.c's xmany.eight_threads
  * posts on 64 QPs from 8 threads at once.
@@ -96,7 +105,8 @@ FIXTURE_TEARDOWN(fast)
 /*
  * Idle ping-pong: 8-byte Sends, each posted when the stream has nothing
  * else to do. Every one of them is sent by the DOORBELL call that posted
- * it (the counter tx_direct), none by the transmit work item.
+ * it (the counter tx_direct), none by the transmit work item, and received
+ * in the data_ready upcall (rx_upcall), none by the receive work item.
  */
 #define XF_PINGS	32U
 
@@ -134,8 +144,14 @@ TEST_F_TIMEOUT(fast, idle_pingpong_direct, XF_TIMEOUT_S)
 	TH_LOG("%u round trips: tx_direct +%lld, tx_deferred +%lld", XF_PINGS,
 	       st1[VD_ST_TX_DIRECT] - st0[VD_ST_TX_DIRECT],
 	       st1[VD_ST_TX_DEFERRED] - st0[VD_ST_TX_DEFERRED]);
+	TH_LOG("rx_upcall +%lld, rx_deferred +%lld",
+	       st1[VD_ST_RX_UPCALL] - st0[VD_ST_RX_UPCALL],
+	       st1[VD_ST_RX_DEFERRED] - st0[VD_ST_RX_DEFERRED]);
 	EXPECT_LE(2LL * XF_PINGS, st1[VD_ST_TX_DIRECT] - st0[VD_ST_TX_DIRECT]);
 	EXPECT_EQ(0LL, st1[VD_ST_TX_DEFERRED] - st0[VD_ST_TX_DEFERRED]);
+	/* and received in the socket's upcall, without a work item either */
+	EXPECT_LE(2LL * XF_PINGS, st1[VD_ST_RX_UPCALL] - st0[VD_ST_RX_UPCALL]);
+	EXPECT_EQ(0LL, st1[VD_ST_RX_DEFERRED] - st0[VD_ST_RX_DEFERRED]);
 }
 
 /*
@@ -191,6 +207,79 @@ TEST_F_TIMEOUT(fast, doorbell_races_work, XF_TIMEOUT_S)
 		TH_LOG("tx_direct +%lld, tx_deferred +%lld",
 		       st1[VD_ST_TX_DIRECT] - st0[VD_ST_TX_DIRECT],
 		       st1[VD_ST_TX_DEFERRED] - st0[VD_ST_TX_DEFERRED]);
+}
+
+/*
+ * The receiver's resources go while its upcall places data: RDMA Writes
+ * stream from a to b, and b deregisters the target region (or destroys
+ * its QP) in the middle. Every WR of a completes once, in order; nothing
+ * is written into b's memory once the region is gone (Writes posted after
+ * the deregistration find their target untouched); the kernel stays clean
+ * (the debug flavour's KASAN and lockdep watch the upcall).
+ */
+#define XF_GONE_WRS	16U
+#define XF_GONE_LEN	(64U << 10)
+#define XF_GONE_LATE	(XF_BUF / 2)	/* targets of the Writes posted after */
+
+static void xf_gone_writes(struct xf_side *a, struct xf_side *b, __u32 first, size_t at)
+{
+	__u32 i;
+
+	for (i = 0; i < XF_GONE_WRS / 2; i++) {
+		struct xf_sge src = { at + (size_t)i * XF_GONE_LEN, XF_GONE_LEN };
+
+		xf_post_send(a, first + i, VIADUCT_OP_RDMA_WRITE, VIADUCT_SQE_SIGNALED, &src, 1,
+			     b->stag, (unsigned long)b->buf + src.off);
+	}
+}
+
+/* All of a's WRs complete, in order: successes, then errors or flushes. */
+static void xf_gone_complete(struct __test_metadata *_metadata, struct xf_side *a)
+{
+	unsigned int ok = 0, failed = 0, i;
+	struct viaduct_cqe cqe;
+
+	for (i = 0; i < XF_GONE_WRS; i++) {
+		ASSERT_EQ(1U, vd_cring_wait(&a->q.scq, &cqe, 1, XF_WAIT_MS))
+			TH_LOG("no completion for wr %u", i);
+		EXPECT_EQ(i, cqe.wr_id);
+		if (cqe.status == VIADUCT_WC_SUCCESS && !failed)
+			ok++;
+		else if (cqe.status != VIADUCT_WC_SUCCESS)
+			failed++;
+		else
+			EXPECT_NE(VIADUCT_WC_SUCCESS, cqe.status) TH_LOG("wr %u after a failure", i);
+	}
+	TH_LOG("%u done, %u failed or flushed", ok, failed);
+}
+
+TEST_F_TIMEOUT(fast, upcall_races_dereg_mr, XF_TIMEOUT_S)
+{
+	size_t i;
+
+	xf_fill(self->a.buf, XF_BUF, 21);
+	memset(self->b.buf, 0xee, XF_BUF);
+	xf_gone_writes(&self->a, &self->b, 0, 0);
+	ASSERT_EQ(0, vd_dereg_mr(self->b.fd, self->b.mr));
+	xf_gone_writes(&self->a, &self->b, XF_GONE_WRS / 2, XF_GONE_LATE);
+	xf_gone_complete(_metadata, &self->a);
+	/* the late Writes found no region: b terminated, nothing placed */
+	for (i = XF_GONE_LATE; i < XF_GONE_LATE + XF_GONE_WRS / 2 * XF_GONE_LEN; i++)
+		ASSERT_EQ(0xee, self->b.buf[i]) TH_LOG("byte %zu written after DEREG_MR", i);
+	EXPECT_EQ(VIADUCT_QPS_ERROR, vd_qp_state(self->b.fd, self->b.q.c.handle));
+}
+
+TEST_F_TIMEOUT(fast, upcall_races_destroy_qp, XF_TIMEOUT_S)
+{
+	xf_fill(self->a.buf, XF_BUF, 22);
+	xf_gone_writes(&self->a, &self->b, 0, 0);
+	ASSERT_EQ(0, vd_destroy_qp(self->b.fd, self->b.q.c.handle));
+	xf_gone_writes(&self->a, &self->b, XF_GONE_WRS / 2, XF_GONE_LATE);
+	/* a destroyed QP reads nothing more: b's context goes, as at exit */
+	usleep(20000);
+	close(self->b.fd);
+	self->b.fd = -1;
+	xf_gone_complete(_metadata, &self->a);
 }
 
 TEST_HARNESS_MAIN

@@ -373,6 +373,7 @@ static const char *const vd_stat_names[] = {
 	"doorbells", "worker_polls", "worker_wakeups", "wqes_consumed",
 	"cqes_written", "cq_overflows", "tx_zcopy_msgs", "tx_zcopy_copied",
 	"tx_zcopy_fallbacks", "tx_direct", "tx_deferred",
+	"rx_upcall", "rx_deferred",
 };
 
 enum {
@@ -380,7 +381,7 @@ enum {
 	VD_ST_PINNED, VD_ST_DOORBELLS, VD_ST_WORKER_POLLS,
 	VD_ST_WORKER_WAKEUPS, VD_ST_WQES, VD_ST_CQES, VD_ST_CQ_OVERFLOWS,
 	VD_ST_TX_ZCOPY_MSGS, VD_ST_TX_ZCOPY_COPIED, VD_ST_TX_ZCOPY_FALLBACKS,
-	VD_ST_TX_DIRECT, VD_ST_TX_DEFERRED,
+	VD_ST_TX_DIRECT, VD_ST_TX_DEFERRED, VD_ST_RX_UPCALL, VD_ST_RX_DEFERRED,
 	VD_ST_NR,
 };
 

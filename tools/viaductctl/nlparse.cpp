@@ -129,6 +129,8 @@ const char *const stat_names[VIADUCT_A_STAT_MAX + 1] = {
     "tx_zcopy_fallbacks",
     "tx_direct",
     "tx_deferred",
+    "rx_upcall",
+    "rx_deferred",
 };
 
 } // namespace

@@ -41,11 +41,14 @@ demo:
 bench:
 	bash tools/bench.sh
 
-# checkpatch.pl --strict from the test kernel tree over the kernel sources.
+# checkpatch.pl --strict and kernel-doc from the test kernel tree over the
+# kernel sources.
 style:
 	@src=$$(bash tools/vm/kernel.sh --srcdir) && \
 	$$src/scripts/checkpatch.pl --strict --no-tree --terse -f \
-		kernel/*.[ch] kernel/tests/*.[ch] include/uapi/viaduct/*.h
+		kernel/*.[ch] kernel/tests/*.[ch] include/uapi/viaduct/*.h && \
+	out=$$($$src/scripts/kernel-doc -none -Wall kernel/*.[ch] 2>&1) && \
+	test -z "$$out" || { printf '%s\n' "$$out"; exit 1; }
 
 format:
 	find user tools -name '*.cpp' -o -name '*.hpp' -o -name '*.h' | xargs -r clang-format -i

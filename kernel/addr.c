@@ -15,6 +15,17 @@
 #include "addr.h"
 #include "device.h"
 
+/**
+ * vd_addr_from_user() - convert an ABI address to a kernel one
+ * @a: the address as the user gave it (already copied in)
+ * @ss: filled with a sockaddr_in or sockaddr_in6 (the rest zeroed)
+ * @len: set to the length of what @ss holds
+ *
+ * Context: Any context.
+ * Return: 0; -EAFNOSUPPORT for a family other than IPv4 or IPv6 (or IPv6
+ * without CONFIG_IPV6); -EINVAL for an IPv4 address with a scope or with
+ * bytes past its four.
+ */
 int vd_addr_from_user(const struct viaduct_sockaddr *a,
 		      struct sockaddr_storage *ss, int *len)
 {
@@ -43,6 +54,13 @@ int vd_addr_from_user(const struct viaduct_sockaddr *a,
 	return -EAFNOSUPPORT;
 }
 
+/**
+ * vd_addr_to_user() - convert a kernel address to an ABI one
+ * @ss: a sockaddr_in or sockaddr_in6
+ * @a: filled with it; all zeroes for a family other than IPv4 or IPv6
+ *
+ * Context: Any context.
+ */
 void vd_addr_to_user(const struct sockaddr_storage *ss,
 		     struct viaduct_sockaddr *a)
 {
@@ -63,6 +81,13 @@ void vd_addr_to_user(const struct sockaddr_storage *ss,
 	}
 }
 
+/**
+ * vd_addr_is_any() - whether the address part is the wildcard
+ * @ss: an IPv4 or IPv6 address
+ *
+ * Context: Any context.
+ * Return: true for INADDR_ANY or in6addr_any, whatever the port.
+ */
 bool vd_addr_is_any(const struct sockaddr_storage *ss)
 {
 	if (ss->ss_family == AF_INET)
@@ -130,10 +155,21 @@ static int route_ifindex(struct net *net, const struct sockaddr_storage *dst)
 #endif
 }
 
-/*
- * A listener's address must be one of the device's (or the any-address);
- * a connection's destination must be routed out of the device's interface
- * (or be one of its addresses). Returns the interface index to bind to.
+/**
+ * vd_addr_check() - the route policy of a device
+ * @dev: the device the id belongs to
+ * @net: the namespace of the command
+ * @ss: the address to check (vd_addr_from_user())
+ * @listen: @ss is a listener's local address, else a destination
+ *
+ * A listener's address must be one of @dev's addresses or the any-address.
+ * A destination must be one of @dev's addresses or be routed, in @net, out
+ * of @dev's interface.
+ *
+ * Context: Process context (allocates with GFP_KERNEL).
+ * Return: the index of @dev's interface, to bind to; -EADDRNOTAVAIL if the
+ * address is not the device's or routed out of another interface;
+ * -ENETUNREACH if there is no route; -ENODEV if @dev was removed; -ENOMEM.
  */
 int vd_addr_check(struct vd_device *dev, struct net *net,
 		  const struct sockaddr_storage *ss, bool listen)

@@ -1,24 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Addresses and the route policy of a device, for the connection manager.
- *
- * API
- * ---
- *   vd_addr_from_user(a, ss, len)
- *       struct viaduct_sockaddr -> sockaddr_in/in6 and its length.
- *       -EAFNOSUPPORT for a family other than IPv4 or IPv6 (or IPv6 without
- *       CONFIG_IPV6), -EINVAL for an IPv4 address with a scope or bytes
- *       past its four.
- *   vd_addr_to_user(ss, a)
- *       The other way; a family other than IPv4/IPv6 gives zeroes.
- *   vd_addr_is_any(ss)
- *       Whether the address part is the wildcard.
- *   vd_addr_check(dev, net, ss, listen)
- *       A listener's address (@listen) must be one of @dev's or the
- *       any-address; a destination must be one of @dev's addresses or be
- *       routed (in @net) out of @dev's interface. Returns the interface
- *       index to bind to, -EADDRNOTAVAIL, -ENETUNREACH (no route) or
- *       -ENOMEM. Process context.
+ * Addresses and the route policy of a device, for the connection manager:
+ * the ABI's struct viaduct_sockaddr to and from kernel socket addresses, and
+ * which local addresses a device answers on and which destinations it may
+ * reach. No state and no locks of its own; the functions are documented at
+ * their definitions in addr.c.
  */
 #ifndef _VD_ADDR_H
 #define _VD_ADDR_H

@@ -5,7 +5,7 @@
  * stream to the transport. cm_sock.c keeps the TCP endpoint and the MPA
  * frames, cm_listen.c listeners and the passive side, mpa.c decides what
  * the frames negotiate, cm_channel.c queues the events. See cm.h for the
- * API and the locking, conn.h for the transport contract and
+ * locking and the lifetimes, conn.h for the transport contract and
  * Documentation/cm.rst for the protocol choices.
  *
  * Every id runs one state machine under its mutex, from its commands and
@@ -41,12 +41,16 @@ static const struct vd_stream_ops *vd_cm_stream_ops;
 /* QP number -> the id the QP is bound to: one connection per QP */
 static DEFINE_XARRAY(vd_cm_qps);
 
+/**
+ * vd_cm_set_stream_ops() - give the CM its transport
+ * @ops: the transport's operations, given to every new stream
+ *
+ * Called by module init before any context can exist.
+ */
 void vd_cm_set_stream_ops(const struct vd_stream_ops *ops)
 {
 	WRITE_ONCE(vd_cm_stream_ops, ops);
 }
-
-/* --- Ids ------------------------------------------------------------ */
 
 /* --- Ids ------------------------------------------------------------ */
 
@@ -63,12 +67,26 @@ static void cm_id_free(struct kref *ref)
 	kfree(id);
 }
 
+/**
+ * vd_cm_id_get() - take a reference
+ * @id: the id, on which the caller holds a reference
+ *
+ * Return: @id.
+ */
 struct vd_cm_id *vd_cm_id_get(struct vd_cm_id *id)
 {
 	kref_get(&id->ref);
 	return id;
 }
 
+/**
+ * vd_cm_id_put() - drop a reference
+ * @id: the id
+ *
+ * The last put frees the id and drops its listener and channel references.
+ *
+ * Context: Any context but hard irq.
+ */
 void vd_cm_id_put(struct vd_cm_id *id)
 {
 	kref_put(&id->ref, cm_id_free);
@@ -77,9 +95,16 @@ void vd_cm_id_put(struct vd_cm_id *id)
 static void cm_work(struct work_struct *work);
 static void cm_timeout(struct work_struct *work);
 
-static void cm_work(struct work_struct *work);
-static void cm_timeout(struct work_struct *work);
-
+/**
+ * vd_cm_id_create() - a new, idle id
+ * @owner: the id's namespace, device and publisher of a listener's new
+ *         connections (struct vd_cm_owner); copied
+ * @ch: the event channel the id reports to (cm_channel.h); referenced
+ * @user_data: what its events report
+ *
+ * Context: Process context.
+ * Return: the id with one reference (the owner's), or ERR_PTR(-ENOMEM).
+ */
 struct vd_cm_id *vd_cm_id_create(const struct vd_cm_owner *owner,
 				 struct vd_cm_channel *ch, u64 user_data)
 {
@@ -102,17 +127,36 @@ struct vd_cm_id *vd_cm_id_create(const struct vd_cm_owner *owner,
 	return id;
 }
 
+/**
+ * vd_cm_id_set_handle() - record the handle the owner's table gave the id
+ * @id: the id, before it is published
+ * @handle: the handle its events report
+ */
 void vd_cm_id_set_handle(struct vd_cm_id *id, u32 handle)
 {
 	id->handle = handle;
 }
 
+/**
+ * vd_cm_id_busy() - whether the id has unacknowledged events
+ * @id: the id
+ *
+ * Context: Any context but hard irq.
+ * Return: -EBUSY while the id has unacknowledged events, else 0.
+ */
 int vd_cm_id_busy(struct vd_cm_id *id)
 {
 	return vd_cm_channel_busy(id->ch, &id->unacked) ? -EBUSY : 0;
 }
 
-/* Queues the id's work with a reference for it. Any context. */
+/**
+ * vd_cm_queue() - queue the id's work with a reference for it
+ * @id: the id, on which the caller holds a reference
+ *
+ * If the work is queued already, the new reference is dropped at once.
+ *
+ * Context: Any context but hard irq.
+ */
 void vd_cm_queue(struct vd_cm_id *id)
 {
 	kref_get(&id->ref);
@@ -120,6 +164,13 @@ void vd_cm_queue(struct vd_cm_id *id)
 		kref_put(&id->ref, cm_id_free);	/* never the last: caller's */
 }
 
+/**
+ * vd_cm_arm_timeout() - (re)arm the id's timeout
+ * @id: the id, locked
+ * @ms: milliseconds from now
+ *
+ * A pending timeout is moved, and keeps the one reference it holds.
+ */
 void vd_cm_arm_timeout(struct vd_cm_id *id, u32 ms)
 {
 	lockdep_assert_held(&id->lock);
@@ -129,6 +180,10 @@ void vd_cm_arm_timeout(struct vd_cm_id *id, u32 ms)
 		vd_cm_id_put(id);	/* never the last: the caller's */
 }
 
+/**
+ * vd_cm_disarm_timeout() - cancel a pending timeout, without waiting for one that runs
+ * @id: the id, locked
+ */
 void vd_cm_disarm_timeout(struct vd_cm_id *id)
 {
 	lockdep_assert_held(&id->lock);
@@ -138,6 +193,23 @@ void vd_cm_disarm_timeout(struct vd_cm_id *id)
 
 /* --- Events --------------------------------------------------------- */
 
+/**
+ * vd_cm_report() - queue an event on the id's channel
+ * @id: the id, locked
+ * @type: VIADUCT_CM_EVENT_*
+ * @status: 0 or a negative errno
+ * @pd: private data to report, or NULL
+ * @pd_len: bytes of @pd (capped at VIADUCT_CM_PRIVATE_DATA_MAX)
+ *
+ * The event carries the id's handle and user data (a CONNECT_REQUEST: the
+ * listener's user data and its handle as listen_handle), the addresses,
+ * the peer's IRD/ORD and the negotiated (a CONNECT_REQUEST: requested)
+ * CRC, P2P and MPA revision. The event is allocated with __GFP_NOFAIL: an
+ * id whose event got lost would hang; a full channel may still drop it
+ * (vd_cm_channel_push()).
+ *
+ * Context: Process context.
+ */
 void vd_cm_report(struct vd_cm_id *id, u32 type, int status,
 		  const u8 *pd, u32 pd_len)
 {
@@ -185,6 +257,14 @@ void vd_cm_report(struct vd_cm_id *id, u32 type, int status,
 	vd_cm_channel_push(id->ch, &id->unacked, e);
 }
 
+/**
+ * vd_cm_ack() - acknowledge an event
+ * @id: the id the event is about
+ * @seq: the event's sequence number
+ *
+ * Context: Process context.
+ * Return: 0, or -EINVAL if the id has no unacknowledged event @seq.
+ */
 int vd_cm_ack(struct vd_cm_id *id, u32 seq)
 {
 	return vd_cm_channel_ack(id->ch, &id->unacked, seq);
@@ -192,7 +272,14 @@ int vd_cm_ack(struct vd_cm_id *id, u32 seq)
 
 /* --- Connections ---------------------------------------------------- */
 
-/* Binds a QP to the id: one id per QP at a time. */
+/**
+ * vd_cm_take_qp() - bind a QP to the id: one id per QP at a time
+ * @id: the id, locked
+ * @qp: the QP; the id takes a reference
+ *
+ * Return: 0; -EINVAL if the QP is not Idle or has a stream; -EBUSY if
+ * another id holds it; -ENOMEM.
+ */
 int vd_cm_take_qp(struct vd_cm_id *id, struct vd_qp *qp)
 {
 	int ret;
@@ -217,11 +304,15 @@ static void cm_release_qp(struct vd_cm_id *id)
 	id->qp = NULL;
 }
 
-/*
- * Ends the stream: the transport lets go of the socket, the QP leaves RTS
- * (a graceful close takes it through Closing to Idle, if its SQ is empty;
- * otherwise it ends in Error), the socket is closed (FIN or RST) and the QP
- * released. The id's state is the caller's to set.
+/**
+ * vd_cm_teardown() - end the id's stream
+ * @id: the id, locked
+ * @abort: close with RST and move the QP to Error, else gracefully
+ *
+ * The transport lets go of the socket, the QP leaves RTS (a graceful close
+ * takes it through Closing to Idle, if its SQ is empty; otherwise it ends
+ * in Error), the socket is closed (FIN or RST) and the QP released. Also
+ * disarms the timeout. The id's state is the caller's to set.
  */
 void vd_cm_teardown(struct vd_cm_id *id, bool abort)
 {
@@ -252,7 +343,17 @@ void vd_cm_teardown(struct vd_cm_id *id, bool abort)
 
 static void cm_stream_closed(struct vd_conn *conn, int reason);
 
-/* The MPA exchange succeeded: bind the QP and hand over to the transport. */
+/**
+ * vd_cm_establish() - hand an established stream over to the transport
+ * @id: the id, locked, whose MPA exchange succeeded (@id->mpa settled)
+ *
+ * Builds the struct vd_conn, binds the QP (vd_qp_enter_rts()) and calls
+ * the transport's start(); on success the id is ESTABLISHED and its
+ * timeout disarmed.
+ *
+ * Return: 0, or a negative errno after which the caller tears down:
+ * -ENOMEM, an error of vd_qp_enter_rts() or of start().
+ */
 int vd_cm_establish(struct vd_cm_id *id)
 {
 	const struct vd_stream_ops *ops;
@@ -325,7 +426,13 @@ static u32 cm_our_ord(struct vd_cm_id *id)
 	return min_t(u32, id->param.ord ?: READ_ONCE(id->qp->ord), VD_MAX_ORD);
 }
 
-/* Our side of the negotiation: the command's @flags and the QP's limits. */
+/**
+ * vd_cm_ours() - our side of the negotiation
+ * @id: the id, locked, with its QP
+ * @flags: the command's VIADUCT_CM_F_*
+ * @ours: filled with @flags, the IRD/ORD of the command or else the QP's
+ *        (capped at VD_MAX_IRD/VD_MAX_ORD) and the private data length
+ */
 void vd_cm_ours(struct vd_cm_id *id, u32 flags, struct vd_mpa_ours *ours)
 {
 	ours->flags = flags;
@@ -378,7 +485,14 @@ static void cm_got_reply(struct vd_cm_id *id)
 
 /* --- The state machine ---------------------------------------------- */
 
-/* The QP is free again by the time the user reads the event. */
+/**
+ * vd_cm_fail() - abort the id and report why
+ * @id: the id, locked
+ * @type: the event to report (CONNECT_ERROR, UNREACHABLE, TIMEOUT)
+ * @status: its status
+ *
+ * The QP is released (and in Error) by the time the user reads the event.
+ */
 void vd_cm_fail(struct vd_cm_id *id, u32 type, int status)
 {
 	vd_cm_teardown(id, true);
@@ -386,19 +500,42 @@ void vd_cm_fail(struct vd_cm_id *id, u32 type, int status)
 	vd_cm_report(id, type, status, NULL, 0);
 }
 
-void vd_cm_listen_work(struct vd_cm_id *l);
+/* The transport runs and its QP takes what arrives: it reads up to a FIN. */
+static bool cm_tp_reading(struct vd_cm_id *id)
+{
+	return id->conn && id->conn->ops &&
+	       READ_ONCE(id->qp->state) == VIADUCT_QPS_RTS;
+}
 
-/* Established or closing: watch for the peer's FIN or RST. */
-static void cm_watch(struct vd_cm_id *id)
+/*
+ * Established or closing: watch for the peer's FIN or RST. Closing, we
+ * read and drop what the peer sends until its FIN: our close began, so
+ * nothing more is processed, but the FIN comes only after those bytes.
+ *
+ * Established, the socket shows the peer's FIN as soon as it arrived, but
+ * the transport may not have placed the FPDUs before it yet: a report now
+ * would tell the application the connection ended before its last
+ * completions. So the transport reports the end itself once it read up to
+ * the FIN (vd_conn_closed()); @force (the timeout) ends the wait should it
+ * not.
+ */
+static void cm_watch(struct vd_cm_id *id, bool force)
 {
 	bool closing = id->state == VD_CM_CLOSING;
 	int tp = READ_ONCE(id->tp_closed);
 	int err;
 
-	if (tp)
+	if (closing && vd_cm_sock_discard(id))
+		vd_cm_queue(id);	/* more to drop: after the others' turn */
+	if (tp) {
 		err = tp == 1 ? 0 : tp;	/* what the transport saw */
-	else if (!vd_cm_sock_gone(id, &err))
+	} else if (!vd_cm_sock_gone(id, &err)) {
 		return;
+	} else if (!err && !closing && !force && cm_tp_reading(id)) {
+		if (!delayed_work_pending(&id->timeout))
+			vd_cm_arm_timeout(id, VD_CM_TIMEOUT_MS);
+		return;
+	}
 	/* a graceful close answers the peer's FIN with ours */
 	vd_cm_teardown(id, err != 0);
 	id->state = VD_CM_CLOSED;
@@ -458,7 +595,7 @@ static void cm_step(struct vd_cm_id *id)
 		return;
 	case VD_CM_ESTABLISHED:
 	case VD_CM_CLOSING:
-		cm_watch(id);
+		cm_watch(id, false);
 		return;
 	default:
 		return;
@@ -493,6 +630,10 @@ static void cm_timeout(struct work_struct *work)
 		else
 			vd_cm_child_drop(id);
 		break;
+	case VD_CM_ESTABLISHED:
+		/* the transport never reported the FIN it was to read */
+		cm_watch(id, true);
+		break;
 	case VD_CM_CLOSING:
 		/* the peer never sent its FIN */
 		vd_cm_teardown(id, true);
@@ -524,6 +665,24 @@ static int cm_start_active(struct vd_cm_id *id, struct vd_qp *qp,
 	return 0;
 }
 
+/**
+ * vd_cm_connect() - connect to a listening peer (active side)
+ * @id: an idle id
+ * @dst: the peer's address, not the wildcard, with a port
+ * @qp: the QP to connect, Idle and bound to no other id
+ * @p: the parameters; @p->pd_len within vd_mpa_pd_max() of the request
+ *
+ * Binds a new TCP socket to @id's device's interface and connects without
+ * waiting; the MPA request follows when TCP is up. The outcome is an
+ * event: ESTABLISHED, REJECTED, CONNECT_ERROR, UNREACHABLE (also for a
+ * failure known at once) or TIMEOUT (after @p->timeout_ms, by default
+ * VD_CM_TIMEOUT_MS).
+ *
+ * Return: 0 once the attempt is under way; -EINVAL for an id that is not
+ * idle, a wildcard destination, port 0 or too much private data; the
+ * errors of vd_addr_from_user() and vd_addr_check(); those of
+ * vd_cm_take_qp(); those of creating and binding the socket.
+ */
 int vd_cm_connect(struct vd_cm_id *id, const struct viaduct_sockaddr *dst,
 		  struct vd_qp *qp, const struct vd_cm_param *p)
 {
@@ -582,6 +741,27 @@ out:
 	return ret;
 }
 
+/**
+ * vd_cm_convert() - take over a connected TCP socket of the user's
+ * @id: an idle id
+ * @sock: a connected TCP socket (IPv4 or IPv6) in the owner's namespace;
+ *        the id takes over the caller's reference on its file, whatever
+ *        this returns
+ * @qp: the QP to connect, Idle and bound to no other id
+ * @p: the parameters; VIADUCT_CM_F_ACTIVE makes us the MPA initiator
+ *
+ * The MPA exchange runs on @sock: as initiator the request is sent at
+ * once; as responder the id waits for the request and accepts it with @p
+ * without a CONNECT_REQUEST. The outcome is an event, as for
+ * vd_cm_connect().
+ *
+ * Return: 0; -EINVAL for a socket that is not TCP in the namespace, an id
+ * that is not idle or too much private data; -ENOTCONN for a socket that
+ * is not connected; -EADDRNOTAVAIL (or another error of vd_addr_check())
+ * if its local address is not the device's; -EBUSY if it has an upper
+ * layer protocol or another kernel user; those of vd_cm_take_qp(); those
+ * of sending the request.
+ */
 int vd_cm_convert(struct vd_cm_id *id, struct socket *sock, struct vd_qp *qp,
 		  const struct vd_cm_param *p)
 {
@@ -657,6 +837,21 @@ put:
 	return ret;
 }
 
+/**
+ * vd_cm_disconnect() - close an established connection
+ * @id: the id
+ * @abort: close with RST at once, else gracefully
+ *
+ * Graceful: the transport stops, the QP goes to Closing, our FIN goes out,
+ * and DISCONNECTED comes with the peer's FIN (status 0) or after
+ * VD_CM_TIMEOUT_MS (-ETIMEDOUT, and then RST); what the peer sends
+ * meanwhile is read and dropped (vd_cm_sock_discard()). Again on a
+ * closing id it does nothing. Abort (also of a closing id): RST, the QP to Error, and
+ * DISCONNECTED with status 0 at once.
+ *
+ * Context: Process context.
+ * Return: 0, or -EINVAL if the id is neither established nor closing.
+ */
 int vd_cm_disconnect(struct vd_cm_id *id, bool abort)
 {
 	struct viaduct_modify_qp m = {
@@ -702,8 +897,18 @@ out:
 
 /* --- Destruction ---------------------------------------------------- */
 
-/* --- Destruction ---------------------------------------------------- */
-
+/**
+ * vd_cm_id_destroy() - close whatever the id does and drop the owner's reference
+ * @id: the id
+ *
+ * A listener closes, drops the connections still waiting for their
+ * request and rejects those whose CONNECT_REQUEST is unanswered; an
+ * unanswered CONNECT_REQUEST of its own is rejected; a connection is
+ * aborted (RST). Then the id's events are forgotten and nothing of it runs
+ * any more (see Lifetimes in cm.h).
+ *
+ * Context: Process context, no lock of the owner held.
+ */
 void vd_cm_id_destroy(struct vd_cm_id *id)
 {
 	mutex_lock(&id->lock);
@@ -740,14 +945,22 @@ void vd_cm_id_destroy(struct vd_cm_id *id)
 
 /* --- Module --------------------------------------------------------- */
 
-/* --- Module --------------------------------------------------------- */
-
+/**
+ * vd_cm_init() - module init: the CM workqueue
+ *
+ * Return: 0 or -ENOMEM.
+ */
 int vd_cm_init(void)
 {
 	vd_cm_wq = alloc_workqueue("viaduct_cm", WQ_MEM_RECLAIM, 0);
 	return vd_cm_wq ? 0 : -ENOMEM;
 }
 
+/**
+ * vd_cm_uninit() - module exit: drain and destroy the CM workqueue
+ *
+ * Every context is gone, and with it every id.
+ */
 void vd_cm_uninit(void)
 {
 	/* every context is gone, and with it every id */

@@ -6,57 +6,30 @@
  * Files: cm.c (ids and their state machine), cm_sock.c (the TCP endpoint
  * and the MPA frames), cm_listen.c (listeners and the passive side),
  * mpa.c (what the frames negotiate), cm_channel.c (event channels),
- * addr.c (addresses and the device's route policy).
+ * addr.c (addresses and the device's route policy). The functions are
+ * documented (kernel-doc) at their definitions; Documentation/cm.rst has
+ * the protocol choices and the states.
  *
- * API
- * ---
- *   vd_cm_init(), vd_cm_uninit()
- *       Module lifetime: the CM workqueue.
- *   vd_cm_set_stream_ops(ops)
- *       The transport's struct vd_stream_ops, given to every new conn.
- *
- *   vd_cm_id_create(owner, ch, user_data)
- *       A new idle id with one reference (the owner's), reporting to the
- *       event channel @ch (cm_channel.h; referenced). @owner names the
- *       namespace, the device and how a listener's new connections are
- *       published: @owner->publish(@owner->arg, child) runs from the CM's
- *       work item with the child's mutex held when its MPA request came;
- *       it gives the child a handle (vd_cm_id_set_handle()) and takes over
- *       its reference, or returns an error and the child goes away. It
- *       must not call back into the CM.
- *   vd_cm_id_set_handle(id, handle)
- *       The handle the table gave the id (before it is published).
- *   vd_cm_id_busy(id)
- *       -EBUSY while the id has unacknowledged events. Any context.
- *   vd_cm_id_destroy(id)
- *       Closes whatever the id does (a listener closes and rejects its
- *       pending requests; a connection is aborted), forgets its events and
- *       drops the table's reference. Process context, no table lock held.
- *   vd_cm_id_put(id)
- *
- *   vd_cm_listen(), vd_cm_connect(), vd_cm_accept(), vd_cm_reject(),
- *   vd_cm_disconnect(), vd_cm_convert(), vd_cm_ack()
- *       The commands of include/uapi/viaduct/viaduct-abi.h on an id the caller holds a
- *       reference on; private data already copied in. Process context.
- *       vd_cm_convert() takes over the caller's reference on @sock's file,
- *       whatever it returns.
+ * The commands (vd_cm_listen() to vd_cm_ack()) are those of
+ * include/uapi/viaduct/viaduct-abi.h on an id the caller holds a reference
+ * on, with private data already copied in; they run in process context.
  *
  * Locking
  * -------
  * Each id has a mutex serialising its state machine (commands and its work
- * item). Socket callbacks run in softirq context under sk_callback_lock:
- * they only queue the id's work on the CM workqueue, taking a reference
- * for the work; sk_user_data is set "nocopy", so sockets accepted from a
- * listener name nobody until they are attached to their own id. A
- * listener keeps its pending children on a list under a spinlock of its
- * own, so a child never takes its listener's mutex (the order is listener
- * -> child, the child's mutex taken with SINGLE_DEPTH_NESTING). The owner's
- * locks may be taken under an id mutex (@owner->publish), never the other
- * way round: the owner destroys ids after it dropped its own locks. A
- * channel's spinlock protects its queue and the unacknowledged event lists
- * of the ids reporting to it; it is a leaf. Nothing sleeps under a
- * spinlock; sockets are created, sent on, shut down and released under an
- * id mutex only.
+ * item). Socket callbacks run in softirq context: they only take
+ * sk_callback_lock to find the id and queue its work on the CM workqueue,
+ * taking a reference for the work; sk_user_data is set "nocopy", so
+ * sockets accepted from a listener name nobody until they are attached to
+ * their own id. A listener keeps its pending children on a list under a
+ * spinlock of its own, so a child never takes its listener's mutex (the
+ * order is listener -> child, the child's mutex taken with
+ * SINGLE_DEPTH_NESTING). The owner's locks may be taken under an id mutex
+ * (@owner->publish), never the other way round: the owner destroys ids
+ * after it dropped its own locks. A channel's spinlock protects its queue
+ * and the unacknowledged event lists of the ids reporting to it; it is a
+ * leaf. Nothing sleeps under a spinlock; sockets are created, sent on, shut
+ * down and released under an id mutex only.
  *
  * Lifetimes
  * ---------
@@ -84,7 +57,17 @@ struct vd_qp;
 struct socket;
 struct vd_stream_ops;
 
-/* What an id needs of its owner; the owner outlives it. */
+/**
+ * struct vd_cm_owner - what an id needs of its owner; the owner outlives it
+ * @net: the namespace of the id's sockets and routes
+ * @dev: the device whose addresses and interface the id uses
+ * @publish: gives a listener's new connection a handle. Runs from the CM's
+ *	work item with the child's mutex held when the child's MPA request
+ *	came; calls vd_cm_id_set_handle() and takes over the child's
+ *	reference, or returns an error and the child goes away (its peer
+ *	gets an RST). Must not call back into the CM.
+ * @arg: the first argument of @publish
+ */
 struct vd_cm_owner {
 	struct net *net;
 	struct vd_device *dev;
@@ -92,9 +75,18 @@ struct vd_cm_owner {
 	void *arg;
 };
 
-/* A command's connection parameters, validated and copied in. */
+/**
+ * struct vd_cm_param - a command's connection parameters, copied in
+ * @flags: VIADUCT_CM_F_*
+ * @ird: the IRD to offer; 0 for the QP's (capped at VD_MAX_IRD)
+ * @ord: the ORD to offer; 0 for the QP's (capped at VD_MAX_ORD)
+ * @timeout_ms: connect, convert: the time for TCP and the MPA exchange;
+ *	0 for VD_CM_TIMEOUT_MS
+ * @pd_len: bytes of @pd; the command checks them against the frame
+ * @pd: the private data of our request or reply
+ */
 struct vd_cm_param {
-	u32 flags;		/* VIADUCT_CM_F_* */
+	u32 flags;
 	u32 ird;
 	u32 ord;
 	u32 timeout_ms;

@@ -40,12 +40,27 @@ static void vd_cm_channel_free(struct kref *ref)
 	kfree(ch);
 }
 
+/**
+ * vd_cm_channel_put() - drop a reference
+ * @ch: the channel, or NULL (a no-op)
+ *
+ * The last put frees the channel; its queue is empty by then, because
+ * every event belongs to an id and every id holds a channel reference.
+ *
+ * Context: Any context but hard irq.
+ */
 void vd_cm_channel_put(struct vd_cm_channel *ch)
 {
 	if (ch)
 		kref_put(&ch->ref, vd_cm_channel_free);
 }
 
+/**
+ * vd_cm_channel_get() - take a reference
+ * @ch: the channel, on which the caller holds a reference
+ *
+ * Return: @ch.
+ */
 struct vd_cm_channel *vd_cm_channel_get(struct vd_cm_channel *ch)
 {
 	kref_get(&ch->ref);
@@ -57,6 +72,19 @@ static bool channel_empty(struct vd_cm_channel *ch)
 	return !READ_ONCE(ch->queued);
 }
 
+/**
+ * vd_cm_channel_push() - queue a CM event
+ * @ch: the channel the event's id reports to
+ * @unacked: the id's list of events it has not acknowledged yet
+ * @e: the event, allocated by the caller; the channel takes it over
+ *
+ * Queues @e on @ch and on @unacked and gives it the channel's next sequence
+ * number, then wakes readers. A full channel (VD_CM_CHANNEL_MAX events)
+ * drops and frees the event instead, with one warning per channel.
+ *
+ * Context: Any context but hard irq; takes the channel lock with bottom
+ * halves disabled.
+ */
 void vd_cm_channel_push(struct vd_cm_channel *ch, struct list_head *unacked,
 			struct vd_cm_event *e)
 {
@@ -90,6 +118,17 @@ static void event_unlink(struct vd_cm_channel *ch, struct vd_cm_event *e)
 	list_del(&e->id_node);
 }
 
+/**
+ * vd_cm_channel_ack() - acknowledge an event, read or not
+ * @ch: the channel the id reports to
+ * @unacked: the id's list of unacknowledged events
+ * @seq: the event's sequence number
+ *
+ * Frees the event, taking it off the channel's queue if it was not read.
+ *
+ * Context: Any context but hard irq.
+ * Return: 0, or -EINVAL if @unacked holds no event @seq.
+ */
 int vd_cm_channel_ack(struct vd_cm_channel *ch, struct list_head *unacked,
 		      u32 seq)
 {
@@ -108,6 +147,16 @@ int vd_cm_channel_ack(struct vd_cm_channel *ch, struct list_head *unacked,
 	return found ? 0 : -EINVAL;
 }
 
+/**
+ * vd_cm_channel_forget() - free every unacknowledged event of an id
+ * @ch: the channel the id reports to
+ * @unacked: the id's list of unacknowledged events
+ *
+ * For an id that goes away: its events leave the channel's queue too, read
+ * or not.
+ *
+ * Context: Any context but hard irq.
+ */
 void vd_cm_channel_forget(struct vd_cm_channel *ch, struct list_head *unacked)
 {
 	struct vd_cm_event *e, *tmp;
@@ -123,6 +172,14 @@ void vd_cm_channel_forget(struct vd_cm_channel *ch, struct list_head *unacked)
 		kfree(e);
 }
 
+/**
+ * vd_cm_channel_busy() - whether an id has unacknowledged events
+ * @ch: the channel the id reports to
+ * @unacked: the id's list of unacknowledged events
+ *
+ * Context: Any context but hard irq.
+ * Return: true if @unacked holds events.
+ */
 bool vd_cm_channel_busy(struct vd_cm_channel *ch, struct list_head *unacked)
 {
 	bool busy;
@@ -219,6 +276,18 @@ static const struct file_operations vd_cm_channel_fops = {
 	.llseek = noop_llseek,
 };
 
+/**
+ * vd_cm_channel_create_file() - a new channel behind an anonymous-inode file
+ *
+ * The file (O_RDWR) owns the channel's only reference. Its read() returns
+ * whole records only (-EINVAL for a buffer smaller than one), as many as fit
+ * and are queued, blocking while none is (-EAGAIN with O_NONBLOCK); a fault
+ * returns what was copied before it, or -EFAULT, and loses no event.
+ *
+ * Context: Process context. The caller installs the file as a descriptor
+ * (vd_uobj_give_fd()).
+ * Return: the file, or ERR_PTR(-ENOMEM) and the like.
+ */
 struct file *vd_cm_channel_create_file(void)
 {
 	struct vd_cm_channel *ch;
@@ -240,6 +309,13 @@ struct file *vd_cm_channel_create_file(void)
 	return file;
 }
 
+/**
+ * vd_cm_channel_from_file() - the channel behind a file
+ * @file: a file the caller holds
+ *
+ * Return: the channel with a new reference, or ERR_PTR(-EINVAL) if @file is
+ * not a CM channel.
+ */
 struct vd_cm_channel *vd_cm_channel_from_file(struct file *file)
 {
 	if (file->f_op != &vd_cm_channel_fops)

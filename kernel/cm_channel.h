@@ -3,35 +3,19 @@
  * CM event channels: the file a process read()s whole struct
  * viaduct_cm_event records from, and polls readable while one is queued.
  * The connection manager (cm.c) queues events on a channel; ucm.c creates
- * channel files and finds channels by file.
+ * channel files and finds channels by file. The functions are documented
+ * at their definitions in cm_channel.c.
  *
- * API
- * ---
- *   vd_cm_channel_create_file()
- *       A new anon-inode channel file, ERR_PTR(-ENOMEM) and the like. The
- *       caller installs it (vd_uobj_give_fd()).
- *   vd_cm_channel_from_file(file)
- *       The channel of @file, referenced; ERR_PTR(-EINVAL) if @file is not
- *       a CM channel. The caller holds the file.
- *   vd_cm_channel_get(ch), vd_cm_channel_put(ch)
+ * An event stays on two lists: the channel's queue until it is read, and
+ * its id's @unacked list until the id acknowledges it or goes away.
  *
- *   vd_cm_channel_push(ch, unacked, e)
- *       Queues @e on @ch and on @unacked (the list of events its id has not
- *       acknowledged yet) and gives it the channel's next sequence number.
- *       A full channel drops (and frees) the event, with one warning per
- *       channel. Any context but hard irq.
- *   vd_cm_channel_ack(ch, unacked, seq)
- *       Frees the event @seq of @unacked, read or not: 0, or -EINVAL if
- *       @unacked holds no such event.
- *   vd_cm_channel_forget(ch, unacked)
- *       Frees every event of @unacked (the id goes away).
- *   vd_cm_channel_busy(ch, unacked)
- *       Whether @unacked holds events.
+ * Locking: the channel's spinlock protects its queue and every @unacked
+ * list of the ids that report to the channel; it is a leaf, taken with
+ * bottom halves disabled. One reader at a time; a read copies an event
+ * before it consumes it, so a fault loses nothing.
  *
- * Locking: @lock protects the channel's queue and every @unacked list of
- * the ids that report to the channel; it is a leaf, taken with bottom
- * halves disabled. One reader at a time; a read copies an event before it
- * consumes it, so a fault loses nothing.
+ * Lifetime: the file holds one reference, every id reporting to the
+ * channel another; an event never outlives its id.
  */
 #ifndef _VD_CM_CHANNEL_H
 #define _VD_CM_CHANNEL_H

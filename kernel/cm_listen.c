@@ -17,11 +17,18 @@
 #define VD_CM_BACKLOG		64
 #define VD_CM_BACKLOG_MAX	1024
 
-/*
- * Passive side: sends the reply to the request in @id->peer_info,
- * accepting with @flags (the negotiated parameters go to @id->mpa) or
- * rejecting. @pd_len is within vd_mpa_pd_max() of the reply (checked by
- * the caller; vd_mpa_rr_build() checks it again).
+/**
+ * vd_cm_send_reply() - send the reply to the request in @id->peer_info (passive side)
+ * @id: the id, locked
+ * @reject: the reply rejects
+ * @flags: the responder's VIADUCT_CM_F_*
+ * @pd: the private data of the reply
+ * @pd_len: its bytes; within vd_mpa_pd_max() of the reply (checked by the
+ *          caller; vd_mpa_rr_build() checks it again)
+ *
+ * Accepting settles the parameters into @id->mpa (vd_mpa_accept()).
+ *
+ * Return: as vd_cm_send_frame().
  */
 int vd_cm_send_reply(struct vd_cm_id *id, bool reject, u32 flags,
 		     const u8 *pd, u32 pd_len)
@@ -47,7 +54,13 @@ static bool reply_pd_fits(struct vd_cm_id *id, u32 flags, u32 pd_len)
 	return pd_len <= vd_mpa_pd_max(rep.enhanced);
 }
 
-/* A child that never became a CONNECT_REQUEST: gone without a trace. */
+/**
+ * vd_cm_child_drop() - forget a child that never became a CONNECT_REQUEST
+ * @id: the child, locked, never published
+ *
+ * Gone without a trace: RST to the peer, off the listener's list, and both
+ * the list's and the owner's references dropped.
+ */
 void vd_cm_child_drop(struct vd_cm_id *id)
 {
 	struct vd_cm_id *l = id->parent;
@@ -68,7 +81,13 @@ void vd_cm_child_drop(struct vd_cm_id *id)
 	vd_cm_id_put(id);		/* the owner's, never published */
 }
 
-/* Leaves the listener's list once answered (or published and closed). */
+/**
+ * vd_cm_child_unlist() - take a child off its listener's list
+ * @id: the id, locked; nothing for an id that is no child
+ *
+ * Once the child's request was answered (or the child was published and
+ * closed). Drops the list's reference; the caller holds another.
+ */
 void vd_cm_child_unlist(struct vd_cm_id *id)
 {
 	struct vd_cm_id *l = id->parent;
@@ -87,6 +106,15 @@ void vd_cm_child_unlist(struct vd_cm_id *id)
 		vd_cm_id_put(id);	/* the caller holds another */
 }
 
+/**
+ * vd_cm_got_request() - the peer's MPA request in @id->peer_info is complete
+ * @id: the child, locked
+ *
+ * A converted socket (auto-accept) is accepted with the id's own
+ * parameters and reports ESTABLISHED or CONNECT_ERROR. Any other child is
+ * published through the owner (whose reference becomes the table's) and
+ * reports CONNECT_REQUEST; if publishing fails it is dropped.
+ */
 void vd_cm_got_request(struct vd_cm_id *id)
 {
 	const struct vd_mpa_info *req = &id->peer_info;
@@ -166,6 +194,14 @@ drop:
 	sock_release(nsock);
 }
 
+/**
+ * vd_cm_listen_work() - accept what the listener's socket has
+ * @l: the listener, locked
+ *
+ * Each new connection becomes a child waiting for its MPA request (for
+ * VD_CM_REQ_TIMEOUT_MS), or is reset when the backlog is full or memory
+ * is short.
+ */
 void vd_cm_listen_work(struct vd_cm_id *l)
 {
 	struct socket *nsock;
@@ -175,6 +211,19 @@ void vd_cm_listen_work(struct vd_cm_id *l)
 		cm_accept_one(l, nsock);
 }
 
+/**
+ * vd_cm_listen() - listen on an address of the id's device
+ * @id: an idle id
+ * @addr: the local address; the any-address means the device's
+ *        addresses, not every one; set to the address bound (with the
+ *        port chosen for port 0)
+ * @backlog: pending connections at most: 0 for 64, at most 1024
+ *
+ * Context: Process context.
+ * Return: 0; -EINVAL for an id that is not idle; the errors of
+ * vd_addr_from_user() and vd_addr_check(); those of creating, binding or
+ * listening on the socket (-EADDRINUSE and the like).
+ */
 int vd_cm_listen(struct vd_cm_id *id, struct viaduct_sockaddr *addr,
 		 u32 backlog)
 {
@@ -229,9 +278,12 @@ out:
 	return ret;
 }
 
-/*
- * Closes a listener: no new children; those waiting for their request go
- * away, those whose CONNECT_REQUEST is unanswered are rejected.
+/**
+ * vd_cm_listener_close() - close a listener
+ * @l: the listener, locked
+ *
+ * No new children; those waiting for their request go away, those whose
+ * CONNECT_REQUEST is unanswered are rejected.
  */
 void vd_cm_listener_close(struct vd_cm_id *l)
 {
@@ -273,6 +325,22 @@ void vd_cm_listener_close(struct vd_cm_id *l)
 	}
 }
 
+/**
+ * vd_cm_accept() - accept a CONNECT_REQUEST
+ * @id: the child that reported the request
+ * @qp: the QP to connect, Idle and bound to no other id
+ * @p: the responder's parameters; @p->pd_len within vd_mpa_pd_max() of
+ *     the reply
+ *
+ * Sends the reply, hands the stream to the transport and reports
+ * ESTABLISHED. If the reply or the hand-over fails the id is closed with
+ * RST.
+ *
+ * Context: Process context.
+ * Return: 0; -EINVAL for an id that has no unanswered request or too much
+ * private data; -ECONNRESET if the peer went away meanwhile; those of
+ * vd_cm_take_qp(); those of vd_cm_send_reply() and vd_cm_establish().
+ */
 int vd_cm_accept(struct vd_cm_id *id, struct vd_qp *qp,
 		 const struct vd_cm_param *p)
 {
@@ -311,6 +379,20 @@ out:
 	return ret;
 }
 
+/**
+ * vd_cm_reject() - reject a CONNECT_REQUEST
+ * @id: the child that reported the request
+ * @pd: the private data of the reply
+ * @pd_len: its bytes; within vd_mpa_pd_max() of the reply
+ *
+ * Sends a rejecting reply and closes the connection gracefully; the id is
+ * closed whatever the reply's fate.
+ *
+ * Context: Process context.
+ * Return: 0; -EINVAL for an id that has no unanswered request or too much
+ * private data; -ECONNRESET if the peer went away meanwhile; an error of
+ * vd_cm_send_reply().
+ */
 int vd_cm_reject(struct vd_cm_id *id, const u8 *pd, u32 pd_len)
 {
 	int ret;

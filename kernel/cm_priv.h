@@ -2,9 +2,9 @@
 /*
  * Inside the connection manager: the id and what its files share. cm.c runs
  * an id's state machine, cm_sock.c its TCP endpoint and MPA frames,
- * cm_listen.c listeners and the passive side. cm.h has the API, the
- * locking and the lifetimes; nothing outside these three files includes
- * this header.
+ * cm_listen.c listeners and the passive side. cm.h has the locking and
+ * the lifetimes; the functions are documented at their definitions.
+ * Nothing outside these three files includes this header.
  */
 #ifndef _VD_CM_PRIV_H
 #define _VD_CM_PRIV_H
@@ -110,6 +110,7 @@ void vd_cm_sock_detach(struct vd_cm_id *id);
 void vd_cm_sock_abort(struct socket *sock);
 void vd_cm_sock_close(struct vd_cm_id *id, bool abort);
 bool vd_cm_sock_gone(struct vd_cm_id *id, int *err);
+bool vd_cm_sock_discard(struct vd_cm_id *id);
 int vd_cm_send_frame(struct vd_cm_id *id, const struct vd_mpa_info *info,
 		     const u8 *pd);
 int vd_cm_recv_frame(struct vd_cm_id *id, bool reply);

@@ -7,6 +7,7 @@
  */
 #include <linux/err.h>
 #include <linux/net.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/tcp.h>
 #include <net/sock.h>
@@ -36,10 +37,16 @@ static void cm_sk_event(struct sock *sk)
 	rcu_read_unlock();
 }
 
-/*
- * Takes over the socket's callbacks. -EBUSY if another kernel user (or
- * another id) has it already. @listener: the socket was accepted from it
- * and carries copies of its callbacks, whose originals it saved.
+/**
+ * vd_cm_sock_attach() - take over a socket's callbacks
+ * @id: the id, locked (or not yet visible to anyone)
+ * @sock: the socket
+ * @listener: the listener @sock was accepted from, or NULL; an accepted
+ *            socket carries copies of the listener's callbacks, whose
+ *            originals the listener saved
+ *
+ * Return: 0, or -EBUSY if another kernel user (or another id) has the
+ * socket already (its sk_user_data is set).
  */
 int vd_cm_sock_attach(struct vd_cm_id *id, struct socket *sock,
 		      const struct vd_cm_id *listener)
@@ -70,6 +77,12 @@ int vd_cm_sock_attach(struct vd_cm_id *id, struct socket *sock,
 	return 0;
 }
 
+/**
+ * vd_cm_sock_detach() - give a socket its callbacks back
+ * @id: the id, locked
+ *
+ * Under sk_callback_lock, so that no callback names the id afterwards.
+ */
 void vd_cm_sock_detach(struct vd_cm_id *id)
 {
 	struct sock *sk = id->sk;
@@ -82,7 +95,13 @@ void vd_cm_sock_detach(struct vd_cm_id *id)
 	write_unlock_bh(&sk->sk_callback_lock);
 }
 
-/* Sends RST: the socket is closed right away, unsent data is dropped. */
+/**
+ * vd_cm_sock_abort() - close a socket with RST
+ * @sock: the socket
+ *
+ * The socket is closed right away and unsent data is dropped. Used for a
+ * socket no id owns (a refused accept) and by vd_cm_sock_close().
+ */
 void vd_cm_sock_abort(struct socket *sock)
 {
 	struct sock *sk = sock->sk;
@@ -93,7 +112,14 @@ void vd_cm_sock_abort(struct socket *sock)
 		sock_no_linger(sk);
 }
 
-/* Closes the id's socket: FIN (after what was sent) or RST. */
+/**
+ * vd_cm_sock_close() - close the id's socket
+ * @id: the id, locked; nothing if it has no socket
+ * @abort: RST, else FIN after what was sent
+ *
+ * Detaches the callbacks first. A converted socket's file reference is
+ * dropped, any other socket released.
+ */
 void vd_cm_sock_close(struct vd_cm_id *id, bool abort)
 {
 	struct socket *sock = id->sock;
@@ -114,12 +140,19 @@ void vd_cm_sock_close(struct vd_cm_id *id, bool abort)
 	id->converted = false;
 }
 
-/*
- * A TCP socket in the owner's namespace, created as the caller's own
- * socket would be (not a kernel socket): it holds a reference on the
- * namespace, so that a connection still closing after the CM let go of it
- * (FIN_WAIT, TIME_WAIT) never outlives the namespace, and the caller's
- * security context applies. Process context, in the caller's task.
+/**
+ * vd_cm_sock_create() - a TCP socket in the owner's namespace
+ * @id: the id
+ * @family: AF_INET or AF_INET6
+ * @res: set to the socket
+ *
+ * Created as the caller's own socket would be (not a kernel socket): it
+ * holds a reference on the namespace, so that a connection still closing
+ * after the CM let go of it (FIN_WAIT, TIME_WAIT) never outlives the
+ * namespace, and the caller's security context applies.
+ *
+ * Context: Process context, in the caller's task.
+ * Return: 0 or an error of __sock_create().
  */
 int vd_cm_sock_create(struct vd_cm_id *id, int family, struct socket **res)
 {
@@ -127,14 +160,20 @@ int vd_cm_sock_create(struct vd_cm_id *id, int family, struct socket **res)
 			     res, 0);
 }
 
-/*
- * Whether the peer closed (FIN: *@err 0) or the connection failed (RST,
- * ICMP, a timeout: *@err the socket's error). A socket that went from
- * FIN_WAIT2 to TIME_WAIT is in TCP_CLOSE without an error: a completed
- * graceful close, told by the FIN it received. The socket's error is
- * read once by whoever reads or writes the socket first (the transport's
- * work items, sock_error()): a reset whose error is gone already shows as
- * a shut down socket that got no FIN, which only a FIN marks done.
+/**
+ * vd_cm_sock_gone() - whether the connection ended
+ * @id: the id, with a socket
+ * @err: set to 0 for the peer's FIN, else the socket's error (RST, ICMP,
+ *       a timeout) or -ECONNRESET
+ *
+ * A socket that went from FIN_WAIT2 to TIME_WAIT is in TCP_CLOSE without
+ * an error: a completed graceful close, told by the FIN it received. The
+ * socket's error is read once by whoever reads or writes the socket first
+ * (the transport's work items, sock_error()): a reset whose error is gone
+ * already shows as a shut down socket that got no FIN, which only a FIN
+ * marks done.
+ *
+ * Return: true if the peer closed or the connection failed.
  */
 bool vd_cm_sock_gone(struct vd_cm_id *id, int *err)
 {
@@ -155,7 +194,46 @@ bool vd_cm_sock_gone(struct vd_cm_id *id, int *err)
 	return false;
 }
 
-void vd_cm_fail(struct vd_cm_id *id, u32 type, int status);
+/* What one call of vd_cm_sock_discard() reads at most. */
+#define VD_CM_DISCARD_BUDGET	SZ_1M
+
+/**
+ * vd_cm_sock_discard() - drop what the peer still sends after our close
+ * @id: a CM id in Closing: its transport stopped and our FIN is queued
+ *
+ * The peer's FIN arrives behind whatever it sent before it saw ours. A
+ * peer still streaming when we closed would wait for window space we never
+ * open if we stopped reading, and its FIN with it: the close would end
+ * only by the CM's timeout. Closing processes no incoming segment (RDMA
+ * verbs, Closing state), so they are read and dropped, up to
+ * %VD_CM_DISCARD_BUDGET bytes per call.
+ *
+ * Context: process, under the id's mutex.
+ * Return: true if the budget was spent and more may be waiting.
+ */
+bool vd_cm_sock_discard(struct vd_cm_id *id)
+{
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT };
+	size_t left = VD_CM_DISCARD_BUDGET;
+	struct kvec kv;
+	void *buf;
+	int ret;
+
+	buf = kmalloc(PAGE_SIZE, GFP_KERNEL);
+	if (!buf)
+		return false;	/* the close timeout still ends it */
+	while (left) {
+		kv.iov_base = buf;
+		kv.iov_len = min_t(size_t, left, PAGE_SIZE);
+		ret = kernel_recvmsg(id->sock, &msg, &kv, 1, kv.iov_len,
+				     MSG_DONTWAIT);
+		if (ret <= 0)	/* nothing more now, the FIN, or an error */
+			break;
+		left -= ret;
+	}
+	kfree(buf);
+	return !left;
+}
 
 static int cm_send(struct vd_cm_id *id, const void *buf, size_t len)
 {
@@ -170,9 +248,15 @@ static int cm_send(struct vd_cm_id *id, const void *buf, size_t len)
 	return ret == len ? 0 : -EIO;
 }
 
-/*
- * Sends the request or reply @info describes, followed by @info->pd_len
- * bytes of private data from @pd (vd_mpa_rr_build() checks the length).
+/**
+ * vd_cm_send_frame() - send an MPA request or reply
+ * @id: the id, locked, with a connected socket
+ * @info: the frame (vd_mpa_rr_build() checks it, and the length)
+ * @pd: @info->pd_len bytes of private data that follow the header
+ *
+ * Return: 0; -ENOMEM; an error of vd_mpa_rr_build() or of the socket;
+ * -EIO if the socket took only part of the frame (a fresh connection has
+ * room for 532 bytes).
  */
 int vd_cm_send_frame(struct vd_cm_id *id, const struct vd_mpa_info *info,
 		     const u8 *pd)
@@ -192,14 +276,20 @@ int vd_cm_send_frame(struct vd_cm_id *id, const struct vd_mpa_info *info,
 	return len;
 }
 
-/*
- * Reads the peer's request (@reply false) or reply as far as it arrived,
- * never beyond its end: what follows belongs to the transport. The header
- * is validated by vd_mpa_rr_parse() (key, revision, flags, lengths) as soon
- * as its 20 bytes are in, before its length is used, and decoded into
- * @id->peer_info; the IRD/ORD words of an enhanced frame once the frame is
- * complete. 0: complete; -EAGAIN: more to come; -EPROTO: not a valid
- * frame; -ECONNRESET: the peer closed; another error of the socket.
+/**
+ * vd_cm_recv_frame() - read the peer's MPA request or reply
+ * @id: the id, locked, with a connected socket
+ * @reply: a reply is expected, else a request
+ *
+ * Reads as far as the frame arrived, never beyond its end: what follows
+ * belongs to the transport. The header is validated by vd_mpa_rr_parse()
+ * (key, revision, flags, lengths) as soon as its 20 bytes are in, before
+ * its length is used, and decoded into @id->peer_info; the IRD/ORD words
+ * of an enhanced frame once the frame is complete.
+ *
+ * Return: 0 when the frame is complete; -EAGAIN while more is to come;
+ * -EPROTO for a frame that is not valid; -ECONNRESET if the peer closed;
+ * another error of the socket.
  */
 int vd_cm_recv_frame(struct vd_cm_id *id, bool reply)
 {
@@ -236,7 +326,13 @@ int vd_cm_recv_frame(struct vd_cm_id *id, bool reply)
 	return 0;
 }
 
-/* The ULP's private data of the received frame (@id->peer_info.pd_len). */
+/**
+ * vd_cm_frame_pd() - the ULP's private data of the received frame
+ * @id: the id, locked, with a complete frame
+ *
+ * Return: @id->peer_info.pd_len bytes in @id->rx, after the IRD/ORD words
+ * of an enhanced frame.
+ */
 const u8 *vd_cm_frame_pd(struct vd_cm_id *id)
 {
 	return id->rx + sizeof(struct vd_mpa_rr) +

@@ -18,6 +18,14 @@ static void vd_conn_free(struct kref *ref)
 	kfree(conn);
 }
 
+/**
+ * vd_conn_put() - drop a reference
+ * @conn: the stream, or NULL (a no-op)
+ *
+ * The last put drops the QP and the device references, which may sleep.
+ *
+ * Context: Process context only.
+ */
 void vd_conn_put(struct vd_conn *conn)
 {
 	if (conn)

@@ -2,59 +2,23 @@
 /*
  * The LLP stream of a connected QP: the contract between the connection
  * manager (cm.c), which builds the stream, and the transport, which moves
- * RDMAP/DDP/MPA frames on it.
+ * RDMAP/DDP/MPA frames on it. Neither side calls the other by name: the CM
+ * reaches the transport through @ops (struct vd_stream_ops, documented
+ * below), the transport the CM through @closed (vd_conn_closed()).
+ * Documentation/transport.rst and Documentation/cm.rst have both sides.
  *
  * Lifetime
  * --------
  * The CM creates a struct vd_conn when the MPA exchange succeeded, binds
  * its QP with vd_qp_enter_rts() and calls @ops->start(). The conn holds a
- * reference on the QP; the QP's @conn pointer holds none and is cleared by
- * vd_qp_llp_closed() before the CM drops its own conn reference, so
- * qp->conn is valid whenever it is not NULL. @sock belongs to the CM's
- * endpoint: it stays valid until @ops->stop() has returned, after which
- * the transport must not touch it.
- *
- * Transport contract
- * ------------------
- *   ops->start(conn)     Process context, CM endpoint lock held. The
- *                        transport takes over sk_data_ready/sk_write_space
- *                        (the CM keeps sk_state_change and sk_user_data,
- *                        which names the CM endpoint) and may start
- *                        sending; the MPA parameters in @mpa are final, and
- *                        nothing of the peer's FPDUs has been read (the CM
- *                        reads exactly the MPA frame). A negative errno
- *                        aborts the connection; start() must then have
- *                        undone whatever it did (stop() is not called).
- *   ops->stop(conn, abort)
- *                        Process context, CM endpoint lock held. Stop
- *                        using @sock, put back the callbacks that start()
- *                        found (the CM's) and wait for the transport's work
- *                        on @conn; never calls into the CM. The CM then
- *                        closes the socket gracefully or with RST (@abort),
- *                        or, for a graceful disconnect, sends its FIN and
- *                        waits for the peer's itself.
- *   vd_conn_closed(conn, reason)
- *                        Called by the transport from any context (the
- *                        CM's @closed callback only schedules CM work), between start() and the end
- *                        of stop(), when the stream failed or the peer
- *                        closed it: @reason 0 for a FIN, else a negative
- *                        errno (-ECONNRESET, -EPROTO for a framing error,
- *                        -ETIMEDOUT). The first report counts. The CM
- *                        calls stop(), reports DISCONNECTED with @reason
- *                        as status and closes the stream: FIN for 0 (the
- *                        QP goes Closing, then Idle if its SQ is empty,
- *                        else Error), RST otherwise (the QP goes to Error).
- *
- * The QP side, for both: vd_qp_enter_rts() binds the QP when the stream
- * is established; vd_qp_llp_closed() unbinds it (qp.h) when it is gone.
+ * reference on the QP and on the device; the QP's @conn pointer holds none
+ * and is cleared by vd_qp_llp_closed() (qp.h), when the stream is gone,
+ * before the CM drops its own conn reference, so qp->conn is valid whenever
+ * it is not NULL. @sock belongs to the CM's endpoint: it stays valid until
+ * @ops->stop() has returned, after which the transport must not touch it.
  * @ops is set for every stream (there is no stream without a transport)
- * and becomes NULL once stop() was called, so that it is called once.
- *
- * References: the transport may keep @conn past stop() with
- * vd_conn_get(); vd_conn_put() (conn.c) may sleep (the last one drops the
- * QP and the device), so it is called in process context only. Neither
- * side calls the other by name: the CM reaches the transport through
- * @ops, the transport the CM through @closed.
+ * and becomes NULL once stop() was called, so that it is called once. The
+ * transport may keep @conn past stop() with vd_conn_get().
  */
 #ifndef _VD_CONN_H
 #define _VD_CONN_H
@@ -89,6 +53,21 @@ struct vd_mpa_params {
 	u32 peer_ord;
 };
 
+/**
+ * struct vd_stream_ops - what the CM asks of the transport
+ * @start: Process context, CM endpoint lock held. The transport takes over
+ *	sk_data_ready/sk_write_space (the CM keeps sk_state_change and
+ *	sk_user_data, which names the CM endpoint) and may start sending;
+ *	the MPA parameters in @conn->mpa are final, and nothing of the
+ *	peer's FPDUs has been read (the CM reads exactly the MPA frame).
+ *	A negative errno aborts the connection; start() must then have
+ *	undone whatever it did (stop() is not called).
+ * @stop: Process context, CM endpoint lock held. Stop using @conn->sock,
+ *	put back the callbacks that start() found (the CM's) and wait for
+ *	the transport's work on @conn; never calls into the CM. The CM then
+ *	closes the socket gracefully or with RST (@abort), or, for a
+ *	graceful disconnect, sends its FIN and waits for the peer's itself.
+ */
 struct vd_stream_ops {
 	int (*start)(struct vd_conn *conn);
 	void (*stop)(struct vd_conn *conn, bool abort);
@@ -111,12 +90,40 @@ struct vd_conn {
 
 void vd_conn_put(struct vd_conn *conn);
 
+/**
+ * vd_conn_get() - take a reference
+ * @conn: the stream; from start() until stop() returns, the CM's own
+ *        reference keeps it alive
+ *
+ * The transport may keep @conn past stop() this way (it takes one in
+ * start()); it then drops the reference with vd_conn_put().
+ *
+ * Context: Any context.
+ * Return: @conn.
+ */
 static inline struct vd_conn *vd_conn_get(struct vd_conn *conn)
 {
 	kref_get(&conn->ref);
 	return conn;
 }
 
+/**
+ * vd_conn_closed() - tell the CM that the stream ended
+ * @conn: the stream
+ * @reason: 0 for the peer's FIN, else a negative errno (-ECONNRESET,
+ *          -EPROTO for a framing error, -ETIMEDOUT); a positive value is
+ *          taken as -EIO
+ *
+ * Called by the transport between start() and the end of stop(), when the
+ * stream failed or the peer closed it. The first report counts. The CM's
+ * @closed callback only schedules CM work, which calls stop(), closes the
+ * stream and reports DISCONNECTED with @reason as status (0 if we had
+ * started a graceful disconnect ourselves): FIN for 0 (the QP goes
+ * Closing, then Idle if its SQ is empty, else Error), RST otherwise (the
+ * QP goes to Error).
+ *
+ * Context: Any context.
+ */
 static inline void vd_conn_closed(struct vd_conn *conn, int reason)
 {
 	conn->closed(conn, reason);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Completion queues. See cq.h for the API and Documentation/rings.rst for
+ * Completion queues. See cq.h for the rules and Documentation/rings.rst for
  * the protocol with userspace.
  */
 #include <linux/bug.h>
@@ -23,6 +23,14 @@
 static_assert(sizeof(struct viaduct_ring) <= VIADUCT_RING_HDR_SIZE);
 static_assert(VIADUCT_RING_HDR_SIZE % sizeof(struct viaduct_cqe) == 0);
 
+/**
+ * vd_cq_round_entries() - the ring size of a requested CQ size
+ * @requested: the entries the user asked for
+ * @entries: set to roundup_pow_of_two(@requested)
+ *
+ * Context: Any context.
+ * Return: 0, or -EINVAL for 0 or more than VD_MAX_CQE entries.
+ */
 int vd_cq_round_entries(u32 requested, u32 *entries)
 {
 	if (!requested || requested > VD_MAX_CQE)
@@ -32,6 +40,12 @@ int vd_cq_round_entries(u32 requested, u32 *entries)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_cq_round_entries);
 
+/**
+ * vd_cq_ring_size() - bytes of ring memory for a CQ
+ * @entries: a power of two from vd_cq_round_entries()
+ *
+ * Return: the header (VIADUCT_RING_HDR_SIZE) plus @entries CQEs.
+ */
 size_t vd_cq_ring_size(u32 entries)
 {
 	return VIADUCT_RING_HDR_SIZE +
@@ -97,6 +111,19 @@ static struct vd_cq *vd_cq_alloc(u32 requested, u32 handle, u64 user_data,
 	return cq;
 }
 
+/**
+ * vd_cq_create() - a new completion queue
+ * @entries: the CQEs asked for; the ring holds roundup_pow_of_two(@entries)
+ * @handle: the handle its events report
+ * @user_data: the user data its events report
+ * @aq: where an overflow is reported, or NULL; the CQ takes a reference
+ * @ch: where armed completions are reported, or NULL; the CQ takes a
+ *      reference
+ *
+ * Context: Process context.
+ * Return: the CQ with one reference (the creator's) and no user, or
+ * ERR_PTR(-EINVAL) for 0 or more than VD_MAX_CQE entries, ERR_PTR(-ENOMEM).
+ */
 struct vd_cq *vd_cq_create(u32 entries, u32 handle, u64 user_data,
 			   struct vd_async_queue *aq,
 			   struct vd_comp_channel *ch)
@@ -105,6 +132,19 @@ struct vd_cq *vd_cq_create(u32 entries, u32 handle, u64 user_data,
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_cq_create);
 
+/**
+ * vd_cq_create_private() - the private completion ring of a QP
+ * @entries: the CQEs asked for, as for vd_cq_create()
+ * @qp_handle: the QP's handle, which its events report
+ * @qp_user_data: the QP's user data, which its events report
+ * @aq: where an overflow raises VIADUCT_EVENT_CQ_ERROR for the QP, or NULL
+ *
+ * For a QP whose send or receive queue has no CQ: the same object as
+ * vd_cq_create() gives, without a channel. It needs no user count.
+ *
+ * Context: Process context.
+ * Return: as vd_cq_create().
+ */
 struct vd_cq *vd_cq_create_private(u32 entries, u32 qp_handle,
 				   u64 qp_user_data,
 				   struct vd_async_queue *aq)
@@ -127,6 +167,16 @@ static void vd_cq_free(struct kref *ref)
 	kfree(cq);
 }
 
+/**
+ * vd_cq_put() - drop a reference
+ * @cq: the CQ, or NULL (a no-op)
+ *
+ * The last put frees the CQ and drops its ring, channel and queue
+ * references.
+ *
+ * Context: The rules of vd_ring_mem_put(): may sleep, so never with
+ * interrupts disabled or under a plain spinlock.
+ */
 void vd_cq_put(struct vd_cq *cq)
 {
 	if (cq)
@@ -134,18 +184,42 @@ void vd_cq_put(struct vd_cq *cq)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_cq_put);
 
+/**
+ * vd_cq_attach() - count one more QP completing into the CQ
+ * @cq: the CQ, referenced by the caller
+ *
+ * Context: Any context.
+ * Return: 0, or -ENOENT once vd_cq_try_destroy() succeeded.
+ */
 int vd_cq_attach(struct vd_cq *cq)
 {
 	return atomic_inc_unless_negative(&cq->users) ? 0 : -ENOENT;
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_cq_attach);
 
+/**
+ * vd_cq_detach() - uncount a QP counted by vd_cq_attach()
+ * @cq: the CQ, referenced by the caller
+ *
+ * Context: Any context.
+ */
 void vd_cq_detach(struct vd_cq *cq)
 {
 	WARN_ON_ONCE(atomic_dec_return(&cq->users) < 0);
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_cq_detach);
 
+/**
+ * vd_cq_try_destroy() - mark the CQ destroyed unless QPs are attached
+ * @cq: the CQ, referenced by the caller
+ *
+ * On success no QP can attach any more; the caller then drops its
+ * reference.
+ *
+ * Context: Any context.
+ * Return: 0, -EBUSY while QPs are attached, -ENOENT if it was already
+ * destroyed.
+ */
 int vd_cq_try_destroy(struct vd_cq *cq)
 {
 	int old = atomic_cmpxchg(&cq->users, 0, VD_CQ_DESTROYED);
@@ -156,13 +230,31 @@ int vd_cq_try_destroy(struct vd_cq *cq)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_cq_try_destroy);
 
-/* Only vd_cq_resize() changes @mem, and the caller excludes it. */
+/**
+ * vd_cq_mem() - the current ring memory to mmap
+ * @cq: the CQ
+ *
+ * The header is at offset 0, the CQEs at VIADUCT_RING_HDR_SIZE. Only
+ * vd_cq_resize() changes the ring.
+ *
+ * Context: The caller holds a CQ reference and keeps vd_cq_resize() from
+ * running (it serialises both).
+ * Return: the ring, borrowed: valid as long as the context rule holds; take
+ * vd_ring_mem_get() to keep it longer, e.g. for an mmap key.
+ */
 struct vd_ring_mem *vd_cq_mem(struct vd_cq *cq)
 {
 	return cq->mem;
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_cq_mem);
 
+/**
+ * vd_cq_entries() - the current number of entries
+ * @cq: the CQ
+ *
+ * Context: Any context; read without the lock.
+ * Return: the ring's entries, which change with a resize.
+ */
 u32 vd_cq_entries(struct vd_cq *cq)
 {
 	return READ_ONCE(cq->entries);
@@ -201,6 +293,26 @@ static void vd_cq_overflow(struct vd_cq *cq)
 		vd_cq_fire(cq);
 }
 
+/**
+ * vd_cq_push() - write one CQE and publish it
+ * @cq: the CQ
+ * @cqe: the completion
+ * @solicited: the completion is solicited (besides VIADUCT_WC_F_SOLICITED
+ *             in @cqe)
+ *
+ * A full ring is never overwritten. The first failure sets
+ * VIADUCT_RING_F_OVERFLOW in the ring header, puts the CQ in error for
+ * good, counts cq_overflows, raises VIADUCT_EVENT_CQ_ERROR once, and fires
+ * a pending arm so that no waiter sleeps on a dead CQ. The caller moves the
+ * QP whose CQE was refused to Error. A written CQE fires the arm as
+ * vd_cq_arm() describes.
+ *
+ * Context: Any context; takes cq->lock with interrupts disabled and never
+ * sleeps.
+ * Return: 0, or -ENOSPC if the CQE was not written: the ring is full (or
+ * the user's consumer index is out of range), or the CQ is in error since
+ * an earlier overflow.
+ */
 int vd_cq_push(struct vd_cq *cq, const struct viaduct_cqe *cqe,
 	       bool solicited)
 {
@@ -253,6 +365,20 @@ out:
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_cq_push);
 
+/**
+ * vd_cq_arm() - one-shot arming
+ * @cq: the CQ
+ * @arm_flags: VIADUCT_ARM_NEXT and/or VIADUCT_ARM_SOLICITED
+ *
+ * The next CQE pushed after the arm fires it if the CQ is armed NEXT, or
+ * armed SOLICITED and the CQE is solicited or not successful; firing
+ * disarms and queues one struct viaduct_cq_event on the channel. NEXT wins
+ * over SOLICITED; arming twice before a fire still fires once. CQEs pushed
+ * before the arm never fire it.
+ *
+ * Context: Any context.
+ * Return: 0; -EINVAL for no or unknown flags; -EIO on a CQ in error.
+ */
 int vd_cq_arm(struct vd_cq *cq, u32 arm_flags)
 {
 	unsigned long flags;
@@ -271,6 +397,25 @@ int vd_cq_arm(struct vd_cq *cq, u32 arm_flags)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_cq_arm);
 
+/**
+ * vd_cq_resize() - move the CQ to a ring of another size
+ * @cq: the CQ
+ * @requested: the CQEs asked for; the new ring holds
+ *             roundup_pow_of_two(@requested)
+ * @newmem: set to the new ring, with a reference for the caller
+ *
+ * Moves the unconsumed CQEs, in order, to the start of the new ring and
+ * switches to it: the new ring's producer index is the number moved and its
+ * consumer index 0. The old ring is never written again and lives on while
+ * mapped.
+ *
+ * Context: Process context. The caller makes sure userspace does not poll
+ * the CQ during the call (the library serialises resize against polling)
+ * and that no vd_cq_mem() user runs.
+ * Return: 0; -EINVAL for a bad size, for fewer entries than unconsumed
+ * CQEs or for a consumer index out of range; -EIO if the CQ is in error;
+ * -ENOMEM.
+ */
 int vd_cq_resize(struct vd_cq *cq, u32 requested,
 		 struct vd_ring_mem **newmem)
 {

@@ -2,71 +2,14 @@
 /*
  * Completion queues: a ring of struct viaduct_cqe that the kernel produces
  * into and userspace consumes from, one-shot arming, and overflow.
- * Documentation/rings.rst has the ring protocol and the ordering arguments.
+ * Documentation/rings.rst has the ring protocol and the ordering arguments;
+ * the functions are documented at their definitions in cq.c.
  *
- * API
- * ---
- *   vd_cq_create(entries, handle, user_data, aq, ch)
- *       A CQ of roundup_pow_of_two(@entries) CQEs with one reference (the
- *       creator's), or ERR_PTR(-EINVAL) for 0 or more than VD_MAX_CQE
- *       entries, ERR_PTR(-ENOMEM). @handle and @user_data are what its
- *       events report. The CQ takes its own references on @aq (where an
- *       overflow is reported) and @ch (where armed completions are
- *       reported); either may be NULL. Process context.
- *   vd_cq_create_private(entries, qp_handle, qp_user_data, aq)
- *       The private completion ring of a QP whose send or receive queue
- *       has no CQ: the same object without a channel. Its events name the
- *       QP (@qp_handle, @qp_user_data); an overflow raises
- *       VIADUCT_EVENT_CQ_ERROR for the QP on @aq like a CQ does.
- *   vd_cq_get(cq), vd_cq_put(cq)
- *       Memory lifetime. The last put frees the CQ and drops its ring,
- *       channel and queue references, with the rules of
- *       vd_ring_mem_put(). put(NULL) is a no-op.
- *   vd_cq_attach(cq), vd_cq_detach(cq), vd_cq_try_destroy(cq)
- *       The user count, as for PDs (pd.h): a QP attaches to each CQ it
- *       completes into (-ENOENT once destroyed); destroy fails with
- *       -EBUSY while QPs are attached, else marks the CQ destroyed and
- *       returns 0, and the caller then drops its reference. Private rings
- *       need no user count.
- *   vd_cq_mem(cq)
- *       The current ring memory to mmap (header at 0, CQEs at
- *       VIADUCT_RING_HDR_SIZE), borrowed: valid while the caller holds a
- *       CQ reference and keeps vd_cq_resize() from running (the caller
- *       serialises both); take vd_ring_mem_get() to keep it longer, e.g.
- *       for an mmap key.
- *   vd_cq_entries(cq)
- *       The current number of entries (changes with a resize).
- *
- *   vd_cq_push(cq, cqe, solicited)
- *       Writes one CQE and publishes it. Any context; takes cq->lock with
- *       interrupts disabled and never sleeps. Returns 0, or -ENOSPC if the
- *       CQE was not written: the ring is full (or the user's consumer
- *       index is out of range), or the CQ is in error since an earlier
- *       overflow. The first failure sets VIADUCT_RING_F_OVERFLOW in the
- *       ring header, puts the CQ in error for good, counts cq_overflows,
- *       raises VIADUCT_EVENT_CQ_ERROR once, and fires a pending arm so no
- *       waiter sleeps on a dead CQ. A full ring is never overwritten. The
- *       caller moves the QP whose CQE was refused to Error.
- *   vd_cq_arm(cq, flags)
- *       One-shot arming with VIADUCT_ARM_NEXT and/or
- *       VIADUCT_ARM_SOLICITED (-EINVAL for no or unknown flags, -EIO on a
- *       CQ in error). The next CQE pushed after the arm fires it if the
- *       CQ is armed NEXT, or armed SOLICITED and the CQE is solicited
- *       (@solicited or VIADUCT_WC_F_SOLICITED) or not successful; firing
- *       disarms and queues one struct viaduct_cq_event on the channel.
- *       NEXT wins over SOLICITED; arming twice before a fire still fires
- *       once. CQEs pushed before the arm never fire it. Any context.
- *   vd_cq_resize(cq, entries, &newmem)
- *       Moves the unconsumed CQEs, in order, to the start of a new ring of
- *       roundup_pow_of_two(@entries) CQEs and switches to it: the new
- *       ring's producer index is the number moved and its consumer index
- *       0. *newmem is the new ring with a reference for the caller. The
- *       old ring is never written again and lives on while mapped.
- *       -EINVAL: bad size, fewer entries than unconsumed CQEs, or a
- *       consumer index out of range; -EIO: the CQ is in error; -ENOMEM.
- *       The caller must make sure userspace does not poll the CQ during
- *       the call (the library serialises resize against polling).
- *       Process context.
+ * A CQ has a reference count (memory lifetime) and, like a PD (pd.h), a
+ * user count: a QP attaches to each CQ it completes into, and a CQ with
+ * users cannot be destroyed. The private completion ring of a QP whose send
+ * or receive queue has no CQ is the same object without a channel and
+ * without a user count. A CQ that refused a CQE is in error for good.
  *
  * Locking: cq->lock (spin_lock_irqsave everywhere, because completions may
  * be pushed from softirq or interrupt context) protects the private
@@ -131,6 +74,13 @@ int vd_cq_arm(struct vd_cq *cq, u32 flags);
 int vd_cq_resize(struct vd_cq *cq, u32 entries,
 		 struct vd_ring_mem **newmem);
 
+/**
+ * vd_cq_get() - take a reference
+ * @cq: the CQ, on which the caller holds a reference
+ *
+ * Context: Any context.
+ * Return: @cq.
+ */
 static inline struct vd_cq *vd_cq_get(struct vd_cq *cq)
 {
 	kref_get(&cq->ref);

@@ -22,12 +22,9 @@
  *   vd_device_get_next(net, &index)
  *       The live device of @net with the lowest index >= *@index,
  *       referenced, with *@index set to its index; NULL if none.
- *   vd_device_get(vd), vd_device_put(vd)
- *       Memory lifetime (kref). Any context.
- *   vd_device_alive(vd)
- *       False once removed. A hint without locks: the answer can change
- *       right after it is given, so callers that act on the bound netdev go
- *       through vd_device_query() and friends, which check under the lock.
+ *   vd_device_put(vd)
+ *       Memory lifetime (kref; vd_device_get() below). The last put
+ *       flushes the TPT's release work and so sleeps: process context.
  *   vd_device_query(vd, attr)
  *       Fills all of @attr (@index too) from the device and its interface;
  *       -ENODEV once the device was removed.
@@ -35,8 +32,6 @@
  *       Returns the number of devices of @net and, in a new array the
  *       caller frees with kvfree(), the first min(capacity, number) of
  *       them; or -ENOMEM.
- *   vd_device_ctx_attach(vd), vd_device_ctx_detach(vd), vd_device_contexts(vd)
- *       Count of user contexts that selected the device (for reporting).
  *   vd_device_name_valid(name)
  *       1 to VIADUCT_NAME_SIZE - 1 characters of [A-Za-z0-9_.-].
  *
@@ -55,6 +50,9 @@
  * leaves with its interface (NETDEV_UNREGISTER is also sent when the
  * interface moves to another namespace), so @net is valid while the
  * device is live and needs no reference of its own.
+ *
+ * The inline helpers below are documented (kernel-doc) where they are
+ * defined.
  */
 #ifndef _VD_DEVICE_H
 #define _VD_DEVICE_H
@@ -101,27 +99,69 @@ int vd_device_query(struct vd_device *vd, struct viaduct_device_attr *attr);
 int vd_device_list(struct net *net, u32 capacity,
 		   struct viaduct_device_entry **entries, u32 *filled);
 
+/**
+ * vd_device_get() - take a reference
+ * @vd: the device, on which the caller holds a reference (or which it
+ *      found under vd_devices_lock)
+ *
+ * Memory lifetime only: a removed device stays allocated, unbound.
+ *
+ * Context: Any context.
+ * Return: @vd.
+ */
 static inline struct vd_device *vd_device_get(struct vd_device *vd)
 {
 	kref_get(&vd->ref);
 	return vd;
 }
 
+/**
+ * vd_device_alive() - whether the device was not removed yet
+ * @vd: the device
+ *
+ * A hint without locks: the answer can change right after it is given, so
+ * callers that act on the bound netdev go through vd_device_query() and
+ * friends, which check under the lock.
+ *
+ * Context: Any context.
+ * Return: false once the device was removed.
+ */
 static inline bool vd_device_alive(const struct vd_device *vd)
 {
 	return !READ_ONCE(vd->removed);
 }
 
+/**
+ * vd_device_ctx_attach() - count a user context that selected the device
+ * @vd: the device
+ *
+ * The count is for reporting only.
+ *
+ * Context: Any context.
+ */
 static inline void vd_device_ctx_attach(struct vd_device *vd)
 {
 	atomic_inc(&vd->contexts);
 }
 
+/**
+ * vd_device_ctx_detach() - uncount a context counted by vd_device_ctx_attach()
+ * @vd: the device
+ *
+ * Context: Any context.
+ */
 static inline void vd_device_ctx_detach(struct vd_device *vd)
 {
 	atomic_dec(&vd->contexts);
 }
 
+/**
+ * vd_device_contexts() - the user contexts that selected the device
+ * @vd: the device
+ *
+ * Context: Any context.
+ * Return: the count of vd_device_ctx_attach() less vd_device_ctx_detach().
+ */
 static inline u32 vd_device_contexts(const struct vd_device *vd)
 {
 	return atomic_read(&vd->contexts);

@@ -195,6 +195,14 @@ static __poll_t vd_event_ring_poll(struct vd_event_ring *r, struct file *file,
 
 /* Asynchronous event queue */
 
+/**
+ * vd_async_queue_create() - a new, empty asynchronous event queue
+ *
+ * A preallocated ring of VD_ASYNC_QUEUE_LEN records.
+ *
+ * Context: Process context.
+ * Return: the queue with one reference, or ERR_PTR(-ENOMEM).
+ */
 struct vd_async_queue *vd_async_queue_create(void)
 {
 	struct vd_async_queue *aq;
@@ -221,6 +229,15 @@ static void vd_async_queue_free(struct kref *ref)
 	kfree(aq);
 }
 
+/**
+ * vd_async_queue_put() - drop a reference
+ * @aq: the queue, or NULL (a no-op)
+ *
+ * The last put frees the queue and any unread events.
+ *
+ * Context: May free vmalloc memory: not with interrupts disabled nor under
+ * a plain spinlock (see event.h).
+ */
 void vd_async_queue_put(struct vd_async_queue *aq)
 {
 	if (aq)
@@ -228,6 +245,23 @@ void vd_async_queue_put(struct vd_async_queue *aq)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_async_queue_put);
 
+/**
+ * vd_async_queue_push() - queue one asynchronous event and wake readers
+ * @aq: the queue
+ * @type: VIADUCT_EVENT_*
+ * @handle: the handle of the object the event is about
+ * @user_data: that object's user data
+ * @detail: the event's detail word
+ *
+ * When the queue is full, an event equal to one already queued is merged
+ * into it (the reader could not tell the two apart); any other event is
+ * dropped, counted (vd_async_queue_dropped()) and reported once per queue
+ * in the kernel log.
+ *
+ * Context: Any context; takes a spinlock with interrupts disabled, never
+ * sleeps, never allocates.
+ * Return: 0 (queued or merged) or -ENOSPC (dropped).
+ */
 int vd_async_queue_push(struct vd_async_queue *aq, u32 type, u32 handle,
 			u64 user_data, u32 detail)
 {
@@ -242,6 +276,22 @@ int vd_async_queue_push(struct vd_async_queue *aq, u32 type, u32 handle,
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_async_queue_push);
 
+/**
+ * vd_async_queue_read() - the read() of the context file
+ * @aq: the queue
+ * @buf: the user's buffer
+ * @len: its size in bytes
+ * @nonblock: the file is O_NONBLOCK
+ *
+ * Copies whole records only, at most as many as fit and as are queued, and
+ * consumes a record only once it reached user space: a fault loses no
+ * event.
+ *
+ * Context: Process context; sleeps.
+ * Return: the bytes copied; -EINVAL if @len is smaller than one record;
+ * -EAGAIN if the queue is empty and @nonblock; -ERESTARTSYS if a signal
+ * came while waiting; -EFAULT if nothing could be copied.
+ */
 ssize_t vd_async_queue_read(struct vd_async_queue *aq, char __user *buf,
 			    size_t len, bool nonblock)
 {
@@ -249,6 +299,14 @@ ssize_t vd_async_queue_read(struct vd_async_queue *aq, char __user *buf,
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_async_queue_read);
 
+/**
+ * vd_async_queue_poll() - the poll() of the context file
+ * @aq: the queue
+ * @file: the context file
+ * @wait: the poll table
+ *
+ * Return: EPOLLIN | EPOLLRDNORM while an event is queued, else 0.
+ */
 __poll_t vd_async_queue_poll(struct vd_async_queue *aq, struct file *file,
 			     poll_table *wait)
 {
@@ -256,6 +314,16 @@ __poll_t vd_async_queue_poll(struct vd_async_queue *aq, struct file *file,
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_async_queue_poll);
 
+/**
+ * vd_async_queue_pop() - take one event without copying to user space
+ * @aq: the queue
+ * @ev: filled with the event at the head
+ *
+ * For in-kernel users and tests.
+ *
+ * Context: Any context.
+ * Return: 0, or -EAGAIN if the queue is empty.
+ */
 int vd_async_queue_pop(struct vd_async_queue *aq,
 		       struct viaduct_async_event *ev)
 {
@@ -263,6 +331,14 @@ int vd_async_queue_pop(struct vd_async_queue *aq,
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_async_queue_pop);
 
+/**
+ * vd_async_queue_dropped() - how many events the queue dropped
+ * @aq: the queue
+ *
+ * Context: Any context.
+ * Return: the events dropped because the queue was full (merged ones do not
+ * count).
+ */
 u64 vd_async_queue_dropped(struct vd_async_queue *aq)
 {
 	unsigned long flags;
@@ -277,6 +353,14 @@ EXPORT_SYMBOL_IF_KUNIT(vd_async_queue_dropped);
 
 /* Completion channels */
 
+/**
+ * vd_comp_channel_create() - a new, empty completion channel
+ *
+ * A preallocated ring of VD_COMP_CHANNEL_LEN records.
+ *
+ * Context: Process context.
+ * Return: the channel with one reference, or ERR_PTR(-ENOMEM).
+ */
 struct vd_comp_channel *vd_comp_channel_create(void)
 {
 	struct vd_comp_channel *ch;
@@ -303,6 +387,15 @@ static void vd_comp_channel_free(struct kref *ref)
 	kfree(ch);
 }
 
+/**
+ * vd_comp_channel_put() - drop a reference
+ * @ch: the channel, or NULL (a no-op)
+ *
+ * A CQ holds a reference on its channel, so the channel outlives its
+ * descriptor while CQs still report to it (the events then go unread).
+ *
+ * Context: As vd_async_queue_put().
+ */
 void vd_comp_channel_put(struct vd_comp_channel *ch)
 {
 	if (ch)
@@ -310,6 +403,20 @@ void vd_comp_channel_put(struct vd_comp_channel *ch)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_comp_channel_put);
 
+/**
+ * vd_comp_channel_push() - queue one completion event and wake readers
+ * @ch: the channel
+ * @cq_handle: the handle of the CQ that fired
+ * @user_data: the CQ's user data
+ *
+ * A CQ queues at most one event per arm. When the channel is full it
+ * merges and drops like vd_async_queue_push(): only an event for a CQ
+ * (handle and user data) without one already queued can be lost, and then
+ * it is counted (vd_comp_channel_dropped()) and logged.
+ *
+ * Context: Any context; never sleeps, never allocates.
+ * Return: 0 (queued or merged) or -ENOSPC (dropped).
+ */
 int vd_comp_channel_push(struct vd_comp_channel *ch, u32 cq_handle,
 			 u64 user_data)
 {
@@ -322,6 +429,14 @@ int vd_comp_channel_push(struct vd_comp_channel *ch, u32 cq_handle,
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_comp_channel_push);
 
+/**
+ * vd_comp_channel_pop() - take one event without copying to user space
+ * @ch: the channel
+ * @ev: filled with the event at the head
+ *
+ * Context: Any context.
+ * Return: 0, or -EAGAIN if the channel is empty.
+ */
 int vd_comp_channel_pop(struct vd_comp_channel *ch,
 			struct viaduct_cq_event *ev)
 {
@@ -329,6 +444,13 @@ int vd_comp_channel_pop(struct vd_comp_channel *ch,
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_comp_channel_pop);
 
+/**
+ * vd_comp_channel_dropped() - how many events the channel dropped
+ * @ch: the channel
+ *
+ * Context: Any context.
+ * Return: the events dropped because the channel was full.
+ */
 u64 vd_comp_channel_dropped(struct vd_comp_channel *ch)
 {
 	unsigned long flags;
@@ -372,6 +494,17 @@ static const struct file_operations vd_comp_channel_fops = {
 	.llseek = noop_llseek,
 };
 
+/**
+ * vd_comp_channel_create_file() - a completion channel behind a new anonymous-inode file
+ *
+ * The file (O_RDWR) owns the channel's only reference until its last
+ * fput(). It read()s struct viaduct_cq_event records with the rules of
+ * vd_async_queue_read(), and polls readable while one is queued.
+ *
+ * Context: Process context. The caller installs the file as a descriptor
+ * once nothing can fail any more (vd_uobj_give_fd()).
+ * Return: the file, or an ERR_PTR.
+ */
 struct file *vd_comp_channel_create_file(void)
 {
 	struct vd_comp_channel *ch;
@@ -390,6 +523,14 @@ struct file *vd_comp_channel_create_file(void)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_comp_channel_create_file);
 
+/**
+ * vd_comp_channel_fdget() - the completion channel behind a descriptor
+ * @fd: a descriptor of the calling process
+ *
+ * Context: Process context.
+ * Return: the channel with a new reference; ERR_PTR(-EBADF) if @fd is not
+ * open, ERR_PTR(-EINVAL) if it is not a completion channel.
+ */
 struct vd_comp_channel *vd_comp_channel_fdget(int fd)
 {
 	struct vd_comp_channel *ch;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * iWARP wire formats: building and validating MPA, DDP and RDMAP headers,
- * FPDU framing and segmentation. See iwarp.h for the API and
+ * FPDU framing and segmentation. See iwarp.h and
  * Documentation/iwarp.rst for the layouts and the validation order.
  *
  * Nothing a peer sends is trusted: every length is checked against the
@@ -56,20 +56,39 @@ static const struct vd_iw_op vd_iw_ops[VD_OP_NR] = {
 				    VD_HDR_UNTAGGED },
 };
 
-/* Opcodes without a name (RFC 7306's atomics) are unknown. */
+/**
+ * vd_iw_opcode_valid() - whether an RDMAP opcode is one we know
+ * @opcode: the opcode
+ *
+ * Return: true for the opcodes with a name; RFC 7306's atomics and the
+ * reserved opcodes are unknown.
+ */
 bool vd_iw_opcode_valid(u8 opcode)
 {
 	return opcode < VD_OP_NR && vd_iw_ops[opcode].name;
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_iw_opcode_valid);
 
+/**
+ * vd_iw_opcode_tagged() - whether an opcode uses the tagged buffer model
+ * @opcode: the opcode
+ *
+ * Return: true for RDMA Write and Read Response; false for the others and
+ * for unknown opcodes.
+ */
 bool vd_iw_opcode_tagged(u8 opcode)
 {
 	return vd_iw_opcode_valid(opcode) && vd_iw_ops[opcode].tagged;
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_iw_opcode_tagged);
 
-/* The queue number of an untagged opcode; U32_MAX for the others. */
+/**
+ * vd_iw_opcode_qn() - the untagged queue of an opcode
+ * @opcode: the opcode
+ *
+ * Return: the queue number (VD_QN_*) of an untagged opcode; U32_MAX for a
+ * tagged or unknown one.
+ */
 u32 vd_iw_opcode_qn(u8 opcode)
 {
 	if (!vd_iw_opcode_valid(opcode) || vd_iw_ops[opcode].tagged)
@@ -78,13 +97,24 @@ u32 vd_iw_opcode_qn(u8 opcode)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_iw_opcode_qn);
 
-/* Header bytes vd_iw_build() writes for @opcode; 0 if it is unknown. */
+/**
+ * vd_iw_opcode_hdr_len() - the header bytes of an opcode
+ * @opcode: the opcode
+ *
+ * Return: the bytes vd_iw_build() writes for @opcode; 0 if it is unknown.
+ */
 u32 vd_iw_opcode_hdr_len(u8 opcode)
 {
 	return vd_iw_opcode_valid(opcode) ? vd_iw_ops[opcode].hdr_len : 0;
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_iw_opcode_hdr_len);
 
+/**
+ * vd_iw_opcode_name() - the name of an opcode, for logs
+ * @opcode: the opcode
+ *
+ * Return: a static string; "unknown" for an unknown opcode.
+ */
 const char *vd_iw_opcode_name(u8 opcode)
 {
 	return vd_iw_opcode_valid(opcode) ? vd_iw_ops[opcode].name :
@@ -94,6 +124,23 @@ EXPORT_SYMBOL_IF_KUNIT(vd_iw_opcode_name);
 
 /* ---- MPA Request/Reply ---- */
 
+/**
+ * vd_mpa_rr_build() - write an MPA Request or Reply header
+ * @buf: where to write
+ * @size: bytes at @buf
+ * @info: the frame: Request or Reply, revision, C, R, and for an enhanced
+ *        frame the RFC 6581 IRD/ORD, P2P and RTR bits
+ *
+ * Writes the header and, if @info->enhanced, the IRD/ORD words that open
+ * the private data; the caller appends @info->pd_len bytes of its own
+ * private data. Refuses what vd_mpa_rr_parse() would not accept.
+ *
+ * Return: the bytes written (20, or 24 when enhanced); -EINVAL for a
+ * revision other than 1 or 2, a rejecting Request, enhanced fields out of
+ * range (revision 1, IRD or ORD above 14 bits, unknown RTR bits, RTR
+ * without P2P) or private data beyond 512 bytes; -ENOSPC if @size is too
+ * small.
+ */
 int vd_mpa_rr_build(void *buf, size_t size, const struct vd_mpa_info *info)
 {
 	struct vd_mpa_rr *hdr = buf;
@@ -146,11 +193,21 @@ int vd_mpa_rr_build(void *buf, size_t size, const struct vd_mpa_info *info)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_mpa_rr_build);
 
-/*
- * @reply: the frame is expected to be a Reply (the key decides). Fills
- * @info even for a rejecting Reply, which is a valid frame. For an
- * enhanced frame, @info->pd_len excludes the IRD/ORD words, which the
- * caller reads next and hands to vd_mpa_v2_parse().
+/**
+ * vd_mpa_rr_parse() - validate a received MPA Request or Reply header
+ * @hdr: the 20 bytes received
+ * @reply: the frame is expected to be a Reply (the key decides)
+ * @info: filled with the frame; for an enhanced frame @info->pd_len
+ *        excludes the IRD/ORD words, which the caller reads next and hands
+ *        to vd_mpa_v2_parse()
+ *
+ * A rejecting Reply is a valid frame, and @info is filled for it too. H is
+ * a reserved bit, and so ignored, in revision 1.
+ *
+ * Return: VD_IW_OK; VD_IW_MPA_MARKERS if M is set; VD_IW_MPA_REQREP for a
+ * wrong key, a revision other than 1 or 2, R in a Request, more than 512
+ * bytes of private data, or an enhanced frame too short for its IRD/ORD
+ * words.
  */
 enum vd_iw_err vd_mpa_rr_parse(const struct vd_mpa_rr *hdr, bool reply,
 			       struct vd_mpa_info *info)
@@ -187,6 +244,11 @@ enum vd_iw_err vd_mpa_rr_parse(const struct vd_mpa_rr *hdr, bool reply,
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_mpa_rr_parse);
 
+/**
+ * vd_mpa_v2_parse() - decode the IRD/ORD words of an enhanced frame
+ * @v2: the first four bytes of the private data
+ * @info: its IRD, ORD, P2P and RTR (VD_MPA_RTR_*) are filled in
+ */
 void vd_mpa_v2_parse(const struct vd_mpa_v2 *v2, struct vd_mpa_info *info)
 {
 	u16 ird = be16_to_cpu(v2->ird), ord = be16_to_cpu(v2->ord);
@@ -220,9 +282,18 @@ static bool vd_iw_ulp_imm(u8 op)
 	return op == VD_OP_SEND_IMM || op == VD_OP_SEND_SE_IMM;
 }
 
-/*
- * The single-segment messages are always built with L set and MO 0,
- * whatever @hdr says.
+/**
+ * vd_iw_build() - write the DDP and RDMAP headers of a segment
+ * @ulpdu: where to write
+ * @size: bytes at @ulpdu
+ * @hdr: the segment; the tagged flag, the queue number and the header size
+ *       follow from @hdr->opcode
+ *
+ * The single-segment messages (Read Request, Terminate, Immediate Data) are
+ * always built with L set and MO 0, whatever @hdr says.
+ *
+ * Return: the header bytes written (vd_iw_opcode_hdr_len()); -EINVAL for an
+ * unknown opcode; -ENOSPC if @size is too small.
  */
 int vd_iw_build(void *ulpdu, size_t size, const struct vd_iw_hdr *hdr)
 {
@@ -278,9 +349,17 @@ int vd_iw_build(void *ulpdu, size_t size, const struct vd_iw_hdr *hdr)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_iw_build);
 
-/*
- * The order of the checks is the order a receiver learns the fields, and
- * the first failing one decides (Documentation/iwarp.rst):
+/**
+ * vd_iw_parse() - validate and decode the headers of one received ULPDU
+ * @ulpdu: the ULPDU
+ * @len: its bytes (the MPA ULPDU_Length)
+ * @hdr: filled with the decoded headers, @hdr_len and @payload_len
+ *
+ * Stateless: MSN and MO against the receive queue are vd_ddp_msn_check()
+ * and vd_ddp_mo_check(). The order of the checks is the order a receiver
+ * learns the fields, and the first failing one decides
+ * (Documentation/iwarp.rst):
+ *
  *   1. two control bytes present                  VD_IW_MPA_FPDU
  *   2. DDP version 1                     VD_IW_DDP_T/UT_VERSION (by T)
  *   3. RDMAP version 1                            VD_IW_RDMAP_VERSION
@@ -291,10 +370,13 @@ EXPORT_SYMBOL_IF_KUNIT(vd_iw_build);
  *   8. untagged: QN is the opcode's               VD_IW_DDP_UT_QN
  *   9. untagged: MO + payload fits 32 bits        VD_IW_DDP_UT_TOO_LONG
  *  10. single segment: MO 0                       VD_IW_DDP_UT_MO
- *  11. single segment: L set                     VD_IW_RDMAP_STREAM
+ *  11. single segment: L set                      VD_IW_RDMAP_STREAM
  *  12. Read Request, Immediate Data: no payload   VD_IW_RDMAP_STREAM
- * (single segment: Read Request, Terminate, Immediate Data)
- * Reserved bits are not checked (RFC 5040, 5041: set to zero, ignored).
+ *
+ * (single segment: Read Request, Terminate, Immediate Data). Reserved bits
+ * are not checked (RFC 5040, 5041: set to zero, ignored).
+ *
+ * Return: VD_IW_OK or the error of the first failing check.
  */
 enum vd_iw_err vd_iw_parse(const void *ulpdu, u32 len, struct vd_iw_hdr *hdr)
 {
@@ -382,11 +464,17 @@ enum vd_iw_err vd_iw_parse(const void *ulpdu, u32 len, struct vd_iw_hdr *hdr)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_iw_parse);
 
-/*
- * The first segment of a message on an untagged queue carries the next
- * MSN of that queue: MPA runs over one ordered stream, so messages of a
- * queue arrive in order and any other MSN is out of range. With the right
- * MSN but nothing posted (@posted buffers), there is no buffer for it.
+/**
+ * vd_ddp_msn_check() - check the MSN of an untagged message's first segment
+ * @msn: the MSN received
+ * @expected: the queue's next MSN
+ * @posted: buffers posted on the queue
+ *
+ * MPA runs over one ordered stream, so messages of a queue arrive in order
+ * and any MSN but the next is out of range.
+ *
+ * Return: VD_IW_OK; VD_IW_DDP_UT_MSN_RANGE for another MSN;
+ * VD_IW_DDP_UT_MSN_NOBUF for the right MSN with nothing posted.
  */
 enum vd_iw_err vd_ddp_msn_check(u32 msn, u32 expected, u32 posted)
 {
@@ -398,14 +486,29 @@ enum vd_iw_err vd_ddp_msn_check(u32 msn, u32 expected, u32 posted)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_ddp_msn_check);
 
-/* Segments of a message arrive in order: MO is the bytes already placed. */
+/**
+ * vd_ddp_mo_check() - check the MO of an untagged segment
+ * @mo: the MO received
+ * @expected: the bytes of the message already placed
+ *
+ * Segments of a message arrive in order, so MO is the bytes already placed.
+ *
+ * Return: VD_IW_OK or VD_IW_DDP_UT_MO.
+ */
 enum vd_iw_err vd_ddp_mo_check(u32 mo, u32 expected)
 {
 	return mo == expected ? VD_IW_OK : VD_IW_DDP_UT_MO;
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_ddp_mo_check);
 
-/* @len bytes at MO @mo fit a receive buffer of @buf_len bytes. */
+/**
+ * vd_ddp_fits() - check that an untagged segment fits its receive buffer
+ * @mo: the segment's MO
+ * @len: its payload bytes
+ * @buf_len: the receive buffer's bytes
+ *
+ * Return: VD_IW_OK or VD_IW_DDP_UT_TOO_LONG.
+ */
 enum vd_iw_err vd_ddp_fits(u32 mo, u32 len, u64 buf_len)
 {
 	return (u64)mo + len <= buf_len ? VD_IW_OK : VD_IW_DDP_UT_TOO_LONG;
@@ -445,11 +548,17 @@ static void put_le32(u32 val, u8 *p)
 	memcpy(p, &v, sizeof(v));
 }
 
-/*
- * CRC32c, continued from @crc: start from VD_MPA_CRC_SEED, and the value
- * for the wire is the complement of the last result. crc32c() is the
- * crypto API's "crc32c" (libcrc32c), which uses the CPU's instruction
- * where there is one.
+/**
+ * vd_mpa_crc() - CRC32c, continued
+ * @crc: VD_MPA_CRC_SEED to start, else the last result
+ * @buf: the bytes
+ * @len: their number
+ *
+ * crc32c() is the crypto API's "crc32c" (libcrc32c), which uses the CPU's
+ * instruction where there is one.
+ *
+ * Return: the CRC so far; the value for the wire is the complement of the
+ * last result.
  */
 u32 vd_mpa_crc(u32 crc, const void *buf, size_t len)
 {
@@ -457,13 +566,24 @@ u32 vd_mpa_crc(u32 crc, const void *buf, size_t len)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_mpa_crc);
 
-/* Pad bytes after a ULPDU: ULPDU_Length field + ULPDU + pad is 4-aligned. */
+/**
+ * vd_mpa_pad() - pad bytes after a ULPDU
+ * @ulpdu_len: the ULPDU's bytes
+ *
+ * Return: what makes ULPDU_Length field + ULPDU + pad a multiple of 4.
+ */
 u32 vd_mpa_pad(u32 ulpdu_len)
 {
 	return -(VD_MPA_LEN_SIZE + ulpdu_len) & 3;
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_mpa_pad);
 
+/**
+ * vd_mpa_fpdu_len() - bytes of an FPDU on the wire
+ * @ulpdu_len: the ULPDU's bytes
+ *
+ * Return: length field, ULPDU, pad and CRC.
+ */
 u32 vd_mpa_fpdu_len(u32 ulpdu_len)
 {
 	return VD_MPA_LEN_SIZE + ulpdu_len + vd_mpa_pad(ulpdu_len) +
@@ -471,7 +591,13 @@ u32 vd_mpa_fpdu_len(u32 ulpdu_len)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_mpa_fpdu_len);
 
-/* The CRC of a linear FPDU: over the length field, the ULPDU and the pad. */
+/**
+ * vd_mpa_fpdu_crc() - the CRC of a linear FPDU
+ * @fpdu: the FPDU, from its length field
+ * @ulpdu_len: the ULPDU's bytes
+ *
+ * Return: the CRC over the length field, the ULPDU and the pad, as sent.
+ */
 u32 vd_mpa_fpdu_crc(const void *fpdu, u32 ulpdu_len)
 {
 	return ~vd_mpa_crc(VD_MPA_CRC_SEED, fpdu, VD_MPA_LEN_SIZE +
@@ -479,10 +605,18 @@ u32 vd_mpa_fpdu_crc(const void *fpdu, u32 ulpdu_len)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_mpa_fpdu_crc);
 
-/*
- * Frames the ULPDU at @fpdu + 2: writes the length, zeroes the pad, and
- * writes the CRC (or zero when CRC is not in use). Returns the FPDU's
- * length.
+/**
+ * vd_mpa_fpdu_seal() - frame a linear FPDU
+ * @fpdu: the FPDU; the ULPDU is at @fpdu + 2
+ * @size: bytes at @fpdu
+ * @ulpdu_len: the ULPDU's bytes
+ * @crc: CRC is in use on the stream
+ *
+ * Writes the length, zeroes the pad, and writes the CRC (or zero when CRC
+ * is not in use).
+ *
+ * Return: the FPDU's length; -EINVAL for a ULPDU longer than 65535 bytes;
+ * -ENOSPC if @size is too small.
  */
 int vd_mpa_fpdu_seal(void *fpdu, size_t size, u32 ulpdu_len, bool crc)
 {
@@ -501,9 +635,15 @@ int vd_mpa_fpdu_seal(void *fpdu, size_t size, u32 ulpdu_len, bool crc)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_mpa_fpdu_seal);
 
-/*
- * @len: the bytes of exactly one FPDU as framed by its length field.
- * Without CRC, the CRC field is not looked at (RFC 5044 section 4.5).
+/**
+ * vd_mpa_fpdu_verify() - check a received linear FPDU
+ * @fpdu: the FPDU, from its length field
+ * @len: the bytes of exactly one FPDU as framed by its length field
+ * @crc: CRC is in use on the stream; without it the CRC field is not
+ *       looked at (RFC 5044 section 4.5)
+ *
+ * Return: VD_IW_OK; VD_IW_MPA_FPDU if @len does not match the length field;
+ * VD_IW_MPA_CRC for a CRC mismatch.
  */
 enum vd_iw_err vd_mpa_fpdu_verify(const void *fpdu, size_t len, bool crc)
 {
@@ -524,11 +664,16 @@ EXPORT_SYMBOL_IF_KUNIT(vd_mpa_fpdu_verify);
 
 /* ---- Segmentation ---- */
 
-/*
+/**
+ * vd_mpa_mulpdu() - the largest ULPDU of a TCP segment
+ * @emss: the connection's effective MSS
+ *
  * RFC 5044 section 7.1 without markers: MULPDU = EMSS - (6 + EMSS mod 4),
  * so that a full FPDU (length field, ULPDU, CRC; no pad needed) fills a
- * TCP segment up to a multiple of 4. Capped where the 16-bit length field
- * ends. 0 when @emss cannot carry even the framing.
+ * TCP segment up to a multiple of 4. Capped at 65534 where the 16-bit
+ * length field ends (the largest ULPDU that needs no pad).
+ *
+ * Return: the MULPDU; 0 when @emss cannot carry even the framing.
  */
 u32 vd_mpa_mulpdu(u32 emss)
 {
@@ -541,13 +686,18 @@ u32 vd_mpa_mulpdu(u32 emss)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_mpa_mulpdu);
 
-/*
- * Payload bytes per FPDU for a message whose segments carry @hdr_len
- * bytes of headers: a multiple of 4, so that all segments but the last
- * keep the offsets aligned. When the MSS is too small to carry the headers
- * and VD_FPDU_MIN_PAYLOAD bytes, FPDUs of that payload are sent anyway:
- * TCP splits them, and a receiver takes FPDUs across segments (RFC 5044
+/**
+ * vd_fpdu_max_payload() - payload bytes per FPDU
+ * @emss: the connection's effective MSS
+ * @hdr_len: the header bytes each segment of the message carries
+ *
+ * A multiple of 4, so that all segments but the last keep the offsets
+ * aligned. When the MSS is too small to carry the headers and
+ * VD_FPDU_MIN_PAYLOAD bytes, FPDUs of that payload are sent anyway: TCP
+ * splits them, and a receiver takes FPDUs across segments (RFC 5044
  * section 4.4 only says SHOULD for alignment).
+ *
+ * Return: the payload bytes per FPDU, at least VD_FPDU_MIN_PAYLOAD.
  */
 u32 vd_fpdu_max_payload(u32 emss, u32 hdr_len)
 {
@@ -559,7 +709,14 @@ u32 vd_fpdu_max_payload(u32 emss, u32 hdr_len)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_fpdu_max_payload);
 
-/* A message of 0 bytes is still one segment, with L set. */
+/**
+ * vd_fpdu_count() - the segments of a message
+ * @msg_len: the message's bytes
+ * @max_payload: from vd_fpdu_max_payload()
+ *
+ * Return: the number of FPDUs; a message of 0 bytes is still one segment,
+ * with L set.
+ */
 u32 vd_fpdu_count(u64 msg_len, u32 max_payload)
 {
 	if (!msg_len || !max_payload)
@@ -568,9 +725,14 @@ u32 vd_fpdu_count(u64 msg_len, u32 max_payload)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_fpdu_count);
 
-/*
- * Segment @index of a message of @msg_len bytes (at most U32_MAX: MO is 32
- * bits wide); @index below vd_fpdu_count().
+/**
+ * vd_fpdu_segment() - one segment of a message
+ * @msg_len: the message's bytes, at most U32_MAX (MO is 32 bits wide)
+ * @max_payload: from vd_fpdu_max_payload()
+ * @hdr_len: the header bytes of each segment
+ * @index: the segment, below vd_fpdu_count()
+ * @seg: filled with its offset, length, L, ULPDU length, pad and FPDU
+ *       length
  */
 void vd_fpdu_segment(u64 msg_len, u32 max_payload, u32 hdr_len, u32 index,
 		     struct vd_fpdu_seg *seg)

@@ -4,38 +4,13 @@
  * and RDMAP (RFC 5040). Byte layouts, pure encode/decode/validate helpers,
  * FPDU segmentation arithmetic and the MPA CRC. Nothing here touches a QP,
  * a socket or registered memory; Documentation/iwarp.rst draws the layouts
- * and gives the validation order.
+ * and gives the validation order. The functions are documented at their
+ * definitions in iwarp.c; all are pure functions of their arguments,
+ * callable in any context.
  *
  * Every multi-byte field is big endian on the wire, except the MPA CRC,
  * whose four bytes are the CRC32c value least significant byte first (as in
  * iSCSI, and as Linux siw sends it).
- *
- * API
- * ---
- *   vd_mpa_rr_build(buf, size, info)
- *       Writes an MPA Request or Reply header (and, if @info->enhanced,
- *       the RFC 6581 IRD/ORD words that open the private data). Returns
- *       the bytes written (20 or 24); the caller appends @info->pd_len
- *       bytes of its own private data. -EINVAL/-ENOSPC.
- *   vd_mpa_rr_parse(hdr, reply, info)
- *       Validates a received 20-byte header. VD_IW_OK or an MPA error.
- *   vd_mpa_v2_parse(v2, info)
- *       Decodes the IRD/ORD words that open an enhanced private data.
- *
- *   vd_iw_build(ulpdu, size, hdr)
- *       Writes the DDP (and RDMAP) headers of @hdr->opcode. The tagged
- *       flag, the queue number and the header size follow from the opcode.
- *       Returns the header bytes written, -EINVAL or -ENOSPC.
- *   vd_iw_parse(ulpdu, len, hdr)
- *       Validates the headers of one received ULPDU of @len bytes (the MPA
- *       ULPDU_Length) and decodes them. Stateless: MSN and MO against the
- *       receive queue are vd_ddp_msn_check() and vd_ddp_mo_check().
- *
- *   vd_mpa_*() FPDU framing: pad, FPDU length, CRC, seal and verify of a
- *       linear FPDU; vd_fpdu_*() segmentation of a message into FPDUs.
- *
- * All of these are pure functions of their arguments, callable in any
- * context.
  */
 #ifndef _VD_IWARP_H
 #define _VD_IWARP_H

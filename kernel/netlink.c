@@ -626,11 +626,27 @@ static struct genl_family vd_nl_family __ro_after_init = {
 	.n_small_ops = ARRAY_SIZE(vd_nl_ops),
 };
 
+/**
+ * vd_netlink_init() - register the generic-netlink family
+ *
+ * Context: Module init, process context.
+ * Return: 0 or the negative errno of genl_register_family().
+ */
 int __init vd_netlink_init(void)
 {
 	return genl_register_family(&vd_nl_family);
 }
 
+/**
+ * vd_netlink_uninit() - unregister the generic-netlink family
+ *
+ * Waits for commands that are running (they hold genetlink's cb_lock, which
+ * unregistering takes for writing). A dump in progress holds a reference on
+ * the module (the family's @module), so none runs by the time module exit
+ * calls this.
+ *
+ * Context: Module exit, process context.
+ */
 void vd_netlink_uninit(void)
 {
 	genl_unregister_family(&vd_nl_family);

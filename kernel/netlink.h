@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The "viaduct" generic-netlink family (include/uapi/viaduct/viaduct-nl.h).
- *
- *   vd_netlink_init(), vd_netlink_uninit()
- *       Register and unregister the family. Unregistering waits for
- *       running commands and dumps to finish.
+ * The "viaduct" generic-netlink family (include/uapi/viaduct/viaduct-nl.h):
+ * devices (link add/del/get), statistics and resources for management tools.
+ * Its commands are in netlink.c; module init registers the family.
  */
 #ifndef _VD_NETLINK_H
 #define _VD_NETLINK_H

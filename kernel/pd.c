@@ -22,6 +22,14 @@
  */
 static DEFINE_IDA(vd_pdn_ida);
 
+/**
+ * vd_pd_create() - a new protection domain
+ * @dev: the device it belongs to (not dereferenced; it outlives the PD)
+ *
+ * Context: Process context; allocates with GFP_KERNEL.
+ * Return: the PD with one reference (the creator's) and no user, or
+ * ERR_PTR(-ENOMEM), or ERR_PTR(-ENOSPC) when the PD numbers are exhausted.
+ */
 struct vd_pd *vd_pd_create(struct vd_device *dev)
 {
 	struct vd_pd *pd;
@@ -57,6 +65,12 @@ static void vd_pd_free(struct kref *ref)
 	kfree(pd);
 }
 
+/**
+ * vd_pd_put() - drop a reference
+ * @pd: the PD, or NULL (a no-op)
+ *
+ * The last put frees the PD and its number. Never sleeps.
+ */
 void vd_pd_put(struct vd_pd *pd)
 {
 	if (pd)
@@ -64,18 +78,42 @@ void vd_pd_put(struct vd_pd *pd)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_pd_put);
 
+/**
+ * vd_pd_attach() - count one more user (an MR or a QP) of a live PD
+ * @pd: the PD, referenced by the caller
+ *
+ * Context: Any context.
+ * Return: 0, or -ENOENT once vd_pd_try_destroy() succeeded.
+ */
 int vd_pd_attach(struct vd_pd *pd)
 {
 	return atomic_inc_unless_negative(&pd->users) ? 0 : -ENOENT;
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_pd_attach);
 
+/**
+ * vd_pd_detach() - uncount a user counted by vd_pd_attach()
+ * @pd: the PD, referenced by the caller
+ *
+ * Context: Any context.
+ */
 void vd_pd_detach(struct vd_pd *pd)
 {
 	WARN_ON_ONCE(atomic_dec_return(&pd->users) < 0);
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_pd_detach);
 
+/**
+ * vd_pd_try_destroy() - mark the PD destroyed unless it has users
+ * @pd: the PD, referenced by the caller
+ *
+ * On success no user can attach any more; the caller then forgets its
+ * handle and drops its reference with vd_pd_put().
+ *
+ * Context: Any context.
+ * Return: 0, -EBUSY while the PD has users, -ENOENT if it was already
+ * destroyed.
+ */
 int vd_pd_try_destroy(struct vd_pd *pd)
 {
 	int old = atomic_cmpxchg(&pd->users, 0, VD_PD_DESTROYED);

@@ -1,21 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Protection domains.
- *
- * API
- * ---
- *   vd_pd_create(dev)       new PD with one reference (the creator's), or
- *                           ERR_PTR(-ENOMEM / -ENOSPC).
- *   vd_pd_get(pd), vd_pd_put(pd)
- *                           memory lifetime. The last put frees the PD and
- *                           its number; it never sleeps.
- *   vd_pd_attach(pd)        counts one more user (an MR or a QP) of a live
- *                           PD; -ENOENT once vd_pd_try_destroy() succeeded.
- *   vd_pd_detach(pd)        uncounts it.
- *   vd_pd_try_destroy(pd)   -EBUSY while the PD has users; otherwise marks
- *                           it destroyed (no user can attach any more) and
- *                           returns 0. The caller then forgets its handle
- *                           and drops its reference with vd_pd_put().
+ * Protection domains: a number, a reference count and a user count. The
+ * functions are documented (kernel-doc) at their definitions in pd.c;
+ * Documentation/memory.rst has what PDs protect.
  *
  * A user holds a reference of its own (vd_pd_get) for as long as it keeps
  * the pointer, and is counted as a user (vd_pd_attach) for as long as it
@@ -56,6 +43,13 @@ int vd_pd_attach(struct vd_pd *pd);
 void vd_pd_detach(struct vd_pd *pd);
 void vd_pd_put(struct vd_pd *pd);
 
+/**
+ * vd_pd_get() - take a reference
+ * @pd: the PD, on which the caller holds a reference
+ *
+ * Context: Any context.
+ * Return: @pd.
+ */
 static inline struct vd_pd *vd_pd_get(struct vd_pd *pd)
 {
 	kref_get(&pd->ref);

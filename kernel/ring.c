@@ -17,6 +17,17 @@
 /* Far above any ring the module sizes; keeps the rounding from wrapping. */
 #define VD_RING_MEM_MAX		SZ_1G
 
+/**
+ * vd_ring_mem_alloc() - memory for a ring or a doorbell page
+ * @size: bytes wanted; rounded up to whole pages
+ *
+ * Zeroed vmalloc_user() memory. @va and @size are fixed for the object's
+ * life.
+ *
+ * Context: Process context.
+ * Return: the memory with one reference; ERR_PTR(-EINVAL) for size 0 or
+ * more than 1 GiB; ERR_PTR(-ENOMEM).
+ */
 struct vd_ring_mem *vd_ring_mem_alloc(size_t size)
 {
 	struct vd_ring_mem *mem;
@@ -53,6 +64,17 @@ static void vd_ring_mem_free(struct kref *ref)
 	kfree(mem);
 }
 
+/**
+ * vd_ring_mem_put() - drop a reference
+ * @mem: the memory, or NULL (a no-op)
+ *
+ * The last put frees the memory with vfree(), which sleeps unless
+ * in_interrupt() (softirq, hardirq, or bottom halves disabled, as under
+ * spin_lock_bh(); vfree() then defers the work).
+ *
+ * Context: Never with interrupts disabled or under a plain spinlock; every
+ * put checks this with might_sleep_if(), not only the last.
+ */
 void vd_ring_mem_put(struct vd_ring_mem *mem)
 {
 	/*
@@ -101,6 +123,21 @@ static void vd_vma_set_flags(struct vm_area_struct *vma, vm_flags_t flags)
 #endif
 }
 
+/**
+ * vd_ring_mem_mmap() - map ring memory into a process
+ * @mem: the memory
+ * @vma: a MAP_SHARED mapping no larger than @mem->size; its @vm_pgoff is
+ *       the caller's mmap key and is ignored here
+ *
+ * Maps @mem from its start. The mapping is never inherited across fork()
+ * (VM_DONTCOPY) and cannot grow (VM_DONTEXPAND). Every VMA of it, including
+ * the pieces a partial munmap() or mprotect() leaves and the moves of
+ * mremap(), holds a reference on @mem.
+ *
+ * Context: The file's ->mmap(), with mmap_lock held for writing.
+ * Return: 0; -EINVAL for a private or oversized mapping; an error of
+ * remap_vmalloc_range().
+ */
 int vd_ring_mem_mmap(struct vd_ring_mem *mem, struct vm_area_struct *vma)
 {
 	unsigned long len = vma->vm_end - vma->vm_start;

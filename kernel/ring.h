@@ -1,31 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Shared rings: the memory userspace maps, and the index protocol both
- * sides follow. Documentation/rings.rst has the whole protocol, the
- * barrier pairs and the lost-wakeup arguments; this header holds the
- * pieces every ring user (cq.c, qp.c, doorbell.c) shares.
+ * Shared rings: the memory userspace maps (struct vd_ring_mem, in ring.c),
+ * and the index protocol both sides follow (the inline helpers below).
+ * Documentation/rings.rst has the whole protocol, the barrier pairs and the
+ * lost-wakeup arguments; this header holds the pieces every ring user
+ * (cq.c, qp.c, doorbell.c) shares.
  *
- * Ring memory
- * -----------
- *   vd_ring_mem_alloc(size)
- *       Zeroed, page-rounded vmalloc_user() memory with one reference, or
- *       ERR_PTR(-EINVAL) for size 0 (or too large) and ERR_PTR(-ENOMEM).
- *       Process context. @va and @size are fixed for the object's life.
- *   vd_ring_mem_get(mem), vd_ring_mem_put(mem)
- *       The last put frees the memory with vfree(), which sleeps unless
- *       in_interrupt() (softirq, hardirq, or bottom halves disabled, as
- *       under spin_lock_bh(); vfree() then defers the work). So never put
- *       with interrupts disabled or under a plain spinlock; every put
- *       checks this with might_sleep_if(). put(NULL) is a no-op.
- *   vd_ring_mem_mmap(mem, vma)
- *       Maps the memory, from its start, into @vma (a MAP_SHARED mapping
- *       no larger than @size; @vma->vm_pgoff is the caller's mmap key and
- *       is ignored here). -EINVAL for a private or oversized mapping. The
- *       mapping is never inherited across fork() (VM_DONTCOPY) and cannot
- *       grow (VM_DONTEXPAND). Every VMA of it holds a reference on @mem,
- *       so memory whose owner (CQ, QP) is destroyed while still mapped
- *       stays valid for the process until munmap() or exit. Called from
- *       the file's ->mmap() with mmap_lock held for writing.
+ * Ring memory has a kref; every VMA that maps it holds a reference, so
+ * memory whose owner (CQ, QP) is destroyed while still mapped stays valid
+ * for the process until munmap() or exit. The last put sleeps (vfree()),
+ * so a reference is never dropped with interrupts disabled or under a plain
+ * spinlock.
  *
  * Index discipline
  * ----------------
@@ -38,19 +23,11 @@
  * with vd_ring_publish() (store-release, after writing the slots it
  * covers); it never reads its own index back from shared memory. An index
  * written by userspace is read once with an acquire load and checked
- * against the kernel's private copy of the opposite index:
- *
- *   vd_ring_load_user_index(shared, cons, entries, &prod)
- *       for a ring userspace produces into (SQ, RQ): the user's producer
- *       must satisfy 0 <= prod - cons <= entries;
- *   vd_ring_load_user_consumer(shared, prod, entries, &cons)
- *       for a ring the kernel produces into (CQ): the user's consumer must
- *       satisfy 0 <= prod - cons <= entries.
- *
- * Both return -EINVAL and leave the output alone when the shared word is
- * out of range; that means userspace wrote garbage, and the owner treats
- * the ring as broken (CQ overflow, QP to Error). A valid value is still
- * only a hint: userspace may change it the moment after it was read.
+ * against the kernel's private copy of the opposite index
+ * (vd_ring_load_user_index(), vd_ring_load_user_consumer()). A value out of
+ * range means userspace wrote garbage, and the owner treats the ring as
+ * broken (CQ overflow, QP to Error). A valid value is still only a hint:
+ * userspace may change it the moment after it was read.
  *
  * Slots that userspace fills are copied out once, with
  * vd_ring_copy_slot(), into kernel memory before any field is looked at;
@@ -80,46 +57,97 @@ struct vd_ring_mem *vd_ring_mem_alloc(size_t size);
 void vd_ring_mem_put(struct vd_ring_mem *mem);
 int vd_ring_mem_mmap(struct vd_ring_mem *mem, struct vm_area_struct *vma);
 
+/**
+ * vd_ring_mem_get() - take a reference
+ * @mem: the memory, on which the caller holds a reference (or which it
+ *       borrows under its owner's rules, as vd_cq_mem() says)
+ *
+ * Context: Any context.
+ * Return: @mem.
+ */
 static inline struct vd_ring_mem *vd_ring_mem_get(struct vd_ring_mem *mem)
 {
 	kref_get(&mem->ref);
 	return mem;
 }
 
-/* Slot of a free-running index; @entries is a power of two. */
+/**
+ * vd_ring_slot() - the slot of a free-running index
+ * @idx: the index
+ * @entries: the ring's slots, a power of two
+ *
+ * Return: @idx modulo @entries.
+ */
 static inline u32 vd_ring_slot(u32 idx, u32 entries)
 {
 	return idx & (entries - 1);
 }
 
-/* Elements between consumer and producer (meaningful when validated). */
+/**
+ * vd_ring_used() - elements between consumer and producer
+ * @prod: the producer index
+ * @cons: the consumer index
+ *
+ * Return: @prod - @cons; meaningful for a pair vd_ring_valid() accepts.
+ */
 static inline u32 vd_ring_used(u32 prod, u32 cons)
 {
 	return prod - cons;
 }
 
-/* True if @prod and @cons can belong to a ring of @entries slots. */
+/**
+ * vd_ring_valid() - whether two indices can belong to one ring
+ * @prod: the producer index
+ * @cons: the consumer index
+ * @entries: the ring's slots
+ *
+ * Return: true if 0 <= @prod - @cons <= @entries.
+ */
 static inline bool vd_ring_valid(u32 prod, u32 cons, u32 entries)
 {
 	return prod - cons <= entries;
 }
 
-/* Free slots; only for a validated pair. */
+/**
+ * vd_ring_free() - free slots
+ * @prod: the producer index
+ * @cons: the consumer index
+ * @entries: the ring's slots
+ *
+ * Return: @entries - (@prod - @cons); only for a validated pair.
+ */
 static inline u32 vd_ring_free(u32 prod, u32 cons, u32 entries)
 {
 	return entries - (prod - cons);
 }
 
+/**
+ * vd_ring_full() - whether no slot is free
+ * @prod: the producer index
+ * @cons: the consumer index
+ * @entries: the ring's slots
+ *
+ * Return: true if @prod - @cons >= @entries (also for an invalid pair).
+ */
 static inline bool vd_ring_full(u32 prod, u32 cons, u32 entries)
 {
 	return prod - cons >= entries;
 }
 
-/*
- * Acquire-loads a producer index that userspace writes and checks it
- * against the kernel's private consumer index @cons. The acquire pairs with
+/**
+ * vd_ring_load_user_index() - read a producer index that userspace writes
+ * @shared: the index in the shared ring header
+ * @cons: the kernel's private consumer index
+ * @entries: the ring's slots
+ * @prod: set to the index if it is valid; left alone otherwise
+ *
+ * For a ring userspace produces into (SQ, RQ). The acquire load pairs with
  * userspace's store-release of the index after it filled the slots, so the
  * slots up to the returned index may be copied out afterwards.
+ *
+ * Context: Any context.
+ * Return: 0, or -EINVAL if the index does not satisfy
+ * 0 <= prod - @cons <= @entries: userspace wrote garbage.
  */
 static inline int vd_ring_load_user_index(const u32 *shared, u32 cons,
 					  u32 entries, u32 *prod)
@@ -133,11 +161,20 @@ static inline int vd_ring_load_user_index(const u32 *shared, u32 cons,
 	return 0;
 }
 
-/*
- * Acquire-loads a consumer index that userspace writes and checks it
- * against the kernel's private producer index @prod. The acquire pairs with
+/**
+ * vd_ring_load_user_consumer() - read a consumer index that userspace writes
+ * @shared: the index in the shared ring header
+ * @prod: the kernel's private producer index
+ * @entries: the ring's slots
+ * @cons: set to the index if it is valid; left alone otherwise
+ *
+ * For a ring the kernel produces into (CQ). The acquire load pairs with
  * userspace's store-release of the index after it read the slots, so the
  * slots before the returned index may be overwritten afterwards.
+ *
+ * Context: Any context.
+ * Return: 0, or -EINVAL if the index does not satisfy
+ * 0 <= @prod - cons <= @entries: userspace wrote garbage.
  */
 static inline int vd_ring_load_user_consumer(const u32 *shared, u32 prod,
 					     u32 entries, u32 *cons)
@@ -151,9 +188,16 @@ static inline int vd_ring_load_user_consumer(const u32 *shared, u32 prod,
 	return 0;
 }
 
-/*
- * Publishes an index the kernel owns: every slot write (or, for a consumer
- * index, every slot read) before it is visible before the new value.
+/**
+ * vd_ring_publish() - publish an index the kernel owns
+ * @shared: the index in the shared ring header
+ * @idx: the kernel's private copy, the new value
+ *
+ * A store-release: every slot write (or, for a consumer index, every slot
+ * read) before it is visible before the new value. Pairs with userspace's
+ * load-acquire of the index.
+ *
+ * Context: Any context.
  */
 static inline void vd_ring_publish(u32 *shared, u32 idx)
 {
@@ -161,16 +205,33 @@ static inline void vd_ring_publish(u32 *shared, u32 idx)
 	smp_store_release(shared, idx);
 }
 
-/* Address of the slot of @idx in an array of @slot_size-byte slots. */
+/**
+ * vd_ring_slot_ptr() - the address of a slot
+ * @slots: the array of slots
+ * @idx: a free-running index
+ * @entries: the ring's slots, a power of two
+ * @slot_size: bytes per slot
+ *
+ * Return: the address of the slot of @idx.
+ */
 static inline void *vd_ring_slot_ptr(void *slots, u32 idx, u32 entries,
 				     size_t slot_size)
 {
 	return slots + (size_t)vd_ring_slot(idx, entries) * slot_size;
 }
 
-/*
- * Copies the slot of @idx into private memory. The copy is the only read
- * of the shared slot: look at @dst, never at the ring, from here on.
+/**
+ * vd_ring_copy_slot() - copy a slot userspace fills into private memory
+ * @dst: the private copy
+ * @slots: the array of slots
+ * @idx: a free-running index
+ * @entries: the ring's slots, a power of two
+ * @slot_size: bytes per slot
+ *
+ * The copy is the only read of the shared slot: look at @dst, never at the
+ * ring, from here on.
+ *
+ * Context: Any context.
  */
 static inline void vd_ring_copy_slot(void *dst, const void *slots, u32 idx,
 				     u32 entries, size_t slot_size)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Terminate messages: the code table, the maps to it and to CQE statuses,
- * and the message itself. See terminate.h for the API.
+ * and the message itself. See terminate.h.
  *
  * The table follows the IANA RDDP registries (RFC 6580): RDMAP errors
  * from RFC 5040, DDP errors from RFC 5041, MPA errors from RFC 5044 and
@@ -103,7 +103,13 @@ static const struct vd_term_entry vd_term_table[VD_IW_NR] = {
 
 #undef E
 
-/* VD_IW_OK has no code: 0 is returned, which is RDMAP catastrophic. */
+/**
+ * vd_term_code() - the Terminate code of one of our errors
+ * @err: the error
+ *
+ * Return: its code; 0 (which reads as RDMAP catastrophic) for VD_IW_OK
+ * and for values outside the table.
+ */
 u16 vd_term_code(enum vd_iw_err err)
 {
 	const struct vd_term_entry *e;
@@ -115,7 +121,15 @@ u16 vd_term_code(enum vd_iw_err err)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_term_code);
 
-/* The first error with @code: VD_IW_MPA_REQREP, not VD_IW_MPA_MARKERS. */
+/**
+ * vd_term_err() - our error for a Terminate code
+ * @code: the code
+ *
+ * Where two errors share a code the first wins: VD_IW_MPA_REQREP, not
+ * VD_IW_MPA_MARKERS.
+ *
+ * Return: the error, or VD_IW_NR if the code is not in the table.
+ */
 enum vd_iw_err vd_term_err(u16 code)
 {
 	enum vd_iw_err err;
@@ -127,6 +141,15 @@ enum vd_iw_err vd_term_err(u16 code)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_term_err);
 
+/**
+ * vd_term_access_code() - the Terminate code of a failed TPT check
+ * @status: the check's result
+ * @tagged: the check was for the sink of tagged data (RDMA Write, Read
+ *          Response), else for the source of an RDMA Read Request
+ *
+ * Return: the code through vd_access_term_ddp() for tagged data, through
+ * vd_access_term_rdmap() for a Read Request's source.
+ */
 u16 vd_term_access_code(enum vd_access_status status, bool tagged)
 {
 	return tagged ? vd_access_term_ddp(status) :
@@ -134,6 +157,12 @@ u16 vd_term_access_code(enum vd_access_status status, bool tagged)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_term_access_code);
 
+/**
+ * vd_term_name() - text of a Terminate code, for logs and viaductctl
+ * @code: the code
+ *
+ * Return: a static string; "unknown" for a code not in the table.
+ */
 const char *vd_term_name(u16 code)
 {
 	enum vd_iw_err err = vd_term_err(code);
@@ -142,6 +171,13 @@ const char *vd_term_name(u16 code)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_term_name);
 
+/**
+ * vd_term_wc_status() - CQE status of a local work request an error we detected ends
+ * @err: the error
+ *
+ * Return: the table's status for @err; VIADUCT_WC_SUCCESS for VD_IW_OK;
+ * VIADUCT_WC_GENERAL_ERR for values outside the table.
+ */
 u8 vd_term_wc_status(enum vd_iw_err err)
 {
 	if (err == VD_IW_OK)
@@ -152,9 +188,15 @@ u8 vd_term_wc_status(enum vd_iw_err err)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_term_wc_status);
 
-/*
+/**
+ * vd_term_remote_wc_status() - CQE status of our work request that a received Terminate blames
+ * @msg: the parsed Terminate
+ *
  * Depends on the layer and error type only as an unordered pair, so a
  * peer that swaps the two nibbles (siw) gets the same answer.
+ *
+ * Return: a remote-error status (access, invalid request, operation), or
+ * VIADUCT_WC_REM_TERMINATED for a layer and type it does not know.
  */
 u8 vd_term_remote_wc_status(const struct vd_term_msg *msg)
 {
@@ -186,13 +228,18 @@ static bool vd_term_known(u16 code)
 	return vd_term_err(code) != VD_IW_NR;
 }
 
-/*
+/**
+ * vd_term_fix_nibbles() - a received code with Layer and EType put right
+ * @wire: the code as received
+ *
  * Linux siw on little-endian hosts sends Layer and EType swapped (see
  * VD_TERM_SIW_M). Put them right where the code tells: a code that is not
  * in the table but is once swapped. A code that is valid both ways (RDMAP
  * or DDP catastrophic, DDP tagged, RDMAP invalid STag against DDP
  * catastrophic, MPA codes 5-7 against RDMAP remote operation) stays as
  * sent; nothing but reporting may depend on the two nibbles.
+ *
+ * Return: the code, swapped if only the swapped code is known.
  */
 u16 vd_term_fix_nibbles(u16 wire)
 {
@@ -204,14 +251,22 @@ u16 vd_term_fix_nibbles(u16 wire)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_term_fix_nibbles);
 
-/*
- * The header control bits for a Terminate about the segment whose first
- * @bad_len header bytes are at @bad (NULL: none at hand). Headers are
- * copied when they were received and can be read: not for MPA errors
- * (the FPDU may be corrupt), not for an RDMAP catastrophic error, not for
- * a DDP version error (the layout is unknown). M and D go together: the
- * DDP Segment Length field precedes the copied DDP header. R adds the
- * RDMA Read Request header for RDMAP errors about a Read Request.
+/**
+ * vd_term_hdrct() - the header control bits of a Terminate
+ * @code: the Terminate's code
+ * @bad: the first header bytes of the offending segment, or NULL (none at
+ *       hand)
+ * @bad_len: the bytes at @bad
+ *
+ * Headers are copied when they were received and can be read: not for MPA
+ * errors (the FPDU may be corrupt), not for an RDMAP catastrophic error,
+ * not for a DDP version error (the layout is unknown), not if @bad is too
+ * short for the DDP header it starts. M and D go together: the DDP Segment
+ * Length field precedes the copied DDP header. R adds the RDMA Read Request
+ * header for RDMAP errors about a Read Request.
+ *
+ * Return: the M, D and R bits (VD_TERM_HDR_*): which copies vd_term_build()
+ * appends.
  */
 u32 vd_term_hdrct(u16 code, const void *bad, u32 bad_len)
 {
@@ -242,10 +297,23 @@ u32 vd_term_hdrct(u16 code, const void *bad, u32 bad_len)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_term_hdrct);
 
-/*
+/**
+ * vd_term_build() - write a Terminate ULPDU
+ * @ulpdu: where to write
+ * @size: bytes at @ulpdu
+ * @code: the Terminate's code
  * @msn: the MSN of the Terminate queue (VD_MSN_INITIAL: a stream carries
- * one Terminate at most). @seg_len: the MPA ULPDU_Length of the offending
- * segment, sent as the DDP Segment Length (saturated to 16 bits).
+ *       one Terminate at most)
+ * @bad: the offending segment's headers, or NULL; see vd_term_hdrct()
+ * @bad_len: the bytes at @bad
+ * @seg_len: the MPA ULPDU_Length of the offending segment, sent as the DDP
+ *           Segment Length (saturated to 16 bits)
+ *
+ * Writes the DDP header, the control word and the copies of the offending
+ * headers that vd_term_hdrct() asks for; vd_mpa_fpdu_seal() frames it.
+ *
+ * Return: the ULPDU's length; -EINVAL for a layer above LLP; -ENOSPC if
+ * @size is too small.
  */
 int vd_term_build(void *ulpdu, size_t size, u16 code, u32 msn,
 		  const void *bad, u32 bad_len, u32 seg_len)
@@ -293,14 +361,22 @@ int vd_term_build(void *ulpdu, size_t size, u16 code, u32 msn,
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_term_build);
 
-/*
- * @payload, @len: the segment's bytes after its DDP header (vd_iw_parse()
- * checked there are 4 at least). Lenient: copied headers that are cut
- * short, or announced by a bit but missing, are left out rather than
- * failing the parse; an R bit without a Read Request behind it (siw sets
- * R for Sends too) is kept as sent but yields no @rreq. Only a payload
- * without a control word is an error. The DDP Segment Length field is
- * there when M or D is set.
+/**
+ * vd_term_parse() - decode the payload of a received Terminate segment
+ * @payload: the segment's bytes after its DDP header (vd_iw_parse() checked
+ *           there are 4 at least)
+ * @len: the bytes at @payload
+ * @msg: filled with the message
+ *
+ * Lenient: copied headers that are cut short, or announced by a bit but
+ * missing, are left out rather than failing the parse; an R bit without a
+ * Read Request behind it (siw sets R for Sends too) is kept as sent but
+ * yields no @msg->rreq. The DDP Segment Length field is there when M or D
+ * is set. siw's bit layout (VD_TERM_SIW_M) is recognised, and its swapped
+ * nibbles are put right in @msg->code.
+ *
+ * Return: VD_IW_OK; VD_IW_MPA_FPDU only for a payload without a control
+ * word.
  */
 enum vd_iw_err vd_term_parse(const void *payload, u32 len,
 			     struct vd_term_msg *msg)

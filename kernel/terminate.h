@@ -3,36 +3,12 @@
  * Terminate messages (RFC 5040 section 4.8): the error code table of
  * RDMAP, DDP and MPA, the map from our errors to it and to CQE statuses,
  * and building and parsing the message. Documentation/iwarp.rst has the
- * table and the header-inclusion rules.
+ * table and the header-inclusion rules; the functions are documented at
+ * their definitions in terminate.c. All are pure functions of their
+ * arguments, callable in any context.
  *
  * A code is 16 bits, layer << 12 | error type << 8 | error code (the
  * layout of VD_TERM_CODE() in tpt.h and of viaduct_query_qp.terminate).
- *
- * API
- * ---
- *   vd_term_code(err)           our error -> code
- *   vd_term_err(code)           code -> our error (VD_IW_NR if unknown)
- *   vd_term_access_code(st, tagged)
- *       A failed TPT check -> code: through vd_access_term_ddp() for the
- *       sink of tagged data (RDMA Write, Read Response), through
- *       vd_access_term_rdmap() for the source of an RDMA Read Request.
- *   vd_term_name(code)          text for logs and viaductctl
- *   vd_term_wc_status(err)      CQE status of the local work request an
- *                               error we detected ends, if there is one
- *   vd_term_remote_wc_status(msg)
- *       CQE status of our work request that a received Terminate blames.
- *   vd_term_hdrct(code, bad, bad_len)
- *       The M, D and R bits a Terminate with @code about the headers at
- *       @bad carries: which copies of them vd_term_build() appends.
- *   vd_term_fix_nibbles(wire)
- *       A received code with Layer and EType put right if the peer sent
- *       them swapped (Linux siw does on little-endian hosts).
- *   vd_term_build(ulpdu, size, code, msn, bad, bad_len, seg_len)
- *       Writes a Terminate ULPDU (DDP header, control word, copies of the
- *       offending headers) and returns its length; vd_mpa_fpdu_seal()
- *       frames it.
- *   vd_term_parse(payload, len, msg)
- *       Decodes the payload of a received Terminate segment.
  *
  * A received Terminate is never answered with one: the caller checks the
  * opcode before it calls vd_term_build().
@@ -53,16 +29,34 @@
 #define VD_TERM_DDP_UNTAGGED		0x2
 #define VD_TERM_LLP_MPA			0x0
 
+/**
+ * vd_term_layer() - the layer of a code
+ * @code: a Terminate code
+ *
+ * Return: bits 15-12.
+ */
 static inline u8 vd_term_layer(u16 code)
 {
 	return code >> 12;
 }
 
+/**
+ * vd_term_etype() - the error type of a code
+ * @code: a Terminate code
+ *
+ * Return: bits 11-8.
+ */
 static inline u8 vd_term_etype(u16 code)
 {
 	return (code >> 8) & 0xf;
 }
 
+/**
+ * vd_term_ecode() - the error code of a code
+ * @code: a Terminate code
+ *
+ * Return: bits 7-0.
+ */
 static inline u8 vd_term_ecode(u16 code)
 {
 	return code & 0xff;

@@ -90,7 +90,7 @@ static int ucm_publish(void *arg, struct vd_cm_id *child)
 }
 
 long vd_ucm_create_channel(struct vd_uctx *ctx, struct vd_device *vd,
-			   void *karg, void __user *uarg)
+			   void *karg, const struct vd_uarg *uarg)
 {
 	struct viaduct_cm_channel *c = karg;
 
@@ -100,7 +100,7 @@ long vd_ucm_create_channel(struct vd_uctx *ctx, struct vd_device *vd,
 }
 
 long vd_ucm_create_id(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		      void __user *uarg)
+		      const struct vd_uarg *uarg)
 {
 	struct viaduct_cm_create_id *c = karg;
 	struct vd_cm_channel *ch;
@@ -125,7 +125,7 @@ long vd_ucm_create_id(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 		vd_cm_id_destroy(id);
 		return ret;
 	}
-	if (copy_to_user(uarg, c, sizeof(*c))) {
+	if (vd_uarg_reply(uarg, c, sizeof(*c))) {
 		/* nobody was told the handle; another thread may have guessed */
 		id = vd_uobj_cm_id_remove(&ctx->objs, c->handle, true);
 		if (!IS_ERR(id))
@@ -136,7 +136,7 @@ long vd_ucm_create_id(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 }
 
 long vd_ucm_destroy_id(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		       void __user *uarg)
+		       const struct vd_uarg *uarg)
 {
 	struct viaduct_handle *h = karg;
 	struct vd_cm_id *id;
@@ -151,7 +151,7 @@ long vd_ucm_destroy_id(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 }
 
 long vd_ucm_listen(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		   void __user *uarg)
+		   const struct vd_uarg *uarg)
 {
 	struct viaduct_cm_listen *l = karg;
 	struct vd_cm_id *id;
@@ -162,7 +162,7 @@ long vd_ucm_listen(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 		return ret;
 	ret = vd_cm_listen(id, &l->addr, l->backlog);
 	vd_cm_id_put(id);
-	if (!ret && copy_to_user(uarg, l, sizeof(*l)))
+	if (!ret && vd_uarg_reply(uarg, l, sizeof(*l)))
 		ret = -EFAULT;	/* listening nevertheless, as bind(2) would */
 	return ret;
 }
@@ -212,7 +212,7 @@ out:
 }
 
 long vd_ucm_connect(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		    void __user *uarg)
+		    const struct vd_uarg *uarg)
 {
 	struct viaduct_cm_connect *c = karg;
 
@@ -224,7 +224,7 @@ long vd_ucm_connect(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 }
 
 long vd_ucm_accept(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		   void __user *uarg)
+		   const struct vd_uarg *uarg)
 {
 	struct viaduct_cm_accept *a = karg;
 
@@ -236,7 +236,7 @@ long vd_ucm_accept(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 }
 
 long vd_ucm_convert(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		    void __user *uarg)
+		    const struct vd_uarg *uarg)
 {
 	struct viaduct_cm_convert_socket *c = karg;
 
@@ -245,7 +245,7 @@ long vd_ucm_convert(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 }
 
 long vd_ucm_reject(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		   void __user *uarg)
+		   const struct vd_uarg *uarg)
 {
 	struct viaduct_cm_reject *r = karg;
 	struct vd_cm_id *id;
@@ -270,7 +270,7 @@ long vd_ucm_reject(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 }
 
 long vd_ucm_disconnect(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		       void __user *uarg)
+		       const struct vd_uarg *uarg)
 {
 	struct viaduct_cm_disconnect *d = karg;
 	struct vd_cm_id *id;
@@ -287,7 +287,7 @@ long vd_ucm_disconnect(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 }
 
 long vd_ucm_ack(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		void __user *uarg)
+		const struct vd_uarg *uarg)
 {
 	struct viaduct_cm_ack *a = karg;
 	struct vd_cm_id *id;

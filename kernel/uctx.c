@@ -51,12 +51,12 @@ static VD_IOCTL_HANDLER(ioctl_get_abi_version)
 
 	memset(v, 0, sizeof(*v));
 	v->abi_version = VIADUCT_ABI_VERSION;
-	return copy_to_user(uarg, v, sizeof(*v)) ? -EFAULT : 0;
+	return vd_uarg_reply(uarg, v, sizeof(*v));
 }
 
 static VD_IOCTL_HANDLER(ioctl_list_devices)
 {
-	struct viaduct_list_devices __user *ulist = uarg;
+	struct viaduct_list_devices __user *ulist = uarg->ptr;
 	struct viaduct_list_devices *list = karg;
 	struct viaduct_device_entry *ents;
 	long ret;
@@ -133,113 +133,74 @@ static VD_IOCTL_HANDLER(ioctl_query_device)
 		     VIADUCT_DEV_CAP_CONVERT_SOCKET | VIADUCT_DEV_CAP_P2P;
 	if (vd_zc_min())
 		attr->caps |= VIADUCT_DEV_CAP_ZERO_COPY;
-	return copy_to_user(uarg, attr, sizeof(*attr)) ? -EFAULT : 0;
+	return vd_uarg_reply(uarg, attr, sizeof(*attr));
 }
 
 /* The command needs the selected device, live: -ENODEV otherwise. */
 #define VD_IOCTL_DEV		BIT(0)
 
 struct vd_ioctl {
-	unsigned int cmd;
-	long (*fn)(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		   void __user *uarg);
+	unsigned int cmd;	/* the module's command: its size is ours */
+	u16 min_size;		/* the smallest size a caller may pass */
 	u32 flags;		/* VD_IOCTL_* */
+	long (*fn)(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
+		   const struct vd_uarg *uarg);
 };
 
 /*
- * Every command of /dev/viaduct, by command number: the command (which
- * gives the argument's size), its handler and whether it needs the
- * selected device. A command matches only with its exact size and
- * direction; the dispatcher copies the argument in
- * (for _IOC_WRITE commands), then checks the device, then calls the
- * handler, which copies its reply out itself (a create command must know
- * the copy succeeded before it publishes the handle).
+ * VD_IOCTL(NAME, ...) is VIADUCT_IOCTL_NAME, whose structure has never
+ * grown: callers pass its size, or a larger one with a zero tail (a newer
+ * binary on an older module). When a structure grows, its entry becomes
+ * VD_IOCTL_GROWN(NAME, VIADUCT_<STRUCT>_SIZE_VER0, ...) so that binaries
+ * built against the older size keep working.
+ */
+#define VD_IOCTL(_name, _fn, _flags) \
+	VD_IOCTL_GROWN(_name, _IOC_SIZE(VIADUCT_IOCTL_##_name), _fn, _flags)
+#define VD_IOCTL_GROWN(_name, _min, _fn, _flags)			\
+	[_IOC_NR(VIADUCT_IOCTL_##_name)] = {				\
+		.cmd = VIADUCT_IOCTL_##_name, .min_size = (_min),	\
+		.fn = (_fn), .flags = (_flags),				\
+	}
+
+/*
+ * Every command of /dev/viaduct, by command number: the command, its
+ * handler and whether it needs the selected device. A command matches by
+ * number and direction; its size may differ from ours (see "Growing the
+ * ABI" in viaduct-abi.h). The dispatcher copies the argument in (for
+ * _IOC_WRITE commands), zero-extended or checked to have a zero tail,
+ * then checks the device, then calls the handler, which copies its reply
+ * out itself with vd_uarg_reply() (a create command must know the copy
+ * succeeded before it publishes the handle).
  */
 static const struct vd_ioctl vd_ioctls[] = {
-	[_IOC_NR(VIADUCT_IOCTL_GET_ABI_VERSION)] = {
-		VIADUCT_IOCTL_GET_ABI_VERSION, ioctl_get_abi_version, 0
-	},
-	[_IOC_NR(VIADUCT_IOCTL_LIST_DEVICES)] = {
-		VIADUCT_IOCTL_LIST_DEVICES, ioctl_list_devices, 0
-	},
-	[_IOC_NR(VIADUCT_IOCTL_SELECT_DEVICE)] = {
-		VIADUCT_IOCTL_SELECT_DEVICE, ioctl_select_device, 0
-	},
-	[_IOC_NR(VIADUCT_IOCTL_QUERY_DEVICE)] = {
-		VIADUCT_IOCTL_QUERY_DEVICE, ioctl_query_device, 0
-	},
-	[_IOC_NR(VIADUCT_IOCTL_CREATE_PD)] = {
-		VIADUCT_IOCTL_CREATE_PD, vd_uobj_create_pd, VD_IOCTL_DEV
-	},
-	[_IOC_NR(VIADUCT_IOCTL_DESTROY_PD)] = {
-		VIADUCT_IOCTL_DESTROY_PD, vd_uobj_destroy_pd, VD_IOCTL_DEV
-	},
-	[_IOC_NR(VIADUCT_IOCTL_REG_MR)] = {
-		VIADUCT_IOCTL_REG_MR, vd_uobj_reg_mr, VD_IOCTL_DEV
-	},
-	[_IOC_NR(VIADUCT_IOCTL_DEREG_MR)] = {
-		VIADUCT_IOCTL_DEREG_MR, vd_uobj_dereg_mr, VD_IOCTL_DEV
-	},
-	[_IOC_NR(VIADUCT_IOCTL_CREATE_CQ)] = {
-		VIADUCT_IOCTL_CREATE_CQ, vd_uobj_create_cq, VD_IOCTL_DEV
-	},
-	[_IOC_NR(VIADUCT_IOCTL_RESIZE_CQ)] = {
-		VIADUCT_IOCTL_RESIZE_CQ, vd_uobj_resize_cq, VD_IOCTL_DEV
-	},
-	[_IOC_NR(VIADUCT_IOCTL_DESTROY_CQ)] = {
-		VIADUCT_IOCTL_DESTROY_CQ, vd_uobj_destroy_cq, VD_IOCTL_DEV
-	},
-	[_IOC_NR(VIADUCT_IOCTL_ARM_CQ)] = {
-		VIADUCT_IOCTL_ARM_CQ, vd_uobj_arm_cq, VD_IOCTL_DEV
-	},
-	[_IOC_NR(VIADUCT_IOCTL_CREATE_QP)] = {
-		VIADUCT_IOCTL_CREATE_QP, vd_uobj_create_qp, VD_IOCTL_DEV
-	},
-	[_IOC_NR(VIADUCT_IOCTL_MODIFY_QP)] = {
-		VIADUCT_IOCTL_MODIFY_QP, vd_uobj_modify_qp, VD_IOCTL_DEV
-	},
-	[_IOC_NR(VIADUCT_IOCTL_QUERY_QP)] = {
-		VIADUCT_IOCTL_QUERY_QP, vd_uobj_query_qp, VD_IOCTL_DEV
-	},
-	[_IOC_NR(VIADUCT_IOCTL_DESTROY_QP)] = {
-		VIADUCT_IOCTL_DESTROY_QP, vd_uobj_destroy_qp, VD_IOCTL_DEV
-	},
-	[_IOC_NR(VIADUCT_IOCTL_DOORBELL)] = {
-		VIADUCT_IOCTL_DOORBELL, vd_uobj_doorbell, VD_IOCTL_DEV
-	},
-	[_IOC_NR(VIADUCT_IOCTL_CREATE_COMP_CHANNEL)] = {
-		VIADUCT_IOCTL_CREATE_COMP_CHANNEL, vd_uobj_create_comp_channel, VD_IOCTL_DEV
-	},
-	[_IOC_NR(VIADUCT_IOCTL_CREATE_CM_CHANNEL)] = {
-		VIADUCT_IOCTL_CREATE_CM_CHANNEL, vd_ucm_create_channel, VD_IOCTL_DEV
-	},
-	[_IOC_NR(VIADUCT_IOCTL_CM_CREATE_ID)] = {
-		VIADUCT_IOCTL_CM_CREATE_ID, vd_ucm_create_id, VD_IOCTL_DEV
-	},
-	[_IOC_NR(VIADUCT_IOCTL_CM_DESTROY_ID)] = {
-		VIADUCT_IOCTL_CM_DESTROY_ID, vd_ucm_destroy_id, VD_IOCTL_DEV
-	},
-	[_IOC_NR(VIADUCT_IOCTL_CM_LISTEN)] = {
-		VIADUCT_IOCTL_CM_LISTEN, vd_ucm_listen, VD_IOCTL_DEV
-	},
-	[_IOC_NR(VIADUCT_IOCTL_CM_CONNECT)] = {
-		VIADUCT_IOCTL_CM_CONNECT, vd_ucm_connect, VD_IOCTL_DEV
-	},
-	[_IOC_NR(VIADUCT_IOCTL_CM_ACCEPT)] = {
-		VIADUCT_IOCTL_CM_ACCEPT, vd_ucm_accept, VD_IOCTL_DEV
-	},
-	[_IOC_NR(VIADUCT_IOCTL_CM_REJECT)] = {
-		VIADUCT_IOCTL_CM_REJECT, vd_ucm_reject, VD_IOCTL_DEV
-	},
-	[_IOC_NR(VIADUCT_IOCTL_CM_DISCONNECT)] = {
-		VIADUCT_IOCTL_CM_DISCONNECT, vd_ucm_disconnect, VD_IOCTL_DEV
-	},
-	[_IOC_NR(VIADUCT_IOCTL_CM_CONVERT_SOCKET)] = {
-		VIADUCT_IOCTL_CM_CONVERT_SOCKET, vd_ucm_convert, VD_IOCTL_DEV
-	},
-	[_IOC_NR(VIADUCT_IOCTL_CM_ACK_EVENT)] = {
-		VIADUCT_IOCTL_CM_ACK_EVENT, vd_ucm_ack, VD_IOCTL_DEV
-	},
+	VD_IOCTL(GET_ABI_VERSION, ioctl_get_abi_version, 0),
+	VD_IOCTL(LIST_DEVICES, ioctl_list_devices, 0),
+	VD_IOCTL(SELECT_DEVICE, ioctl_select_device, 0),
+	VD_IOCTL(QUERY_DEVICE, ioctl_query_device, 0),
+	VD_IOCTL(CREATE_PD, vd_uobj_create_pd, VD_IOCTL_DEV),
+	VD_IOCTL(DESTROY_PD, vd_uobj_destroy_pd, VD_IOCTL_DEV),
+	VD_IOCTL(REG_MR, vd_uobj_reg_mr, VD_IOCTL_DEV),
+	VD_IOCTL(DEREG_MR, vd_uobj_dereg_mr, VD_IOCTL_DEV),
+	VD_IOCTL(CREATE_CQ, vd_uobj_create_cq, VD_IOCTL_DEV),
+	VD_IOCTL(RESIZE_CQ, vd_uobj_resize_cq, VD_IOCTL_DEV),
+	VD_IOCTL(DESTROY_CQ, vd_uobj_destroy_cq, VD_IOCTL_DEV),
+	VD_IOCTL(ARM_CQ, vd_uobj_arm_cq, VD_IOCTL_DEV),
+	VD_IOCTL(CREATE_QP, vd_uobj_create_qp, VD_IOCTL_DEV),
+	VD_IOCTL(MODIFY_QP, vd_uobj_modify_qp, VD_IOCTL_DEV),
+	VD_IOCTL(QUERY_QP, vd_uobj_query_qp, VD_IOCTL_DEV),
+	VD_IOCTL(DESTROY_QP, vd_uobj_destroy_qp, VD_IOCTL_DEV),
+	VD_IOCTL(DOORBELL, vd_uobj_doorbell, VD_IOCTL_DEV),
+	VD_IOCTL(CREATE_COMP_CHANNEL, vd_uobj_create_comp_channel, VD_IOCTL_DEV),
+	VD_IOCTL(CREATE_CM_CHANNEL, vd_ucm_create_channel, VD_IOCTL_DEV),
+	VD_IOCTL(CM_CREATE_ID, vd_ucm_create_id, VD_IOCTL_DEV),
+	VD_IOCTL(CM_DESTROY_ID, vd_ucm_destroy_id, VD_IOCTL_DEV),
+	VD_IOCTL(CM_LISTEN, vd_ucm_listen, VD_IOCTL_DEV),
+	VD_IOCTL(CM_CONNECT, vd_ucm_connect, VD_IOCTL_DEV),
+	VD_IOCTL(CM_ACCEPT, vd_ucm_accept, VD_IOCTL_DEV),
+	VD_IOCTL(CM_REJECT, vd_ucm_reject, VD_IOCTL_DEV),
+	VD_IOCTL(CM_DISCONNECT, vd_ucm_disconnect, VD_IOCTL_DEV),
+	VD_IOCTL(CM_CONVERT_SOCKET, vd_ucm_convert, VD_IOCTL_DEV),
+	VD_IOCTL(CM_ACK_EVENT, vd_ucm_ack, VD_IOCTL_DEV),
 };
 
 /* Arguments up to this size live on the stack, larger ones are allocated. */
@@ -249,9 +210,9 @@ static long vd_uctx_ioctl(struct file *file, unsigned int cmd,
 			  unsigned long arg)
 {
 	struct vd_uctx *ctx = file->private_data;
-	void __user *uarg = (void __user *)arg;
 	u64 stack[VD_IOCTL_STACK_ARG / sizeof(u64)];
 	const struct vd_ioctl *ioc;
+	struct vd_uarg uarg;
 	unsigned int nr = _IOC_NR(cmd);
 	struct vd_device *vd = NULL;
 	void *karg = stack;
@@ -263,18 +224,24 @@ static long vd_uctx_ioctl(struct file *file, unsigned int cmd,
 	if (nr >= ARRAY_SIZE(vd_ioctls))
 		return -ENOTTY;
 	ioc = &vd_ioctls[array_index_nospec(nr, ARRAY_SIZE(vd_ioctls))];
-	if (!ioc->fn || ioc->cmd != cmd)
+	/* the same command, whatever its size */
+	if (!ioc->fn || ((ioc->cmd ^ cmd) & ~(_IOC_SIZEMASK << _IOC_SIZESHIFT)))
+		return -ENOTTY;
+	uarg.ptr = (void __user *)arg;
+	uarg.size = _IOC_SIZE(cmd);
+	if (uarg.size < ioc->min_size)
 		return -ENOTTY;
 
-	size = _IOC_SIZE(cmd);
+	size = _IOC_SIZE(ioc->cmd);
 	if (size > sizeof(stack)) {
 		karg = kmalloc(size, GFP_KERNEL);
 		if (!karg)
 			return -ENOMEM;
 	}
-	ret = -EFAULT;
 	if (_IOC_DIR(cmd) & _IOC_WRITE) {
-		if (copy_from_user(karg, uarg, size))
+		/* zero-extends a shorter one; E2BIG if a longer one's tail is not zero */
+		ret = copy_struct_from_user(karg, size, uarg.ptr, uarg.size);
+		if (ret)
 			goto out;
 	} else {
 		/* a handler that fills part of it never copies out the stack */
@@ -286,7 +253,7 @@ static long vd_uctx_ioctl(struct file *file, unsigned int cmd,
 		if (!vd)
 			goto out;
 	}
-	ret = ioc->fn(ctx, vd, karg, uarg);
+	ret = ioc->fn(ctx, vd, karg, &uarg);
 out:
 	if (karg != stack)
 		kfree(karg);

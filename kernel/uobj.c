@@ -318,7 +318,7 @@ static long uobj_create(struct vd_uobj_table *t, enum vd_uobj_type type,
 			int (*build)(struct vd_uobj_table *t, struct vd_uobj *u,
 				     void *reply, void *arg),
 			void *arg, void *reply, u32 *handle, size_t size,
-			void __user *uarg)
+			const struct vd_uarg *uarg)
 {
 	struct vd_uobj *u;
 	long ret;
@@ -330,7 +330,7 @@ static long uobj_create(struct vd_uobj_table *t, enum vd_uobj_type type,
 		goto out;
 	}
 	ret = build(t, u, reply, arg);
-	if (!ret && copy_to_user(uarg, reply, size))
+	if (!ret && vd_uarg_reply(uarg, reply, size))
 		ret = -EFAULT;
 	if (!ret)
 		uobj_publish(t, u, *handle);
@@ -376,25 +376,25 @@ static long uobj_destroy_cmd(struct vd_uctx *ctx, void *karg,
 }
 
 long vd_uobj_destroy_pd(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-			void __user *uarg)
+			const struct vd_uarg *uarg)
 {
 	return uobj_destroy_cmd(ctx, karg, VD_UOBJ_PD);
 }
 
 long vd_uobj_dereg_mr(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		      void __user *uarg)
+		      const struct vd_uarg *uarg)
 {
 	return uobj_destroy_cmd(ctx, karg, VD_UOBJ_MR);
 }
 
 long vd_uobj_destroy_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-			void __user *uarg)
+			const struct vd_uarg *uarg)
 {
 	return uobj_destroy_cmd(ctx, karg, VD_UOBJ_CQ);
 }
 
 long vd_uobj_destroy_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-			void __user *uarg)
+			const struct vd_uarg *uarg)
 {
 	return uobj_destroy_cmd(ctx, karg, VD_UOBJ_QP);
 }
@@ -411,7 +411,7 @@ static int build_pd(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 }
 
 long vd_uobj_create_pd(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		       void __user *uarg)
+		       const struct vd_uarg *uarg)
 {
 	struct viaduct_handle *h = karg;
 
@@ -442,7 +442,7 @@ static int build_mr(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 }
 
 long vd_uobj_reg_mr(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		    void __user *uarg)
+		    const struct vd_uarg *uarg)
 {
 	struct viaduct_reg_mr *r = karg;
 
@@ -475,7 +475,7 @@ static int build_cq(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 }
 
 long vd_uobj_create_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		       void __user *uarg)
+		       const struct vd_uarg *uarg)
 {
 	struct viaduct_create_cq *c = karg;
 	struct vd_comp_channel *ch = NULL;
@@ -497,7 +497,7 @@ long vd_uobj_create_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 }
 
 long vd_uobj_resize_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		       void __user *uarg)
+		       const struct vd_uarg *uarg)
 {
 	struct vd_uobj_table *t = &ctx->objs;
 	struct viaduct_resize_cq *r = karg;
@@ -535,14 +535,14 @@ long vd_uobj_resize_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 	r->entries = vd_cq_entries(u->cq);
 	r->mmap_key = (u64)idx << PAGE_SHIFT;
 	r->mmap_size = mem->size;
-	ret = copy_to_user(uarg, r, sizeof(*r)) ? -EFAULT : 0;
+	ret = vd_uarg_reply(uarg, r, sizeof(*r));
 out:
 	mutex_unlock(&t->lock);
 	return ret;
 }
 
 long vd_uobj_arm_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		    void __user *uarg)
+		    const struct vd_uarg *uarg)
 {
 	struct viaduct_arm_cq *a = karg;
 	struct vd_cq *cq;
@@ -625,7 +625,7 @@ static int build_qp(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 }
 
 long vd_uobj_create_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		       void __user *uarg)
+		       const struct vd_uarg *uarg)
 {
 	struct viaduct_create_qp *a = karg;
 
@@ -636,7 +636,7 @@ long vd_uobj_create_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 }
 
 long vd_uobj_modify_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		       void __user *uarg)
+		       const struct vd_uarg *uarg)
 {
 	struct viaduct_modify_qp *m = karg;
 	struct vd_qp *qp;
@@ -651,7 +651,7 @@ long vd_uobj_modify_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 }
 
 long vd_uobj_query_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		      void __user *uarg)
+		      const struct vd_uarg *uarg)
 {
 	struct viaduct_query_qp *q = karg;
 	struct vd_qp *qp;
@@ -664,11 +664,11 @@ long vd_uobj_query_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 	vd_qp_query(qp, q);
 	vd_qp_put(qp);
 	q->reserved = 0;
-	return copy_to_user(uarg, q, sizeof(*q)) ? -EFAULT : 0;
+	return vd_uarg_reply(uarg, q, sizeof(*q));
 }
 
 long vd_uobj_doorbell(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		      void __user *uarg)
+		      const struct vd_uarg *uarg)
 {
 	struct viaduct_doorbell_req *d = karg;
 	struct vd_qp *qp;
@@ -683,8 +683,8 @@ long vd_uobj_doorbell(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 	return ret;
 }
 
-long vd_uobj_give_fd(struct file *file, void __user *uarg, void *karg,
-		     size_t size, s32 *fd)
+long vd_uobj_give_fd(struct file *file, const struct vd_uarg *uarg,
+		     void *karg, size_t size, s32 *fd)
 {
 	int nr;
 
@@ -696,7 +696,7 @@ long vd_uobj_give_fd(struct file *file, void __user *uarg, void *karg,
 		return nr;
 	}
 	*fd = nr;
-	if (copy_to_user(uarg, karg, size)) {
+	if (vd_uarg_reply(uarg, karg, size)) {
 		put_unused_fd(nr);
 		fput(file);
 		return -EFAULT;
@@ -707,7 +707,7 @@ long vd_uobj_give_fd(struct file *file, void __user *uarg, void *karg,
 }
 
 long vd_uobj_create_comp_channel(struct vd_uctx *ctx, struct vd_device *vd,
-				 void *karg, void __user *uarg)
+				 void *karg, const struct vd_uarg *uarg)
 {
 	struct viaduct_comp_channel *c = karg;
 

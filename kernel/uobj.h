@@ -84,10 +84,12 @@
 
 #include <linux/atomic.h>
 #include <linux/fs.h>
+#include <linux/minmax.h>
 #include <linux/mm_types.h>
 #include <linux/mutex.h>
 #include <linux/poll.h>
 #include <linux/types.h>
+#include <linux/uaccess.h>
 #include <linux/xarray.h>
 
 struct vd_async_queue;
@@ -154,8 +156,39 @@ int vd_uobj_table_walk(struct vd_uobj_table *t, u32 *handle, u32 type,
 void vd_uobj_table_counts(struct vd_uobj_table *t,
 			  struct vd_uobj_counts *counts);
 
-long vd_uobj_give_fd(struct file *file, void __user *uarg, void *karg,
-		     size_t size, s32 *fd);
+/**
+ * struct vd_uarg - a command's argument as the caller passed it
+ * @ptr: the argument in user memory
+ * @size: its size as the caller compiled it (the command number's size
+ *        field); at least the command's first published size, and may be
+ *        smaller or larger than the module's (see "Growing the ABI" in
+ *        viaduct-abi.h)
+ */
+struct vd_uarg {
+	void __user *ptr;
+	size_t size;
+};
+
+/**
+ * vd_uarg_reply() - copy a command's reply out to its caller
+ * @ua: the caller's argument
+ * @reply: the reply, @size bytes, the module's size of the structure
+ * @size: sizeof() the reply structure
+ *
+ * Copies as much of the reply as the caller's structure holds: an older
+ * binary gets the fields it knows, a newer one keeps the zero tail it
+ * passed in.
+ *
+ * Return: 0, or -EFAULT.
+ */
+static inline int vd_uarg_reply(const struct vd_uarg *ua, const void *reply,
+				size_t size)
+{
+	return copy_to_user(ua->ptr, reply, min(size, ua->size)) ? -EFAULT : 0;
+}
+
+long vd_uobj_give_fd(struct file *file, const struct vd_uarg *uarg,
+		     void *karg, size_t size, s32 *fd);
 
 /*
  * The commands, as uctx.c's table calls them (struct vd_ioctl, uctx.h):
@@ -163,7 +196,7 @@ long vd_uobj_give_fd(struct file *file, void __user *uarg, void *karg,
  */
 #define VD_IOCTL_HANDLER(name)						\
 	long name(struct vd_uctx *ctx, struct vd_device *vd, void *karg,	\
-		  void __user *uarg)
+		  const struct vd_uarg *uarg)
 
 VD_IOCTL_HANDLER(vd_uobj_create_pd);
 VD_IOCTL_HANDLER(vd_uobj_destroy_pd);

@@ -58,8 +58,11 @@ TEST(unknown_ioctls_are_enotty)
 		_IO(VIADUCT_IOCTL_MAGIC, 0x7f),
 		_IOWR(VIADUCT_IOCTL_MAGIC, 0xff, struct viaduct_device_attr),
 		/* a known number with the wrong size is a different command */
+		/* ... when smaller than the first published size */
 		_IOWR(VIADUCT_IOCTL_MAGIC, 0x03, struct viaduct_abi_version),
-		_IOR(VIADUCT_IOCTL_MAGIC, 0x00, struct viaduct_device_attr),
+		_IOC(_IOC_READ, VIADUCT_IOCTL_MAGIC, 0x00, 1),
+		/* ... or with another direction */
+		_IOW(VIADUCT_IOCTL_MAGIC, 0x00, struct viaduct_abi_version),
 		/* another driver's magic */
 		_IOR('T', 0x01, int),
 		0,
@@ -74,6 +77,49 @@ TEST(unknown_ioctls_are_enotty)
 
 		EXPECT_EQ(-ENOTTY, vd_ioctl(fd, cmd, buf)) {
 			TH_LOG("cmd %#lx", cmd);
+		}
+	}
+	close(fd);
+}
+
+/* "Growing the ABI" in viaduct-abi.h: a newer binary's larger structure. */
+TEST(argument_may_grow_with_a_zero_tail)
+{
+	struct {
+		struct viaduct_device_attr attr;
+		unsigned char tail[24];
+	} q;
+	struct {
+		struct viaduct_abi_version v;
+		unsigned char tail[8];
+	} a;
+	const unsigned long query = _IOC(_IOC_READ | _IOC_WRITE,
+					 VIADUCT_IOCTL_MAGIC, 0x03, sizeof(q));
+	unsigned int i;
+	int fd = vd_open();
+
+	ASSERT_LE(0, fd);
+
+	/* output only: served, and the bytes the module does not know stay */
+	memset(&a, 0xa5, sizeof(a));
+	ASSERT_EQ(0, vd_ioctl(fd, _IOC(_IOC_READ, VIADUCT_IOCTL_MAGIC, 0x00,
+				       sizeof(a)), &a));
+	EXPECT_EQ(VIADUCT_ABI_VERSION, a.v.abi_version);
+	for (i = 0; i < sizeof(a.tail); i++)
+		EXPECT_EQ(0xa5, a.tail[i]);
+
+	/* a zero tail is ignored: the command runs (no such device here) */
+	memset(&q, 0, sizeof(q));
+	q.attr.index = 0xfffffff0;
+	EXPECT_EQ(-ENODEV, vd_ioctl(fd, query, &q));
+
+	/* a field this module does not know is set: refused, nothing done */
+	for (i = 0; i < sizeof(q.tail); i += 7) {
+		memset(&q, 0, sizeof(q));
+		q.attr.index = VIADUCT_INDEX_SELECTED;
+		q.tail[i] = 1;
+		EXPECT_EQ(-E2BIG, vd_ioctl(fd, query, &q)) {
+			TH_LOG("tail byte %u", i);
 		}
 	}
 	close(fd);

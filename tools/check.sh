@@ -118,6 +118,16 @@ checkpatch() {
 	return "$rc"
 }
 
+# scripts/kernel-doc over the kernel sources: any warning about a /**
+# comment (a missing @arg, Return:, a stale name) fails, as in checkpatch.
+# shellcheck disable=SC2317 # called through step()
+kerneldoc() {
+	local rc=0
+	"$ksrc/scripts/kernel-doc" -none -Wall "$@" >"$out/kernel-doc.raw" 2>&1 || rc=$?
+	cat "$out/kernel-doc.raw"
+	[[ $rc == 0 && ! -s $out/kernel-doc.raw ]]
+}
+
 # Kernel builds run in the background from the start: they are the long
 # pole (7-12 min each on a fresh machine, nothing once cached).
 kpid=
@@ -228,8 +238,10 @@ host_checks() {
 		kfiles=(kernel/*.[ch] kernel/tests/*.[ch] include/uapi/viaduct/*.h)
 		shopt -u nullglob
 		step host/style/checkpatch "$out/checkpatch.log" checkpatch "${kfiles[@]}" || true
+		step host/style/kernel-doc "$out/kernel-doc.log" kerneldoc kernel/*.[ch] || true
 	else
 		record FAIL host/style/checkpatch
+		record FAIL host/style/kernel-doc
 	fi
 	# calls against the layer table of Documentation/architecture.rst
 	step host/style/layers "$out/layers.log" tools/layers.sh || true
@@ -320,6 +332,8 @@ for f in $flavours; do
 			sed -nE 's/^\[guest\] (selftest|gtest) ([^:]+): .*[( ]([0-9]+)s\)?$/\3 \2/p' \
 				"$build/vm/$f/job.log" | sort -rn | head -n 12 |
 				awk '{ printf "%7ds  %s\n", $1, $2 }'
+			echo "$f VM run, the dearest tests:"
+			python3 "$vm/report.py" costs "$build/vm/$f" 12 || true
 		} >"$out/vmcost-$f.txt"
 	fi
 done

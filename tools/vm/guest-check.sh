@@ -91,6 +91,21 @@ for d in /sys/kernel/debug/kunit/*/; do
 	say "KUnit $suite: $(grep -cE '^ {4}ok ' "$res/kunit/$suite.ktap" || true) ok, $(grep -cE '^ {4}not ok ' "$res/kunit/$suite.ktap" || true) not ok"
 done
 
+# Copies a program's output to @out and, for each test that starts or
+# ends (kselftest's "#  RUN" and "ok"/"not ok" lines, gtest's "[ RUN" and
+# "[       OK ]"/"[  FAILED  ]"), the second it did so to @times: what
+# each test costs, for check.sh's table of the dearest.
+stamp_tests() { # out times
+	local line
+	while IFS= read -r line || [[ -n $line ]]; do
+		printf '%s\n' "$line" >&3
+		case $line in
+		'#  RUN '* | 'ok '* | 'not ok '* | '[ RUN '* | '[       OK ]'* | '[  FAILED  ]'*)
+			printf '%s %s\n' "$SECONDS" "$line" >&4 ;;
+		esac
+	done 3>"$1" 4>"$2"
+}
+
 # Each program gets a fresh /tmp working dir and its own timeout; its exit
 # status is kept next to its output for the report.
 run_prog() { # name outfile timeout cmd...
@@ -103,8 +118,12 @@ run_prog() { # name outfile timeout cmd...
 		return 0
 	fi
 	wd=$(mktemp -d)
-	(cd "$wd" && timeout -k 10 "$tmo" "$@") >"$out" 2>&1 </dev/null || rc=$?
-	echo "$rc" >"${out%.*}.rc"
+	{
+		rc=0
+		(cd "$wd" && timeout -k 10 "$tmo" "$@") 2>&1 </dev/null || rc=$?
+		echo "$rc" >"${out%.*}.rc"
+	} | stamp_tests "$out" "${out%.*}.times"
+	rc=$(<"${out%.*}.rc")
 	rm -rf "$wd"
 	case $rc in
 	0) say "$name: ok ($((SECONDS - t0))s)" ;;

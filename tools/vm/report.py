@@ -4,6 +4,7 @@
 
     report.py vm RESULTS_DIR FLAVOUR   a results dir written by guest-check.sh
     report.py ctest LOG [PREFIX]       the output of "ctest --output-on-failure"
+    report.py costs RESULTS_DIR [N]    the N dearest tests of a VM run (seconds)
 
 Prints one line per test, "PASS|FAIL|SKIP <prefix>/<suite>/<name>", failures
 followed by indented lines that show why, then a "# totals" comment line.
@@ -183,14 +184,18 @@ def gtest(prefix, text, rc):
         st, name = m.group(1), m.group(2)
         if st == 'OK':
             add('PASS', '%s/%s' % (prefix, name))
-        elif st == 'SKIPPED':
-            add('SKIP', '%s/%s' % (prefix, name))
         else:
-            # The failure message sits between "[ RUN ]" and this line.
+            # The message sits between "[ RUN ]" and this line.
             j = i
             while j > 0 and not lines[j - 1].startswith('[ RUN'):
                 j -= 1
-            add('FAIL', '%s/%s' % (prefix, name), lines[j:i][-30:])
+            if st == 'SKIPPED':
+                # GTEST_SKIP() << "why": after "file:line: Skipped"
+                why = [l for l in lines[j:i]
+                       if l.strip() and not l.endswith(': Skipped')]
+                add('SKIP', '%s/%s' % (prefix, name), why[-3:])
+            else:
+                add('FAIL', '%s/%s' % (prefix, name), lines[j:i][-30:])
     complete = any(re.match(r'^\[=+\] \d+ tests? from .* ran', l) for l in lines)
     fails = sum(1 for s, n2, _ in verdicts if s == 'FAIL' and n2.startswith(prefix + '/'))
     tail = [l for l in lines if l.strip()][-20:]
@@ -342,7 +347,45 @@ def ctest(path, prefix):
             + lines[-20:])
 
 
+START = re.compile(r'^#  RUN +(\S+)|^\[ RUN +\] (\S+)')
+END = re.compile(r'^(?:not )?ok \d+ (\S+)|^\[ +(?:OK|FAILED) +\] (\S+)')
+
+
+def costs(results, most):
+    """Prints the @most dearest tests of the run, from the *.times files
+    guest-check.sh writes: "<second> <output line>" for each start and end."""
+    rows = []
+    paths = [os.path.join(results, 'gtest.times')]
+    sel = os.path.join(results, 'selftests')
+    if os.path.isdir(sel):
+        paths += [os.path.join(sel, p) for p in sorted(os.listdir(sel))
+                  if p.endswith('.times')]
+    for path in paths:
+        if not os.path.exists(path):
+            continue
+        prog = os.path.basename(path)[:-len('.times')]
+        start = None
+        for line in read(path).splitlines():
+            t, _, text = line.partition(' ')
+            if not t.isdigit():
+                continue
+            m = START.match(text)
+            if m:
+                start = int(t)
+                continue
+            m = END.match(text)
+            if m and start is not None:
+                rows.append((int(t) - start, prog, m.group(1) or m.group(2)))
+                start = None
+    rows.sort(key=lambda r: -r[0])
+    for secs, prog, name in rows[:most]:
+        print('%7ds  %s %s' % (secs, prog, name))
+    return 0
+
+
 def main(argv):
+    if len(argv) >= 3 and argv[1] == 'costs':
+        return costs(argv[2], int(argv[3]) if len(argv) > 3 else 12)
     if len(argv) >= 4 and argv[1] == 'vm':
         vm(argv[2], argv[3])
     elif len(argv) >= 3 and argv[1] == 'ctest':

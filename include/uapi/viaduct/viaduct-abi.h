@@ -59,18 +59,33 @@
  *
  * Growing the ABI
  * ---------------
- * A command's argument structure never changes size or layout: the size
- * is part of the command number, and the kernel matches it exactly. A
- * structure grows only into its reserved fields and unused flag bits,
- * which the kernel checks to be zero on input: an old binary, which
- * leaves them zero, keeps the old behaviour on a new module; a new binary
- * that sets them on an old module gets EINVAL, never a request silently
- * half done. A new output field may take the place of a reserved one; it
- * is ignored on input (as @caps is). Whatever cannot grow that way comes
- * as a new command, and the old one stays. What the ABI names but the
- * module does not do is refused with EOPNOTSUPP and has a VIADUCT_DEV_CAP_*
- * bit that is clear, so that a program can ask before it tries.
- * VIADUCT_ABI_VERSION is bumped only for incompatible changes.
+ * The size of a command's argument is part of its command number, as
+ * _IOW()/_IOR()/_IOWR() encode it, and a structure may grow at its end.
+ * The module matches a command by number and direction and takes the
+ * caller's size from the command (the rule of the kernel's
+ * copy_struct_from_user()):
+ *  - a caller built against an older, smaller structure is served as if
+ *    the fields it does not know were zero, and gets back only the
+ *    fields it knows, so every new field's zero value keeps the old
+ *    behaviour;
+ *  - a caller built against a newer, larger structure works on an older
+ *    module as long as the fields that module does not know are zero;
+ *    if one is not, the command fails with E2BIG and does nothing, never
+ *    a request silently half done;
+ *  - a size smaller than the structure's first published size is not
+ *    the command (ENOTTY).
+ * Fields are only ever added at the end; existing fields never move or
+ * change meaning; a structure that grows gets a
+ * VIADUCT_<NAME>_SIZE_VER<n> constant for each published size. Reserved
+ * fields and unused flag bits inside a structure are checked to be zero
+ * on input (EINVAL) and may take a meaning later the same way. Whatever
+ * cannot grow so comes as a new command, and the old one stays. What the
+ * ABI names but the module does not do is refused with EOPNOTSUPP and
+ * has a VIADUCT_DEV_CAP_* bit that is clear, so that a program can ask
+ * before it tries. Ring records keep their layout and grow only into
+ * their reserved fields and flag bits; a queue's slot size is the one
+ * CREATE_QP reports. VIADUCT_ABI_VERSION is bumped only for incompatible
+ * changes.
  */
 #ifndef _VIADUCT_ABI_H
 #define _VIADUCT_ABI_H

@@ -19,7 +19,8 @@
  * upcall_races_dereg_mr, upcall_races_destroy_qp
  *                        RDMA Writes stream in while the receiver
  *                        deregisters the target region or destroys its QP
- *                        (and then closes its context, as at exit):
+ *                        (then the sender aborts, and the receiver's
+ *                        context closes, as at exit):
  *                        every WR completes once, in order, nothing is
  *                        placed once the region is gone, and (debug
  *                        flavour) KASAN and lockdep stay quiet.
@@ -112,18 +113,18 @@ FIXTURE_TEARDOWN(fast)
 
 TEST_F_TIMEOUT(fast, idle_pingpong_direct, XF_TIMEOUT_S)
 {
+	unsigned int pings = vd_scaled(XF_PINGS, 8, "round trips"), i;
 	long long st0[VD_ST_NR], st1[VD_ST_NR];
 	struct viaduct_cqe cqe;
-	unsigned int i;
 
 	/* receives for the warm-up round and every ping and pong */
-	for (i = 0; i <= XF_PINGS; i++) {
+	for (i = 0; i <= pings; i++) {
 		struct xf_sge pa = { 4096 + i * 8, 8 }, pb = { 4096 + i * 8, 8 };
 
 		xf_post_recv(&self->a, 1000 + i, &pa, 1);
 		xf_post_recv(&self->b, 2000 + i, &pb, 1);
 	}
-	for (i = 0; i <= XF_PINGS; i++) {
+	for (i = 0; i <= pings; i++) {
 		struct xf_sge src = { i * 8, 8 };
 
 		if (i == 1 && vd_stats_read(st0))
@@ -141,16 +142,16 @@ TEST_F_TIMEOUT(fast, idle_pingpong_direct, XF_TIMEOUT_S)
 		XF_EXPECT_CQE(&self->b.q.scq, i, VIADUCT_WC_SUCCESS, &cqe);
 	}
 	ASSERT_EQ(0, vd_stats_read(st1));
-	TH_LOG("%u round trips: tx_direct +%lld, tx_deferred +%lld", XF_PINGS,
+	TH_LOG("%u round trips: tx_direct +%lld, tx_deferred +%lld", pings,
 	       st1[VD_ST_TX_DIRECT] - st0[VD_ST_TX_DIRECT],
 	       st1[VD_ST_TX_DEFERRED] - st0[VD_ST_TX_DEFERRED]);
 	TH_LOG("rx_upcall +%lld, rx_deferred +%lld",
 	       st1[VD_ST_RX_UPCALL] - st0[VD_ST_RX_UPCALL],
 	       st1[VD_ST_RX_DEFERRED] - st0[VD_ST_RX_DEFERRED]);
-	EXPECT_LE(2LL * XF_PINGS, st1[VD_ST_TX_DIRECT] - st0[VD_ST_TX_DIRECT]);
+	EXPECT_LE(2LL * pings, st1[VD_ST_TX_DIRECT] - st0[VD_ST_TX_DIRECT]);
 	EXPECT_EQ(0LL, st1[VD_ST_TX_DEFERRED] - st0[VD_ST_TX_DEFERRED]);
 	/* and received in the socket's upcall, without a work item either */
-	EXPECT_LE(2LL * XF_PINGS, st1[VD_ST_RX_UPCALL] - st0[VD_ST_RX_UPCALL]);
+	EXPECT_LE(2LL * pings, st1[VD_ST_RX_UPCALL] - st0[VD_ST_RX_UPCALL]);
 	EXPECT_EQ(0LL, st1[VD_ST_RX_DEFERRED] - st0[VD_ST_RX_DEFERRED]);
 }
 
@@ -167,20 +168,20 @@ TEST_F_TIMEOUT(fast, idle_pingpong_direct, XF_TIMEOUT_S)
 
 TEST_F_TIMEOUT(fast, doorbell_races_work, XF_TIMEOUT_S)
 {
+	unsigned int pairs = vd_scaled(XF_RACE_PAIRS, 6, "Write/Send pairs"), k;
 	long long st0[VD_ST_NR], st1[VD_ST_NR];
 	int have_stats = !vd_stats_read(st0);
 	struct viaduct_cqe cqe;
-	unsigned int k;
 
 	memset(self->b.buf, 0xee, XF_BUF);
 	xf_fill(self->a.buf, XF_RACE_SOFF, 7);
-	for (k = 0; k < XF_RACE_PAIRS; k++) {
+	for (k = 0; k < pairs; k++) {
 		struct xf_sge dst = { XF_RACE_SOFF + k * 64, 64 };
 
 		memcpy(self->a.buf + XF_RACE_SOFF + k * 64, &k, sizeof(k));
 		xf_post_recv(&self->b, 100 + k, &dst, 1);
 	}
-	for (k = 0; k < XF_RACE_PAIRS; k++) {
+	for (k = 0; k < pairs; k++) {
 		struct xf_sge w = { k * XF_RACE_WLEN, XF_RACE_WLEN };
 		struct xf_sge snd = { XF_RACE_SOFF + k * 64, 16 };
 
@@ -190,7 +191,7 @@ TEST_F_TIMEOUT(fast, doorbell_races_work, XF_TIMEOUT_S)
 		xf_post_send(&self->a, 2 * k + 1, VIADUCT_OP_SEND, VIADUCT_SQE_SIGNALED,
 			     &snd, 1, 0, 0);
 	}
-	for (k = 0; k < XF_RACE_PAIRS; k++) {
+	for (k = 0; k < pairs; k++) {
 		unsigned int got;
 
 		XF_EXPECT_CQE(&self->b.q.rcq, 100 + k, VIADUCT_WC_SUCCESS, &cqe);
@@ -201,7 +202,7 @@ TEST_F_TIMEOUT(fast, doorbell_races_work, XF_TIMEOUT_S)
 				    self->a.buf + k * XF_RACE_WLEN, XF_RACE_WLEN))
 			TH_LOG("Write %u not whole when Send %u arrived", k, k);
 	}
-	for (k = 0; k < 2 * XF_RACE_PAIRS; k++)
+	for (k = 0; k < 2 * pairs; k++)
 		XF_EXPECT_CQE(&self->a.q.scq, k, VIADUCT_WC_SUCCESS, &cqe);
 	if (have_stats && !vd_stats_read(st1))
 		TH_LOG("tx_direct +%lld, tx_deferred +%lld",
@@ -221,11 +222,14 @@ TEST_F_TIMEOUT(fast, doorbell_races_work, XF_TIMEOUT_S)
 #define XF_GONE_LEN	(64U << 10)
 #define XF_GONE_LATE	(XF_BUF / 2)	/* targets of the Writes posted after */
 
+/* Writes per batch: two batches per test */
+static unsigned int xf_gone_n = XF_GONE_WRS / 2;
+
 static void xf_gone_writes(struct xf_side *a, struct xf_side *b, __u32 first, size_t at)
 {
 	__u32 i;
 
-	for (i = 0; i < XF_GONE_WRS / 2; i++) {
+	for (i = 0; i < xf_gone_n; i++) {
 		struct xf_sge src = { at + (size_t)i * XF_GONE_LEN, XF_GONE_LEN };
 
 		xf_post_send(a, first + i, VIADUCT_OP_RDMA_WRITE, VIADUCT_SQE_SIGNALED, &src, 1,
@@ -239,7 +243,7 @@ static void xf_gone_complete(struct __test_metadata *_metadata, struct xf_side *
 	unsigned int ok = 0, failed = 0, i;
 	struct viaduct_cqe cqe;
 
-	for (i = 0; i < XF_GONE_WRS; i++) {
+	for (i = 0; i < 2 * xf_gone_n; i++) {
 		ASSERT_EQ(1U, vd_cring_wait(&a->q.scq, &cqe, 1, XF_WAIT_MS))
 			TH_LOG("no completion for wr %u", i);
 		EXPECT_EQ(i, cqe.wr_id);
@@ -257,29 +261,36 @@ TEST_F_TIMEOUT(fast, upcall_races_dereg_mr, XF_TIMEOUT_S)
 {
 	size_t i;
 
+	xf_gone_n = vd_scaled(XF_GONE_WRS / 2, 4, "Writes per batch");
 	xf_fill(self->a.buf, XF_BUF, 21);
 	memset(self->b.buf, 0xee, XF_BUF);
 	xf_gone_writes(&self->a, &self->b, 0, 0);
 	ASSERT_EQ(0, vd_dereg_mr(self->b.fd, self->b.mr));
-	xf_gone_writes(&self->a, &self->b, XF_GONE_WRS / 2, XF_GONE_LATE);
+	xf_gone_writes(&self->a, &self->b, xf_gone_n, XF_GONE_LATE);
 	xf_gone_complete(_metadata, &self->a);
 	/* the late Writes found no region: b terminated, nothing placed */
-	for (i = XF_GONE_LATE; i < XF_GONE_LATE + XF_GONE_WRS / 2 * XF_GONE_LEN; i++)
+	for (i = XF_GONE_LATE; i < XF_GONE_LATE + (size_t)xf_gone_n * XF_GONE_LEN; i++)
 		ASSERT_EQ(0xee, self->b.buf[i]) TH_LOG("byte %zu written after DEREG_MR", i);
 	EXPECT_EQ(VIADUCT_QPS_ERROR, vd_qp_state(self->b.fd, self->b.q.c.handle));
 }
 
 TEST_F_TIMEOUT(fast, upcall_races_destroy_qp, XF_TIMEOUT_S)
 {
+	xf_gone_n = vd_scaled(XF_GONE_WRS / 2, 4, "Writes per batch");
 	xf_fill(self->a.buf, XF_BUF, 22);
 	xf_gone_writes(&self->a, &self->b, 0, 0);
 	ASSERT_EQ(0, vd_destroy_qp(self->b.fd, self->b.q.c.handle));
-	xf_gone_writes(&self->a, &self->b, XF_GONE_WRS / 2, XF_GONE_LATE);
-	/* a destroyed QP reads nothing more: b's context goes, as at exit */
+	xf_gone_writes(&self->a, &self->b, xf_gone_n, XF_GONE_LATE);
+	/*
+	 * A destroyed QP reads nothing more, so a's late Writes may wait for
+	 * socket space for good: a aborts (RST), its QP enters Error and the
+	 * rest is flushed; then b's context goes, as at exit.
+	 */
 	usleep(20000);
+	ASSERT_EQ(0, xf_disconnect(&self->a, self->a.id, VIADUCT_CM_DISC_ABORT));
+	xf_gone_complete(_metadata, &self->a);
 	close(self->b.fd);
 	self->b.fd = -1;
-	xf_gone_complete(_metadata, &self->a);
 }
 
 TEST_HARNESS_MAIN

@@ -794,7 +794,8 @@ static size_t rx_whole(const unsigned char *in, size_t have)
 
 TEST_F_TIMEOUT(rx, slow_reader, XF_TIMEOUT_S)
 {
-	size_t total = (size_t)RX_BP_WRS * RX_BP_LEN, got = 0, have = 0, flen, ulen, plen;
+	unsigned int wrs = vd_scaled(RX_BP_WRS, 8, "RDMA Writes");
+	size_t total = (size_t)wrs * RX_BP_LEN, got = 0, have = 0, flen, ulen, plen;
 	int small = 16384, nfpdu = 0;
 	__u64 base = 0x100000, next = base;
 	unsigned char *in = malloc(2 * 65536 + 16);
@@ -810,7 +811,7 @@ TEST_F_TIMEOUT(rx, slow_reader, XF_TIMEOUT_S)
 	rx_established(_metadata, self);
 
 	xf_fill(self->a.buf, total, 11);
-	for (k = 0; k < RX_BP_WRS; k++) {
+	for (k = 0; k < wrs; k++) {
 		struct xf_sge w = { (size_t)k * RX_BP_LEN, RX_BP_LEN };
 
 		xf_post_send(&self->a, k, VIADUCT_OP_RDMA_WRITE, VIADUCT_SQE_SIGNALED, &w, 1,
@@ -856,7 +857,7 @@ TEST_F_TIMEOUT(rx, slow_reader, XF_TIMEOUT_S)
 		have -= flen;
 	}
 	EXPECT_EQ(0U, have);
-	for (k = 0; k < RX_BP_WRS; k++) {
+	for (k = 0; k < wrs; k++) {
 		ASSERT_EQ(1U, vd_cring_wait(&self->a.q.scq, &cqe, 1, XF_WAIT_MS)) TH_LOG("WR %u", k);
 		EXPECT_EQ(k, cqe.wr_id);
 		EXPECT_EQ(VIADUCT_WC_SUCCESS, cqe.status);

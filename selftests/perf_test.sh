@@ -84,7 +84,7 @@ lat() {
 }
 
 echo "TAP version 13"
-echo "1..20"
+echo "1..26"
 
 for f in "$ctl" "$perf"; do
 	if [ ! -x "$f" ]; then
@@ -115,6 +115,11 @@ run_pair "RDMA Read on 2 QPs, -s, -t 8, events (-e), every byte checked" "$(bw 1
 run_pair "RDMA Write in Gb/s, a completion every 8 (-Q), every byte checked" "$(bwg 2)" -- --test write --sizes 4096,65536 -n 300 -Q 8 --check=all --report_gbits
 run_pair "Send inline (-I 64), every byte checked" "$(bw 2)" -- --test send --sizes 16,64 -I 64 -n 300 --check=all
 run_pair "Send for a second (-D 1), in bursts" "$(bw 1)" -- --test send -s 4096 -n 100 -D 1
+# perftest's -b: the server streams to the client at the same time; every
+# byte checked on both sides. -l: one WR per post call, as perftest's default.
+run_pair "RDMA Write both ways (-b) on 2 QPs, every byte checked" "$(bw 2)" -- --test write -b --sizes 4096,65536 -n 200 -q 2 --check=all
+run_pair "RDMA Read both ways (-b), every byte checked" "$(bw 1)" -- --test read -b -s 65536 -n 200 --check=all
+run_pair "Send both ways (-b), more than a burst, one WR per post (-l 1), every byte checked" "$(bw 1)" -- --test send -b -s 2048 -n 600 -l 1 --check=all
 
 # A client without a server fails, and says why.
 timeout 60 ip netns exec "$A" "$perf" -d vd0 --addr 192.0.2.2 -p 9 -t write -n 1 \
@@ -124,5 +129,5 @@ sed 's/^/#   /' "$tmp/client"
 [ $rc -eq 1 ] && grep -q 'cannot connect\|no answer\|rejected' "$tmp/client"
 ok $? "a client without a server exits 1 with a reason"
 
-[ "$n" -eq 20 ] || echo "# planned 20 tests, ran $n"
+[ "$n" -eq 26 ] || echo "# planned 26 tests, ran $n"
 exit $((failed != 0))

@@ -252,6 +252,7 @@ static int resolve(const char *addr, const char *port, int passive, struct socka
 }
 
 #define NRECV 4
+#define NTAIL 2 /* messages the client sends right before it disconnects */
 
 static int server(const char *addr, const char *port)
 {
@@ -267,7 +268,7 @@ static int server(const char *addr, const char *port)
 	struct ibv_cq *cq;
 	struct ibv_mr *mr;
 	struct ibv_wc wc[NRECV + 1];
-	int i, n = 0, flushed = 0, got = 0, tries;
+	int i, n = 0, flushed = 0, got = 0, tries, tail = 0;
 	struct destroy_arg da;
 	pthread_t t;
 
@@ -319,7 +320,11 @@ static int server(const char *addr, const char *port)
 
 		CHECK(ibv_post_send(id->qp, &wr, &bad) == 0, "the reply posted");
 	}
-	/* then the client disconnects, with three receives still posted */
+	/*
+	 * then the client sends NTAIL messages and disconnects as soon as they
+	 * completed on its side: they must complete here before the receives
+	 * still posted are flushed, the close behind them notwithstanding
+	 */
 	ev = expect_event(ec, RDMA_CM_EVENT_DISCONNECTED);
 	/* destroy_id waits until the DISCONNECTED event is acknowledged */
 	da.id = id;
@@ -334,6 +339,9 @@ static int server(const char *addr, const char *port)
 			for (i = 0; i < k; i++) {
 				if (wc[i].wr_id == 100)
 					send_ok = wc[i].status == IBV_WC_SUCCESS;
+				else if (wc[i].status == IBV_WC_SUCCESS && !flushed &&
+					 wc[i].byte_len == 64 && !strcmp(buf[wc[i].wr_id], "tail"))
+					tail++, n++;
 				else if (wc[i].status == IBV_WC_WR_FLUSH_ERR)
 					flushed++, n++;
 				else
@@ -344,9 +352,10 @@ static int server(const char *addr, const char *port)
 			else
 				break;
 		}
-		CHECK(send_ok && flushed == NRECV - 1 && !others,
-		      "the reply completed, the other %d receives flushed (flushed %d, others %d)",
-		      NRECV - 1, flushed, others);
+		CHECK(send_ok && tail == NTAIL && flushed == NRECV - 1 - NTAIL && !others,
+		      "the reply completed, the %d messages sent right before the close arrived, "
+		      "the other %d receives flushed (arrived %d, flushed %d, others %d)",
+		      NTAIL, NRECV - 1 - NTAIL, tail, flushed, others);
 		rdma_destroy_qp(id);
 		pthread_create(&t, NULL, destroy_thread, &da);
 		usleep(200000);
@@ -430,7 +439,27 @@ static int client(const char *addr, const char *port)
 	}
 	CHECK(n == 1 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV,
 	      "the server's reply");
-	CHECK(rdma_disconnect(id) == 0, "rdma_disconnect");
+	/* NTAIL more, and the close right behind them */
+	strcpy(msg, "tail");
+	tries = 0;
+	for (int k = 0; k < NTAIL; k++) {
+		wr.wr_id = 20 + k;
+		CHECK(ibv_post_send(id->qp, &wr, &bad) == 0, "tail message %d posted", k);
+	}
+	for (int k = 0; k < NTAIL;) {
+		n = ibv_poll_cq(id->send_cq, 1, &wc);
+		if (n == 1) {
+			CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)(20 + k),
+			      "tail message %d completed", k);
+			k++;
+		} else if (n < 0 || ++tries > 2000) {
+			CHECK(0, "tail messages complete");
+			break;
+		} else {
+			usleep(1000);
+		}
+	}
+	CHECK(rdma_disconnect(id) == 0, "rdma_disconnect right behind them");
 	ev = expect_event(ec, RDMA_CM_EVENT_DISCONNECTED);
 	if (ev)
 		rdma_ack_cm_event(ev);

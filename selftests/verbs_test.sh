@@ -109,7 +109,7 @@ run() {
 }
 
 echo "TAP version 13"
-echo "1..27"
+echo "1..29"
 
 if [ ! -x "$ctl" ] || [ ! -e "$dropin/libibverbs.so.1" ]; then
 	echo "Bail out! viaductctl or libviaduct-verbs not built under $bin"
@@ -183,6 +183,16 @@ run "rping -s -q, rping -c -q on viaduct (self-made QPs), verified" \
 run "rping -s -v, rping -c -v over IPv6 on viaduct" \
 	"$A" "${vv[@]}" rping -s -a 2001:db8::1 -S 64 -C 3 -v -- \
 	"$B" "${vv[@]}" rping -c -a 2001:db8::1 -S 64 -C 3 -v
+# VIADUCT_VERBS_DOORBELL: the polled doorbell through the face; a value
+# that is neither polled nor syscall is refused when the device is opened.
+run "rping on viaduct with VIADUCT_VERBS_DOORBELL=polled, verified (-V)" \
+	"$A" "${vv[@]}" VIADUCT_VERBS_DOORBELL=polled rping -s -a 192.0.2.1 -S 100 -C 10 -V -- \
+	"$B" "${vv[@]}" VIADUCT_VERBS_DOORBELL=polled rping -c -a 192.0.2.1 -S 100 -C 10 -V
+out=$(ip netns exec "$A" env LD_LIBRARY_PATH="$dropin" VIADUCT_VERBS_DOORBELL=often ibv_devinfo 2>&1)
+rc=$?
+echo "$out" | sed 's/^/#   /'
+[ $rc -ne 0 ] && echo "$out" | grep -qi 'failed to open'
+ok $? "VIADUCT_VERBS_DOORBELL=often: ibv_open_device fails, ibv_devinfo says so"
 
 out=$(ip netns exec "$A" env LD_LIBRARY_PATH="$dropin" "$err" local 2>&1)
 rc=$?

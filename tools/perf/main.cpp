@@ -57,7 +57,7 @@ using viaduct::Error;
 namespace {
 
 constexpr std::uint32_t kMagic = 0x76647066; // "vdpf"
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;
 constexpr std::size_t kMaxSizes = 32;
 constexpr std::uint32_t kMaxQps = 64;
 constexpr std::uint32_t kSqDepth = 128;
@@ -65,7 +65,8 @@ constexpr std::uint32_t kRqDepthSend = 512;
 constexpr std::uint32_t kSendBurst = kRqDepthSend / 2; // receives posted at a time
 constexpr std::uint32_t kCtrlDepth = 16;
 constexpr std::uint32_t kCtrlSlot = 64;
-constexpr int kWaitMs = 30000; // without progress, then the test fails
+constexpr int kWaitMs = 30000;             // without progress, then the test fails
+constexpr std::uint32_t kPostListMax = 32; // WRs per post call at most
 
 enum class Test : std::uint32_t { Write = 1, Read, Send, LatSend, LatWrite };
 
@@ -114,12 +115,17 @@ struct Hello {
     std::uint32_t test;
     std::uint32_t iters;
     std::uint32_t nsizes;
-    std::uint32_t flags; // kCheckAll
+    std::uint32_t flags; // kCheckAll, kBidirectional
     std::uint64_t addr;  // the client's buffer: 2 * slot bytes per data QP
     std::uint64_t slot;
     std::uint32_t stag;
     std::uint32_t reserved2;
     std::uint32_t sizes[kMaxSizes];
+    // How the client streams; with kBidirectional the server streams alike.
+    std::uint32_t tx_depth;
+    std::uint32_t cq_mod;
+    std::uint32_t inline_size;
+    std::uint32_t post_list;
 };
 
 // CM private data of the server's accept.
@@ -136,7 +142,8 @@ static_assert(sizeof(Hello) <= VIADUCT_CM_PRIVATE_DATA_MAX);
 
 enum class Op : std::uint32_t { Start = 1, Ready, Post, Done, Verified, Bye };
 
-constexpr std::uint32_t kCheckAll = 1; // Hello::flags: check every byte
+constexpr std::uint32_t kCheckAll = 1;      // Hello::flags: check every byte
+constexpr std::uint32_t kBidirectional = 2; // Hello::flags: -b, the server streams too
 
 // A control message, Send/Receive on the control QP.
 struct Ctrl {
@@ -145,6 +152,11 @@ struct Ctrl {
     std::uint32_t count;   // Post: receives per QP
     std::uint32_t bad;     // Verified: data checks that failed
     std::uint32_t checked; // Verified: data checks made
+    std::uint32_t reserved = 0;
+    // Verified after -b: what the server's own stream did.
+    std::uint64_t msgs = 0;       // work requests completed over all QPs
+    std::uint64_t ns = 0;         // from its first post to its last completion
+    std::uint64_t peak_bytes = 0; // its peak, bytes per second
 };
 
 static_assert(sizeof(Ctrl) <= kCtrlSlot);
@@ -161,8 +173,10 @@ struct Options {
     std::uint32_t tx_depth = kSqDepth;
     std::uint32_t inline_size = 0;
     std::uint32_t cq_mod = 1;
-    std::uint32_t duration = 0; // seconds per size; 0: -n work requests
+    std::uint32_t post_list = kPostListMax; // WRs per post call
+    std::uint32_t duration = 0;             // seconds per size; 0: -n work requests
     bool events = false;
+    bool bidirectional = false; // -b: the server streams to the client too
     bool polled = false;
     bool check_all = false;
     bool gbits = false;
@@ -187,8 +201,12 @@ void print_usage(std::ostream &os) {
        << "  -t, --tx-depth=N     send queue depth, 1 to 128 (default 128)\n"
        << "  -I, --inline_size=N  send messages of up to N bytes inline (write, send)\n"
        << "  -Q, --cq-mod=N       a completion every N work requests (bandwidth tests)\n"
+       << "  -l, --post_list=N    post N work requests per call, 1 to 32 (bandwidth tests;\n"
+       << "                       default 32, perftest's 1)\n"
        << "  -D, --duration=S     each size for S seconds, in rounds of -n (bandwidth tests)\n"
        << "  -e, --events         sleep on a completion channel for send completions\n"
+       << "  -b, --bidirectional  the server streams to the client at the same time\n"
+       << "                       (bandwidth tests; the sum of both ways is reported)\n"
        << "      --report_gbits   bandwidth in Gb/s (10^9 bits) instead of MB/s (2^20 bytes)\n"
        << "      --test=TEST      the test (-t TEST too)\n"
        << "      --addr=A         server: the address to listen on (default: every one)\n"
@@ -197,7 +215,6 @@ void print_usage(std::ostream &os) {
        << "      --check=ends     check the first and last byte of each buffer (default)\n"
        << "      --check=all      check every byte\n"
        << "  -h, --help           this text\n"
-       << "Not supported (refused): -b bidirectional.\n"
        << "The test parameters are the client's; the server takes them from the\n"
        << "connection request. Latency is half the round trip.\n";
 }
@@ -268,6 +285,8 @@ Options parse_args(int argc, char **argv) {
         {"events", no_argument, nullptr, 'e'},
         {"bidirectional", no_argument, nullptr, 'b'},
         {"cq-mod", required_argument, nullptr, 'Q'},
+        {"post_list", required_argument, nullptr, 'l'},
+        {"post-list", required_argument, nullptr, 'l'},
         {"sizes", required_argument, nullptr, opt_sizes},
         {"test", required_argument, nullptr, opt_test},
         {"addr", required_argument, nullptr, opt_addr},
@@ -297,7 +316,8 @@ Options parse_args(int argc, char **argv) {
     bool addr_given = false;
     opterr = 0;
     int c;
-    while ((c = ::getopt_long(n, args.data(), ":d:p:s:an:q:t:D:I:ebQ:S:h", longs, nullptr)) != -1) {
+    while ((c = ::getopt_long(n, args.data(), ":d:p:s:an:q:t:D:I:ebQ:l:S:h", longs, nullptr)) !=
+           -1) {
         const std::string name = optopt > 0 && optopt < 256
                                      ? std::string("-") + static_cast<char>(optopt)
                                      : std::string(args[static_cast<std::size_t>(optind - 1)]);
@@ -380,6 +400,9 @@ Options parse_args(int argc, char **argv) {
         case 'Q':
             o.cq_mod = static_cast<std::uint32_t>(parse_number("-Q", optarg, 1, kSqDepth));
             break;
+        case 'l':
+            o.post_list = static_cast<std::uint32_t>(parse_number("-l", optarg, 1, kPostListMax));
+            break;
         case 'D':
             o.duration = static_cast<std::uint32_t>(parse_number("-D", optarg, 1, 3600));
             break;
@@ -387,8 +410,8 @@ Options parse_args(int argc, char **argv) {
             o.events = true;
             break;
         case 'b':
-            usage("option '-" + std::string(1, static_cast<char>(c)) +
-                  "' of perftest is not supported by viaduct-perf");
+            o.bidirectional = true;
+            break;
         case ':':
             usage("option '" + name + "' needs a value");
         default:
@@ -419,6 +442,10 @@ Options parse_args(int argc, char **argv) {
             usage("-e is for the bandwidth tests: the latency tests poll");
         if (o.duration && is_latency(*o.test))
             usage("-D is for the bandwidth tests: the latency tests run -n round trips");
+        if (o.bidirectional && is_latency(*o.test))
+            usage("-b is for the bandwidth tests: a latency test is a ping-pong both ways already");
+        if (o.bidirectional && o.duration)
+            usage("-b runs -n work requests each way: drop -D");
         if (o.cq_mod > o.tx_depth)
             usage("-Q " + std::to_string(o.cq_mod) + " is more than the TX depth (-t) of " +
                   std::to_string(o.tx_depth) + ": the queue would fill before a completion");
@@ -631,13 +658,6 @@ struct Side {
         }
     }
 
-    // Fills the dst areas with the pattern (the source of RDMA Reads).
-    void fill_dst(std::uint32_t size) {
-        for (std::uint32_t i = 0; i < nqps(); i++)
-            for (std::uint32_t b = 0; b < size; b++)
-                dst(i)[b] = pattern(size, b);
-    }
-
     // First and last byte of every dst area against the pattern, or with
     // @all every byte; @checked counts the bytes compared.
     std::uint32_t check_dst(std::uint32_t size, std::uint32_t &checked, bool all) const {
@@ -661,6 +681,7 @@ struct Peer {
     std::uint64_t addr = 0, slot = 0;
     std::uint32_t stag = 0;
     std::uint64_t dst(std::uint32_t i) const { return addr + 2 * slot * i; }
+    std::uint64_t src(std::uint32_t i) const { return dst(i) + slot; }
 };
 
 // --- Latency --------------------------------------------------------------
@@ -803,9 +824,10 @@ private:
 // queue depth in flight per QP.
 // With @cq_mod > 1 only every cq_mod-th WR (and the last) is signaled, as
 // perftest's -Q: a completion stands for the WRs before it too.
+// At most @o.post_list WRs go to the QP per call (perftest's -l).
 void stream(Side &s, const Peer &p, Test test, std::uint32_t size, std::uint32_t count,
-            std::uint32_t depth, std::uint32_t inline_size, std::uint32_t cq_mod, PeakMeter &peak,
-            std::uint64_t &all_done) {
+            const Options &o, PeakMeter &peak, std::uint64_t &all_done) {
+    const std::uint32_t depth = o.tx_depth, inline_size = o.inline_size, cq_mod = o.cq_mod;
     // perftest's -I: messages of up to @inline_size go inline (copied into
     // the WQE); the QP was made to take that many bytes.
     const bool inl = test != Test::Read && size <= inline_size;
@@ -829,7 +851,7 @@ void stream(Side &s, const Peer &p, Test test, std::uint32_t size, std::uint32_t
             if (done[i] == count)
                 continue;
             std::uint32_t room = std::min(count - posted[i], depth - (posted[i] - done[i]));
-            room = std::min<std::uint32_t>(room, 32);
+            room = std::min(room, o.post_list);
             if (room) {
                 batch.clear();
                 for (std::uint32_t k = 0; k < room; k++) {
@@ -838,7 +860,9 @@ void stream(Side &s, const Peer &p, Test test, std::uint32_t size, std::uint32_t
                                        .opcode = op,
                                        .signaled = (idx + 1) % cq_mod == 0 || idx + 1 == count,
                                        .sge = {&sge[i], 1},
-                                       .remote_addr = test == Test::Send ? 0 : p.dst(i),
+                                       .remote_addr = test == Test::Send   ? 0
+                                                      : test == Test::Read ? p.src(i)
+                                                                           : p.dst(i),
                                        .remote_stag = test == Test::Send ? 0 : p.stag};
                     if (inl) {
                         wr.sge = {};
@@ -947,7 +971,10 @@ Hello read_hello(const viaduct::CmEvent &ev, std::string &why) {
         why = "viaduct-perf protocol version " + std::to_string(h.version) + ", the server has " +
               std::to_string(kVersion);
     else if (h.nqps < 1 || h.nqps > kMaxQps || h.nsizes < 1 || h.nsizes > kMaxSizes || h.test < 1 ||
-             h.test > 5 || h.index > h.nqps || h.iters < 1)
+             h.test > 5 || h.index > h.nqps || h.iters < 1 || h.tx_depth < 1 ||
+             h.tx_depth > kSqDepth || h.cq_mod < 1 || h.cq_mod > h.tx_depth || h.post_list < 1 ||
+             h.post_list > kPostListMax || h.inline_size > 4096 ||
+             ((h.flags & kBidirectional) && is_latency(static_cast<Test>(h.test))))
         why = "bad test parameters";
     return h;
 }
@@ -992,8 +1019,9 @@ int run_server(const Options &o) {
         if (!side) {
             first = h;
             std::uint32_t max = *std::max_element(h.sizes, h.sizes + h.nsizes);
+            // With -b the server streams as the client does, inline too.
             side = std::make_unique<Side>(std::move(dev), h.nqps, max, static_cast<Test>(h.test),
-                                          o.polled);
+                                          o.polled, (h.flags & kBidirectional) ? h.inline_size : 0);
             peer = {h.addr, h.slot, h.stag};
             std::cout << "viaduct-perf: client test " << test_name(static_cast<Test>(h.test))
                       << ", " << h.nqps << " QP(s), " << h.iters << " iterations, " << h.nsizes
@@ -1008,8 +1036,24 @@ int run_server(const Options &o) {
 
     Side &s = *side;
     const Test test = static_cast<Test>(first.test);
+    const bool bidir = (first.flags & kBidirectional) != 0;
+    // -b: the server streams with the client's parameters.
+    Options so;
+    so.tx_depth = first.tx_depth;
+    so.cq_mod = first.cq_mod;
+    so.inline_size = first.inline_size;
+    so.post_list = first.post_list;
     std::uint32_t pending = 0; // Send test: receives posted, not reaped
     std::uint32_t size = 0, lat_bad = 0;
+    // -b: the server's own stream at this size.
+    PeakMeter peak(0);
+    std::uint64_t own_done = 0;
+    steady_clock::duration own_time{};
+    auto own_stream = [&](std::uint32_t count) {
+        auto t0 = steady_clock::now();
+        stream(s, peer, test, size, count, so, peak, own_done);
+        own_time += steady_clock::now() - t0;
+    };
     for (;;) {
         Ctrl m = s.ctrl_recv("the next step");
         switch (m.op) {
@@ -1020,8 +1064,9 @@ int run_server(const Options &o) {
             s.prepare(size);
             if (test == Test::LatWrite) // the tags are 1..255
                 s.dst(0)[0] = s.dst(0)[size - 1] = 0;
-            if (test == Test::Read)
-                s.fill_dst(size);
+            peak = PeakMeter(size);
+            own_done = 0;
+            own_time = {};
             if (test == Test::LatSend)
                 for (std::uint32_t i = 0; i < s.nqps(); i++) {
                     viaduct::Sge r = s.dst_sge(i, size);
@@ -1034,6 +1079,10 @@ int run_server(const Options &o) {
                 lat_bad = lat_send(s, size, first.iters, false, unused);
             else if (test == Test::LatWrite)
                 lat_bad = lat_write(s, peer, size, first.iters, false, unused);
+            else if (bidir && test != Test::Send) {
+                peak.start();
+                own_stream(first.iters);
+            }
             break;
         }
         case Op::Post:
@@ -1041,6 +1090,11 @@ int run_server(const Options &o) {
             post_recvs(s, size, m.count);
             pending = m.count;
             s.ctrl_send({Op::Ready, size, 0, 0, 0});
+            if (bidir) { // the client posted its receives before asking
+                if (!own_done)
+                    peak.start();
+                own_stream(m.count);
+            }
             break;
         case Op::Done: {
             std::uint32_t checked = 0, bad = 0;
@@ -1048,7 +1102,7 @@ int run_server(const Options &o) {
                 reap_recvs(s, size, pending);
                 pending = 0;
             }
-            if (test == Test::Write || test == Test::Send) {
+            if (test == Test::Write || test == Test::Send || (bidir && test == Test::Read)) {
                 bad = s.check_dst(size, checked, (first.flags & kCheckAll) != 0);
             } else if (test == Test::LatSend) {
                 bad = lat_bad;
@@ -1057,7 +1111,11 @@ int run_server(const Options &o) {
                 bad = lat_bad; // first byte of every message
                 checked = first.iters;
             }
-            s.ctrl_send({Op::Verified, size, 0, bad, checked});
+            Ctrl v{Op::Verified, size, 0, bad, checked};
+            v.msgs = own_done;
+            v.ns = static_cast<std::uint64_t>(duration_cast<nanoseconds>(own_time).count());
+            v.peak_bytes = static_cast<std::uint64_t>(peak.bytes_per_sec());
+            s.ctrl_send(v);
             break;
         }
         case Op::Bye:
@@ -1082,6 +1140,8 @@ void print_header(const Options &o, const Side &s) {
               << "\t\tDoorbell       : " << (o.polled ? "polled" : "system call") << "\n"
               << " Inline data    : " << (is_latency(*o.test) ? 0 : o.inline_size) << " bytes"
               << "\t\tCompletions    : " << (s.send_cq ? "events" : "polling") << "\n"
+              << " Post list      : " << (is_latency(*o.test) ? 1 : o.post_list)
+              << "\t\tBidirectional  : " << (o.bidirectional ? "yes" : "no") << "\n"
               << " Server         : " << o.addr << " port " << o.port << "\n"
               << " Buffer STag    : 0x" << std::hex << s.mr.stag() << std::dec << "\n"
               << line << "\n";
@@ -1112,7 +1172,11 @@ int run_client(const Options &o) {
     h.test = static_cast<std::uint32_t>(test);
     h.iters = o.iters;
     h.nsizes = static_cast<std::uint32_t>(o.sizes.size());
-    h.flags = o.check_all ? kCheckAll : 0;
+    h.flags = (o.check_all ? kCheckAll : 0) | (o.bidirectional ? kBidirectional : 0);
+    h.tx_depth = o.tx_depth;
+    h.cq_mod = o.cq_mod;
+    h.inline_size = o.inline_size;
+    h.post_list = o.post_list;
     h.addr = reinterpret_cast<std::uintptr_t>(s.buf.data());
     h.slot = s.slot;
     h.stag = s.mr.stag();
@@ -1172,10 +1236,16 @@ int run_client(const Options &o) {
             // -n receives in bursts, or with -D bursts until the time is up.
             iters_done = 0;
             auto deadline = t0;
+            std::uint32_t own_pending = 0; // -b: receives for the server's Sends
             for (std::uint32_t left = o.iters; o.duration || left;) {
                 if (o.duration && iters_done && steady_clock::now() >= deadline)
                     break;
                 std::uint32_t n = o.duration ? kSendBurst : std::min(left, kSendBurst);
+                if (o.bidirectional) {
+                    reap_recvs(s, size, own_pending);
+                    post_recvs(s, size, n);
+                    own_pending = n;
+                }
                 s.ctrl_send({Op::Post, size, n, 0, 0});
                 s.ctrl_expect(Op::Ready, "READY");
                 if (!iters_done) { // the first burst's receives come before the clock
@@ -1183,18 +1253,18 @@ int run_client(const Options &o) {
                     deadline = t0 + seconds(o.duration);
                     peak.start();
                 }
-                stream(s, peer, test, size, n, o.tx_depth, o.inline_size, o.cq_mod, peak, all_done);
+                stream(s, peer, test, size, n, o, peak, all_done);
                 iters_done += n;
                 if (!o.duration)
                     left -= n;
             }
+            reap_recvs(s, size, own_pending);
         } else {
             // -n work requests, or with -D rounds of -n until the time is up.
             iters_done = 0;
             const auto deadline = t0 + seconds(o.duration);
             do {
-                stream(s, peer, test, size, o.iters, o.tx_depth, o.inline_size, o.cq_mod, peak,
-                       all_done);
+                stream(s, peer, test, size, o.iters, o, peak, all_done);
                 iters_done += o.iters;
             } while (o.duration && steady_clock::now() < deadline);
         }
@@ -1205,6 +1275,9 @@ int run_client(const Options &o) {
         Ctrl v = s.ctrl_expect(Op::Verified, "the server's data check");
         bad += v.bad;
         checked += v.checked;
+        // -b: the server's Writes or Sends into our buffer are complete.
+        if (o.bidirectional && test != Test::Read)
+            bad += s.check_dst(size, checked, o.check_all);
         if (bad)
             fail(std::to_string(bad) + " of " + std::to_string(checked) +
                  (o.check_all ? " bytes differ from what was sent at size " + std::to_string(size)
@@ -1221,10 +1294,18 @@ int run_client(const Options &o) {
             double msgs = static_cast<double>(iters_done) * o.qps;
             // MB/s of 2^20 bytes, or Gb/s of 10^9 bits.
             const double unit = o.gbits ? 1e9 / 8 : 1024.0 * 1024.0;
-            double avg = msgs * size / secs / unit;
-            double pk = std::max(peak.bytes_per_sec() / unit, avg);
+            double rate = msgs / secs, pk_bytes = peak.bytes_per_sec();
+            // -b: perftest's sum of both ways, each timed on its own side.
+            if (o.bidirectional) {
+                if (v.ns == 0 || v.msgs == 0)
+                    fail("the server reports no stream of its own for -b");
+                rate += static_cast<double>(v.msgs) / (static_cast<double>(v.ns) / 1e9);
+                pk_bytes += static_cast<double>(v.peak_bytes);
+            }
+            double avg = rate * size / unit;
+            double pk = std::max(pk_bytes / unit, avg);
             std::snprintf(row, sizeof(row), " %-10u %-14llu %-20.2f %-20.2f %-16.6f", size,
-                          static_cast<unsigned long long>(iters_done), pk, avg, msgs / secs / 1e6);
+                          static_cast<unsigned long long>(iters_done), pk, avg, rate / 1e6);
         }
         std::cout << row << std::endl;
     }

@@ -14,10 +14,12 @@
 # viaduct-perf on vd0 <-> vd0 against perftest -R on siwb1 <-> siwb2
 # (write and read bandwidth at 64 KiB and 1 MiB, 8-byte send and write
 # latency, 64-byte write message rate on 1 and 8 QPs, viaduct with and
-# without --polled), iperf3 between the same hosts as the ceiling (run
-# VD_BENCH_TCP_RUNS times, 3 by default, interleaved with the RDMA steps;
-# the median counts) and viaduct-tcplat's 8-byte TCP ping-pong (blocking
-# and busy-polling) as the latency floor.
+# without --polled), perftest on vd0 through libviaduct-verbs beside
+# viaduct-perf posting as perftest does, VIPL's ping-pong example beside
+# the native and siw Send latency, iperf3 between the same hosts as the
+# ceiling (run VD_BENCH_TCP_RUNS times, 3 by default, interleaved with the
+# RDMA steps; the median counts) and viaduct-tcplat's 8-byte TCP
+# ping-pong (blocking and busy-polling) as the latency floor.
 # Each of those steps has a time limit (VD_BENCH_STEP_TIMEOUT, 90 s); one
 # that fails gives an ERR cell and an ERROR line, the others still run,
 # and the job fails at its end. Their outputs are kept in
@@ -177,8 +179,16 @@ dp_pair() {
 		kill -0 "$spid" 2>/dev/null || break
 		sleep 0.2
 	done
-	# The banner can come just before the listen; give the server a moment.
-	sleep 0.5
+	# perftest prints its banner before it listens: wait (up to 10 s) for a
+	# listening socket on the step's port (${DP_PORT:-18515}; every tool
+	# here listens on its default port), so that a loaded host does not
+	# make the client's connect fail with ECONNREFUSED.
+	for ((i = 0; i < 50; i++)); do
+		[[ ${DP_PORT:-} != none ]] || break # VIPL: no port of its own
+		ip netns exec h2 ss -Htln "sport = :${DP_PORT:-18515}" 2>/dev/null | grep -q . && break
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.2
+	done
 	if ! kill -0 "$spid" 2>/dev/null; then
 		wait "$spid" 2>/dev/null || true
 		echo "the server exited before the client started" >"$dp/$name.out"
@@ -266,7 +276,7 @@ tcp_run() {
 	local v
 	(($1 <= tcp_runs)) || return 0
 	say "data path: TCP (iperf3, run $1 of $tcp_runs)"
-	if dp_pair "tcp$1" 'listening' iperf3 -s -1 -B "$peer" -- \
+	if DP_PORT=5201 dp_pair "tcp$1" 'listening' iperf3 -s -1 -B "$peer" -- \
 		iperf3 -c "$peer" -t "${VD_BENCH_TCP_SECS:-3}" -l 1M -f m &&
 		# Mbit/s (10^6 bits) into MB/s of 2^20 bytes, as the RDMA tools print.
 		v=$(awk '/receiver/ { for (i = 1; i < NF; i++) if ($(i + 1) == "Mbits/sec") v = $i } END { if (v != "") printf "%.2f", v * 1e6 / 8 / 1048576; else exit 1 }' \
@@ -286,6 +296,11 @@ vd_run rate1 -t write -n "$rate_iters" -S 64 -q 1
 vd_run rate1p --polled -t write -n "$rate_iters" -S 64 -q 1
 vd_run rate8 -t write -n "$rate_iters" -S 64 -q 8
 vd_run rate8p --polled -t write -n "$rate_iters" -S 64 -q 8
+# As perftest posts (its defaults): one WR per post call (-l 1), a
+# completion every 100 (-Q 100); and 16 per call (-l 16), as "-l 16".
+vd_run rate1-l1 -t write -n "$rate_iters" -S 64 -q 1 -l 1 -Q 100
+vd_run rate8-l1 -t write -n "$rate_iters" -S 64 -q 8 -l 1 -Q 100
+vd_run rate1-l16 -t write -n "$rate_iters" -S 64 -q 1 -l 16 -Q 100
 tcp_run 2
 siw_run bw64k ib_write_bw -s 65536 -n "$bw_iters"
 siw_run bw1m ib_write_bw -s 1048576 -n "$bw_iters"
@@ -316,8 +331,21 @@ if [[ -e $dropin/libibverbs.so.1 ]]; then
 	verbs_run lat-write ib_write_lat -s 8 -n "$lat_iters"
 	verbs_run rate1 ib_write_bw -s 64 -n "$rate_iters" -q 1
 	verbs_run rate8 ib_write_bw -s 64 -n "$rate_iters" -q 8
+	verbs_run rate1-l16 ib_write_bw -s 64 -n "$rate_iters" -q 1 -l 16
 else
 	say "ERROR: libviaduct-verbs' drop-in directory missing: $dropin"
+	dp_failed=1
+fi
+
+# VIPL's ping-pong (examples/vipl, completion by polling) beside the
+# native and siw Send latency rows: the same 8-byte half round trip.
+vipl_pp=$VD_BUILD/cmake/examples/vipl/vipl-pingpong
+if [[ -x $vipl_pp ]]; then
+	say "data path: VIPL lat-send"
+	DP_PORT=none dp_pair vipl-lat-send 'waiting' "$vipl_pp" -s -S 8 -n "$lat_iters" -- \
+		"$vipl_pp" -c "$peer" -S 8 -n "$lat_iters" || dp_fail vipl-lat-send
+else
+	say "ERROR: vipl-pingpong missing: $vipl_pp"
 	dp_failed=1
 fi
 
@@ -356,6 +384,12 @@ dp_get vd_r1 vd-rate1 64 5
 dp_get vd_r1p vd-rate1p 64 5
 dp_get vd_r8 vd-rate8 64 5
 dp_get vd_r8p vd-rate8p 64 5
+dp_get vd_r1l1 vd-rate1-l1 64 5
+# vipl-pingpong: "... (half round trip: median X us)"
+res[vipl_lsend]=$(awk '/half round trip: median/ { v = $(NF - 1) } END { if (v != "") print v; else exit 1 }' \
+	"$dp/vipl-lat-send.out" 2>/dev/null) || res[vipl_lsend]=ERR
+dp_get vd_r8l1 vd-rate8-l1 64 5
+dp_get vd_r1l16 vd-rate1-l16 64 5
 dp_get siw_bw64k siw-bw64k 65536 4
 dp_get siw_bw1m siw-bw1m 1048576 4
 dp_get siw_rd64k siw-read64k 65536 4
@@ -365,7 +399,7 @@ dp_get siw_lwrite siw-lat-write 8 5
 dp_get siw_r1 siw-rate1 64 5
 dp_get siw_r8 siw-rate8 64 5
 for k in bw64k:65536:4 bw1m:1048576:4 read64k:65536:4 read1m:1048576:4 \
-	lat-send:8:5 lat-write:8:5 rate1:64:5 rate8:64:5; do
+	lat-send:8:5 lat-write:8:5 rate1:64:5 rate8:64:5 rate1-l16:64:5; do
 	IFS=: read -r n sz col <<<"$k"
 	dp_get "verbs_$n" "verbs-$n" "$sz" "$col"
 done
@@ -419,6 +453,7 @@ row() {
 	echo "the latency rows' TCP column is the busy-polling floor."
 } >>"$out"
 
+res[none]=- # a row without a siw run
 # vrow METRIC UNIT NAME SIW-KEY NATIVE-KEY HIGHER-IS-BETTER: perftest on
 # viaduct (verbs) beside perftest on siw and viaduct-perf (native) on viaduct.
 vrow() {
@@ -434,6 +469,8 @@ vrow() {
 	echo "perftest on both stacks: the same Debian binaries (-R) on vd0 through libviaduct-verbs'"
 	echo "drop-in directory and on siw; viaduct-perf (native API) on vd0 beside them, and the cost"
 	echo "of the verbs face over native (positive: perftest on verbs is slower). Units as above."
+	echo "The message rate rows compare like with like: native posts as perftest does (one WR per"
+	echo "post call, a completion every 100: viaduct-perf -l 1 -Q 100; or -l 16 for perftest -l 16)."
 	printf -- '-%.0s' {1..110}
 	echo
 	printf '   %-36s %-5s %10s %10s %7s %12s %12s\n' metric unit "vd verbs" siw vd/siw "vd native" "verbs cost"
@@ -443,9 +480,23 @@ vrow() {
 	vrow "read bw 1 MiB" MB/s read1m siw_rd1m vd_rd1m 1
 	vrow "send lat 8 B" us lat-send siw_lsend vd_lsend 0
 	vrow "write lat 8 B" us lat-write siw_lwrite vd_lwrite 0
-	vrow "msg rate 64 B, 1 QP" Mpps rate1 siw_r1 vd_r1 1
-	vrow "msg rate 64 B, 8 QPs" Mpps rate8 siw_r8 vd_r8 1
+	vrow "msg rate 64 B, 1 QP" Mpps rate1 siw_r1 vd_r1l1 1
+	vrow "msg rate 64 B, 8 QPs" Mpps rate8 siw_r8 vd_r8l1 1
+	vrow "msg rate 64 B, 1 QP, 16 WRs a post" Mpps rate1-l16 none vd_r1l16 1
 	printf -- '-%.0s' {1..110}
+	echo
+} >>"$out"
+
+{
+	echo
+	echo "VIPL (libvipl, examples/vipl/vipl-pingpong, completion by polling) beside viaduct-perf"
+	echo "(native) and perftest on siw: 8-byte Send ping-pong, median half round trip in us."
+	printf -- '-%.0s' {1..88}
+	echo
+	printf '   %-28s %-5s %10s %10s %12s %10s\n' metric unit VIPL native VIPL/native siw
+	printf '   %-28s %-5s %10s %10s %12s %10s\n' "send lat 8 B" us "${res[vipl_lsend]}" \
+		"${res[vd_lsend]}" "$(ratio "${res[vipl_lsend]}" "${res[vd_lsend]}")" "${res[siw_lsend]}"
+	printf -- '-%.0s' {1..88}
 	echo
 } >>"$out"
 

@@ -41,6 +41,9 @@ struct Context {
     viaduct::Device native;
     viaduct::DeviceAttributes attr;
     int async_epfd = -1; // the program's async_fd: readable with the device's events
+    // QPs take the polled doorbell (VIADUCT_VERBS_DOORBELL=polled): a
+    // post costs no system call while the kernel's poller is awake.
+    bool polled_doorbell = false;
 
     // Queue pairs by kernel handle (for ibv_wc.qp_num) and by QP number
     // (for rdma_connect() with a QP the program made itself).

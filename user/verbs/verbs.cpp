@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <mutex>
@@ -486,6 +487,19 @@ void wait_events(pthread_mutex_t &m, pthread_cond_t &c, const std::uint32_t &don
     pthread_mutex_unlock(&m);
 }
 
+// VIADUCT_VERBS_DOORBELL: "syscall" (the default: every ibv_post_send()
+// and ibv_post_recv() rings the DOORBELL ioctl) or "polled" (a kernel
+// thread polls the doorbell page; Documentation/verbs.rst).
+bool doorbell_from_env() {
+    const char *v = std::getenv("VIADUCT_VERBS_DOORBELL");
+    if (!v || !*v || std::strcmp(v, "syscall") == 0)
+        return false;
+    if (std::strcmp(v, "polled") == 0)
+        return true;
+    throw viaduct::Error(EINVAL, std::string("VIADUCT_VERBS_DOORBELL='") + v +
+                                     "': expected syscall or polled");
+}
+
 Cq *find_cq(Context &ctx, std::uint32_t handle) {
     std::shared_lock<std::shared_mutex> guard(ctx.qps_lock);
     auto it = ctx.cqs_by_handle.find(handle);
@@ -533,6 +547,7 @@ ibv_qp *create_qp(ibv_pd *ibpd, ibv_qp_init_attr *attr, bool for_cm) {
     cfg.ord = l.max_ord;
     cfg.ird = l.max_ird;
     cfg.user_data = reinterpret_cast<std::uintptr_t>(qp.get());
+    cfg.polled_doorbell = ctx.polled_doorbell;
     qp->native.emplace(pd.native, cfg);
     const viaduct::QpCaps &caps = qp->native->caps();
     qp->cap.max_send_wr = caps.sq_depth;
@@ -627,6 +642,7 @@ VV_EXPORT ibv_context *ibv_open_device(ibv_device *dev) {
     return guarded<ibv_context *>(nullptr, [&] {
         auto ctx = std::make_unique<Context>(viaduct::Device::open(std::string_view(dev->name)));
         ctx->attr = ctx->native.attributes();
+        ctx->polled_doorbell = doorbell_from_env();
         ctx->async_epfd = wrap_fd(ctx->native.fd());
         if (ctx->async_epfd < 0)
             throw viaduct::Error(errno, "cannot make the async event descriptor");

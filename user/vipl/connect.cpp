@@ -281,6 +281,12 @@ void on_event(Nic &nic, viaduct::CmEvent &ev) {
     }
 }
 
+// The Terminate code (layer << 12 | error type << 8 | code, as
+// viaduct_async_event.detail carries it) of an untagged message for which
+// no receive was posted: layer DDP, untagged buffer error, invalid MSN -
+// no buffer available.
+constexpr std::uint32_t term_no_recv_buffer = 0x1202;
+
 void on_async(Nic &nic, const viaduct::AsyncEvent &ae) {
     VIP_ERROR_DESCRIPTOR ed{};
     Vi *vi = nullptr;
@@ -300,7 +306,10 @@ void on_async(Nic &nic, const viaduct::AsyncEvent &ae) {
         ed.ErrorCode = VIP_ERROR_POST_DESC;
         break;
     case viaduct::AsyncEventType::QpFatal:
-        ed.ErrorCode = VIP_ERROR_RDMA_TRANSPORT;
+        // A Send that found no receive descriptor: the NIC dropped it
+        // (DDP untagged, "invalid MSN - no buffer", RFC 5041 5.2).
+        ed.ErrorCode =
+            ae.detail == term_no_recv_buffer ? VIP_ERROR_RECVQ_EMPTY : VIP_ERROR_RDMA_TRANSPORT;
         break;
     case viaduct::AsyncEventType::CqError:
     case viaduct::AsyncEventType::DeviceFatal:

@@ -32,7 +32,10 @@ expect 2 "-s: 'x' is not a number" -s x 192.0.2.1 --test write
 expect 2 "-t: 129 is out of range [1, 128]" -t 129 --test write 192.0.2.1
 expect 2 "-D is for the bandwidth tests" -D 5 --test lat-send 192.0.2.1
 expect 2 "-D: 0 is out of range [1, 3600]" -D 0 --test write 192.0.2.1
-expect 2 "option '-b' of perftest is not supported" -b --test write 192.0.2.1
+expect 2 "-b is for the bandwidth tests" -b --test lat-write 192.0.2.1
+expect 2 "-b runs -n work requests each way: drop -D" -b -D 2 --test write 192.0.2.1
+expect 2 "-l: 33 is out of range [1, 32]" -l 33 --test write 192.0.2.1
+expect 2 "-l: 0 is out of range [1, 32]" --post_list=0 --test send 192.0.2.1
 expect 2 "-e is for the bandwidth tests" -e --test lat-write 192.0.2.1
 expect 2 "-I: 5000 is out of range [0, 4096]" -I 5000 --test write 192.0.2.1
 expect 2 "-Q 64 is more than the TX depth (-t) of 16" -Q 64 -t 16 --test write 192.0.2.1

@@ -188,7 +188,7 @@ static VIP_RETURN wait_for(const char *disc, VIP_ULONG timeout, addr_t *remote,
 
 /* ------------------------------------------------------ asynchronous errors */
 
-static atomic_int errors_seen, conn_lost_seen, post_desc_seen;
+static atomic_int errors_seen, conn_lost_seen, post_desc_seen, recvq_empty_seen;
 static VIP_VI_HANDLE last_error_vi;
 
 static void on_error(VIP_PVOID ctx, VIP_ERROR_DESCRIPTOR *ed)
@@ -200,6 +200,8 @@ static void on_error(VIP_PVOID ctx, VIP_ERROR_DESCRIPTOR *ed)
 		atomic_fetch_add(&conn_lost_seen, 1);
 	if (ed->ErrorCode == VIP_ERROR_POST_DESC)
 		atomic_fetch_add(&post_desc_seen, 1);
+	if (ed->ErrorCode == VIP_ERROR_RECVQ_EMPTY)
+		atomic_fetch_add(&recvq_empty_seen, 1);
 }
 
 static int wait_flag(atomic_int *f, int want)
@@ -813,6 +815,42 @@ static void sc_protection(void)
 	mem_fini(&m);
 }
 
+/*
+ * A Send that finds the receive queue empty: the receiving NIC drops it,
+ * raises VIP_ERROR_RECVQ_EMPTY through the error callback and, the VI being
+ * reliable, puts it into Error.
+ */
+static void sc_recvq_empty(void)
+{
+	VIP_VI_ATTRIBUTES rva;
+	VIP_VI_HANDLE vi;
+	struct mem m;
+	VIP_DESCRIPTOR *d;
+
+	mem_init(&m, 1, 4096, NULL, 0, 0);
+	vi = mkvi(VIP_SERVICE_RELIABLE_DELIVERY, 4096, 0, 0, NULL, NULL);
+	if (role == ROLE_SERVER) {
+		VIP_CONN_HANDLE conn;
+		addr_t rem;
+		int before = atomic_load(&recvq_empty_seen);
+
+		IS(wait_for("recvq-empty", 30000, &rem, &rva, &conn), VIP_SUCCESS);
+		IS(VipConnectAccept(conn, vi), VIP_SUCCESS);
+		/* no receive posted: the client's Send is dropped */
+		ok(wait_flag(&recvq_empty_seen, before + 1) && last_error_vi == vi,
+		   "a Send into an empty receive queue: VIP_ERROR_RECVQ_EMPTY for this VI");
+		ok(state(vi) == VIP_STATE_ERROR, "the reliable VI is in Error after it");
+	} else {
+		IS(request(vi, "recvq-empty", 20000, &rva), VIP_SUCCESS);
+		one_seg(desc(&m, 0), 0, m.p, 64, m.mh);
+		IS(VipPostSend(vi, desc(&m, 0), m.mh), VIP_SUCCESS);
+		VipSendWait(vi, 20000, &d);
+		sleep(1);
+	}
+	teardown(vi);
+	mem_fini(&m);
+}
+
 /* 5: RDMA: Write into a region without RDMA Write, Read, CQ order */
 static void sc_rdma(void)
 {
@@ -1082,6 +1120,7 @@ int main(int argc, char **argv)
 		sc_reject_timeout();
 		sc_conflict();
 		sc_protection();
+		sc_recvq_empty();
 		sc_rdma();
 		sc_threads();
 		sc_autodiscovery();

@@ -367,7 +367,13 @@ static int fill_global_stats(struct sk_buff *skb, u32 portid, u32 seq,
 	    put_stat(skb, VIADUCT_A_STAT_TX_ZCOPY_COPIED,
 		     vd_stat_read(tx_zcopy_copied)) ||
 	    put_stat(skb, VIADUCT_A_STAT_TX_ZCOPY_FALLBACKS,
-		     vd_stat_read(tx_zcopy_fallbacks))) {
+		     vd_stat_read(tx_zcopy_fallbacks)) ||
+	    put_stat(skb, VIADUCT_A_STAT_TX_DIRECT, vd_stat_read(tx_direct)) ||
+	    put_stat(skb, VIADUCT_A_STAT_TX_DEFERRED,
+		     vd_stat_read(tx_deferred)) ||
+	    put_stat(skb, VIADUCT_A_STAT_RX_UPCALL, vd_stat_read(rx_upcall)) ||
+	    put_stat(skb, VIADUCT_A_STAT_RX_DEFERRED,
+		     vd_stat_read(rx_deferred))) {
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;
 	}

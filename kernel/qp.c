@@ -527,7 +527,13 @@ EXPORT_SYMBOL_IF_KUNIT(vd_qp_query);
 
 /* --- Consuming and completing --------------------------------------- */
 
-int vd_qp_consume(struct vd_qp *qp, unsigned int which)
+static void qp_sq_send(struct vd_qp *qp);
+
+/*
+ * @direct: the caller is a posting context (DOORBELL, the polling worker)
+ * that may send the new SQ WRs itself (qp_sq_send()).
+ */
+static int qp_consume(struct vd_qp *qp, unsigned int which, bool direct)
 {
 	struct vd_wq *wq = qp_wq(qp, which);
 	bool bad = false, work;
@@ -544,9 +550,16 @@ int vd_qp_consume(struct vd_qp *qp, unsigned int which)
 
 	if (unlikely(bad))
 		vd_qp_enter_error(qp, VIADUCT_EVENT_QP_REQ_ERR, 0);
+	else if (work && direct)
+		qp_sq_send(qp);
 	else if (work)
 		vd_qp_sq_work(qp);
 	return n;
+}
+
+int vd_qp_consume(struct vd_qp *qp, unsigned int which)
+{
+	return qp_consume(qp, which, false);
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_qp_consume);
 
@@ -643,6 +656,26 @@ void vd_qp_sq_work(struct vd_qp *qp)
 	spin_unlock_bh(&qp->lock);
 }
 
+/*
+ * The posting context took new SQ WRs: the transport sends them from here
+ * if its stream is idle (struct vd_qp_tp_ops.sq_get/sq_send), else its
+ * work does. Process context, no QP lock held.
+ */
+static void qp_sq_send(struct vd_qp *qp)
+{
+	const struct vd_qp_tp_ops *ops;
+	void *tp;
+
+	spin_lock_bh(&qp->lock);
+	ops = qp->tp_ops;
+	tp = qp->tp;
+	if (tp && !ops->sq_get(tp))
+		tp = NULL;
+	spin_unlock_bh(&qp->lock);
+	if (tp)
+		ops->sq_send(tp);
+}
+
 /* --- Doorbells ------------------------------------------------------ */
 
 #define VD_DOORBELL_ALL		(VIADUCT_DOORBELL_SQ | VIADUCT_DOORBELL_RQ)
@@ -663,7 +696,7 @@ int vd_qp_doorbell(struct vd_qp *qp, u32 flags)
 	if (qp->worker)
 		vd_doorbell_kick(qp->worker);
 	if (flags & VIADUCT_DOORBELL_SQ) {
-		n = vd_qp_consume(qp, VD_QP_SQ);
+		n = qp_consume(qp, VD_QP_SQ, true);
 		if (n < 0)
 			return n;
 	}
@@ -682,7 +715,7 @@ static bool qp_db_poll(struct vd_db_client *c)
 	struct vd_qp *qp = container_of(c, struct vd_qp, db_client);
 	bool work = false;
 
-	if (vd_qp_db_pending(qp, VD_QP_SQ) && vd_qp_consume(qp, VD_QP_SQ) > 0)
+	if (vd_qp_db_pending(qp, VD_QP_SQ) && qp_consume(qp, VD_QP_SQ, true) > 0)
 		work = true;
 	if (vd_qp_db_pending(qp, VD_QP_RQ) && vd_qp_consume(qp, VD_QP_RQ) > 0)
 		work = true;

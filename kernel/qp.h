@@ -180,9 +180,18 @@ struct vd_wq {
  *   sq_work(tp)   the SQ got WRs to execute or the QP's state changed:
  *                 only schedule work. Called with qp->lock held, bottom
  *                 halves disabled.
+ *   sq_get(tp)    a posting context (DOORBELL, the polling worker) took
+ *                 new SQ WRs: true if it may call sq_send(tp) once, after
+ *                 it dropped qp->lock (the stream stays until then);
+ *                 false if the transport queued its work instead. Called
+ *                 like sq_work().
+ *   sq_send(tp)   sends from the posting context, bounded; process
+ *                 context, no QP lock held.
  */
 struct vd_qp_tp_ops {
 	void (*sq_work)(void *tp);
+	bool (*sq_get)(void *tp);
+	void (*sq_send)(void *tp);
 };
 
 struct vd_qp {

@@ -11,15 +11,18 @@
 #include <linux/minmax.h>
 #include <linux/moduleparam.h>
 #include <linux/net.h>
+#include <linux/skbuff.h>
 #include <linux/spinlock.h>
 #include <linux/string.h>
 #include <linux/uio.h>
 #include <linux/workqueue.h>
 #include <net/sock.h>
+#include <net/tcp.h>
 
 #include "device.h"
 #include "mem.h"
 #include "qp.h"
+#include "stats.h"
 #include "tpt.h"
 #include "transport.h"
 
@@ -27,6 +30,11 @@ static unsigned int rx_stall_ms = 60000;
 module_param(rx_stall_ms, uint, 0644);
 MODULE_PARM_DESC(rx_stall_ms,
 		 "Time an FPDU may take to arrive whole once it began, in ms; then the stream ends with a Terminate (0: no limit)");
+
+static bool rx_upcall_on = true;
+module_param(rx_upcall_on, bool, 0644);
+MODULE_PARM_DESC(rx_upcall_on,
+		 "Receive in the socket's data_ready upcall when the stream is idle (else always in a work item)");
 
 /* The MPA ULPDU_Length at the start of an FPDU (big endian). */
 static u32 rx_be16(const u8 *p)
@@ -594,6 +602,18 @@ static u32 rx_next(const struct vd_tp *tp)
 	return len <= have ? len : 0;
 }
 
+/* The bytes of the FPDU not yet whole go to the front of @tp->rx_buf. */
+static void rx_compact(struct vd_tp *tp)
+{
+	u32 have = tp->rx_end - tp->rx_start;
+
+	if (tp->rx_start) {
+		memmove(tp->rx_buf, tp->rx_buf + tp->rx_start, have);
+		tp->rx_start = 0;
+		tp->rx_end = have;
+	}
+}
+
 /*
  * The ULPDU bytes vd_iw_parse() reads of a ULPDU of @ulpdu_len bytes whose
  * two control bytes are at @ulpdu: those two if the opcode is unknown,
@@ -681,16 +701,11 @@ void vd_rx_stall_timer(struct timer_list *t)
  */
 static int rx_read(struct vd_tp *tp)
 {
-	u32 have = tp->rx_end - tp->rx_start;
 	struct msghdr m = {};
 	struct kvec kv;
 	int ret;
 
-	if (tp->rx_start) {
-		memmove(tp->rx_buf, tp->rx_buf + tp->rx_start, have);
-		tp->rx_start = 0;
-		tp->rx_end = have;
-	}
+	rx_compact(tp);
 	/* a partial FPDU is shorter than the buffer: there is room */
 	kv.iov_base = tp->rx_buf + tp->rx_end;
 	kv.iov_len = VD_TP_BUF_SIZE - tp->rx_end;
@@ -701,19 +716,70 @@ static int rx_read(struct vd_tp *tp)
 	return ret;
 }
 
-/*
- * The receive work item: handles every whole FPDU in @tp->rx_buf, one at a
- * time, and reads the socket again when none is left; until the socket is
- * empty (data_ready queues us again) or the turn's budget is spent (we
- * queue ourselves behind the other streams). Outside RTS and Closing,
- * once the QP is destroyed, and after the stream died (a Terminate sent or
- * received), nothing more is handled or read: what is buffered stays
- * there and goes with the stream.
- */
-void vd_rx_work(struct work_struct *work)
+/* tcp_read_sock() actor: copies what @tp->rx_buf takes of @skb. */
+static int rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
+		    unsigned int offset, size_t len)
 {
-	struct vd_tp *tp = container_of(work, struct vd_tp, rx_work);
-	int budget = VD_TP_BUDGET;
+	struct vd_tp *tp = desc->arg.data;
+	u32 n = min_t(size_t, len, VD_TP_BUF_SIZE - tp->rx_end);
+
+	if (!n || skb_copy_bits(skb, offset, tp->rx_buf + tp->rx_end, n)) {
+		desc->count = 0;
+		return 0;
+	}
+	tp->rx_end += n;
+	if (tp->rx_end == VD_TP_BUF_SIZE)
+		desc->count = 0;
+	return n;
+}
+
+/*
+ * rx_read() for the data_ready upcall, the socket locked by the caller:
+ * takes what is queued with tcp_read_sock(). Returns the bytes read,
+ * -EAGAIN when the socket is empty, or -EPIPE for what only recvmsg()
+ * answers, which the work item then reads: the end of the stream, a
+ * socket error, urgent data (tcp_read_sock() stops in front of it).
+ */
+static int rx_read_sock(struct vd_tp *tp)
+{
+	read_descriptor_t desc = { .arg.data = tp, .count = 1 };
+	struct sock *sk = tp->sk;
+	int ret;
+
+	if (READ_ONCE(sk->sk_err) ||
+	    (READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN) ||
+	    READ_ONCE(tcp_sk(sk)->urg_data))
+		return -EPIPE;
+	rx_compact(tp);
+	ret = tcp_read_sock(sk, &desc, rx_actor);
+	if (ret > 0)
+		return ret;
+	return skb_queue_empty_lockless(&sk->sk_receive_queue) ? -EAGAIN :
+								  -EPIPE;
+}
+
+/* An FPDU was handled: count who did (stats.h). */
+static void rx_count(bool upcall)
+{
+	if (upcall)
+		vd_stat_inc(rx_upcall);
+	else
+		vd_stat_inc(rx_deferred);
+}
+
+/*
+ * One turn of the receiver, which @tp->rx_busy makes the only one: handles
+ * every whole FPDU in @tp->rx_buf, one at a time, and reads the socket
+ * again when none is left; until the socket is empty (data_ready comes
+ * again) or the turn's @budget is spent. Outside RTS and Closing, once the
+ * QP is destroyed, and after the stream died (a Terminate sent or
+ * received), nothing more is handled or read: what is buffered stays
+ * there and goes with the stream. @upcall: in sk_data_ready (reads with
+ * tcp_read_sock()), else the work item (recvmsg()). Returns true if the
+ * work item must run (again): budget spent, or what only it reads.
+ */
+static bool rx_run(struct vd_tp *tp, int budget, bool upcall)
+{
 	u32 len, state;
 	int ret;
 
@@ -721,34 +787,74 @@ void vd_rx_work(struct work_struct *work)
 		state = READ_ONCE(tp->qp->state);
 		if ((state != VIADUCT_QPS_RTS && state != VIADUCT_QPS_CLOSING) ||
 		    READ_ONCE(tp->qp->destroyed))
-			return;
-		if (budget <= 0) {
-			vd_tp_queue_rx(tp);
-			return;
-		}
+			return false;
+		if (budget <= 0)
+			return true;
 		len = rx_next(tp);
 		if (len) {
 			rx_fpdu(tp, tp->rx_buf + tp->rx_start, len);
+			rx_count(upcall);
 			tp->rx_start += len;
 			budget -= len;
 			tp->rx_stall_armed = false;
 			continue;
 		}
-		ret = rx_read(tp);
+		ret = upcall ? rx_read_sock(tp) : rx_read(tp);
 		if (ret == -EAGAIN) {
 			if (rx_check_partial(tp))
 				rx_check_stall(tp);
-			return;
+			return false;
 		}
+		if (ret == -EPIPE && upcall)
+			return true;
 		if (ret <= 0) {
 			pr_debug("qp%u: stream %s: %d (%u bytes of an FPDU unread)\n",
 				 tp->qp->qpn, ret ? "failed" : "closed by the peer",
 				 ret, tp->rx_end - tp->rx_start);
 			tp->rx_dead = true;
 			vd_conn_closed(tp->conn, ret);
-			return;
+			return false;
 		}
 	}
+	return false;
+}
+
+/*
+ * The receive work item: what the upcall leaves (a budget spent, the end
+ * of the stream, errors, urgent data), and what came while it could not
+ * run. If the upcall is at work, it reads until the socket is empty.
+ */
+void vd_rx_work(struct work_struct *work)
+{
+	struct vd_tp *tp = container_of(work, struct vd_tp, rx_work);
+	bool again;
+
+	if (test_and_set_bit_lock(VD_TP_RX_BUSY, &tp->rx_busy))
+		return;
+	again = rx_run(tp, VD_TP_BUDGET, false);
+	clear_bit_unlock(VD_TP_RX_BUSY, &tp->rx_busy);
+	if (again)
+		vd_tp_queue_rx(tp);
+}
+
+/*
+ * sk_data_ready, with the socket locked (bottom half in softirq, or its
+ * owner in release_sock()): handles the FPDUs right here when nobody else
+ * receives and no work is queued ahead, bounded by VD_TP_UPCALL_BUDGET;
+ * else, or for what it leaves, the work item. False: queue the work.
+ */
+static bool rx_upcall(struct vd_tp *tp)
+{
+	bool again;
+
+	if (!READ_ONCE(rx_upcall_on) || READ_ONCE(tp->stopping) ||
+	    work_pending(&tp->rx_work))
+		return false;
+	if (test_and_set_bit_lock(VD_TP_RX_BUSY, &tp->rx_busy))
+		return false;
+	again = rx_run(tp, VD_TP_UPCALL_BUDGET, true);
+	clear_bit_unlock(VD_TP_RX_BUSY, &tp->rx_busy);
+	return !again;
 }
 
 void vd_rx_data_ready(struct sock *sk)
@@ -758,7 +864,7 @@ void vd_rx_data_ready(struct sock *sk)
 	read_lock_bh(&sk->sk_callback_lock);
 	rcu_read_lock();
 	tp = vd_tp_lookup(sk);
-	if (tp)
+	if (tp && !rx_upcall(tp))
 		vd_tp_queue_rx(tp);
 	rcu_read_unlock();
 	read_unlock_bh(&sk->sk_callback_lock);

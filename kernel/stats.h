@@ -24,6 +24,10 @@ struct vd_stats {
 	atomic64_t tx_zcopy_msgs;	/* messages sent by reference */
 	atomic64_t tx_zcopy_copied;	/* ... whose pages the stack copied */
 	atomic64_t tx_zcopy_fallbacks;	/* over the threshold, but copied */
+	atomic64_t tx_direct;		/* messages sent by the posting context */
+	atomic64_t tx_deferred;		/* ... by the transmit work item */
+	atomic64_t rx_upcall;		/* FPDUs handled in sk_data_ready */
+	atomic64_t rx_deferred;		/* ... by the receive work item */
 };
 
 extern struct vd_stats vd_stats;

@@ -10,9 +10,11 @@
 #include <linux/hashtable.h>
 #include <linux/minmax.h>
 #include <linux/mm.h>
+#include <linux/moduleparam.h>
 #include <linux/net.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
+#include <linux/wait_bit.h>
 #include <linux/workqueue.h>
 #include <net/sock.h>
 
@@ -64,8 +66,43 @@ static void tp_sq_work(void *tp)
 	vd_tp_queue_tx(tp);
 }
 
+static bool tx_direct_on = true;
+module_param(tx_direct_on, bool, 0644);
+MODULE_PARM_DESC(tx_direct_on,
+		 "Transmit from the posting context when the stream is idle (else always in a work item)");
+
+/*
+ * struct vd_qp_tp_ops.sq_get, under qp->lock: while qp->tp is this
+ * stream, stop() has not unpublished it; it waits for @tx_direct_users
+ * before it frees the stream.
+ */
+static bool tp_sq_get(void *arg)
+{
+	struct vd_tp *tp = arg;
+
+	if (!READ_ONCE(tx_direct_on)) {
+		vd_tp_queue_tx(tp);
+		return false;
+	}
+	atomic_inc(&tp->tx_direct_users);
+	return true;
+}
+
+/* struct vd_qp_tp_ops.sq_send: the posting context, no QP lock held. */
+static void tp_sq_send(void *arg)
+{
+	struct vd_tp *tp = arg;
+
+	vd_tx_direct(tp);
+	/* wake_up_var() only hashes the address: @tp may be gone by then */
+	if (atomic_dec_and_test(&tp->tx_direct_users))
+		wake_up_var(&tp->tx_direct_users);
+}
+
 static const struct vd_qp_tp_ops tp_qp_ops = {
 	.sq_work = tp_sq_work,
+	.sq_get = tp_sq_get,
+	.sq_send = tp_sq_send,
 };
 
 /* The zero-copy completion of a message: its WR may retire now. */
@@ -142,6 +179,8 @@ static int tp_start(struct vd_conn *conn)
 	tp->sk = sk;
 	tp->sq_mask = qp->sq.depth - 1;
 	spin_lock_init(&tp->lock);
+	mutex_init(&tp->tx_mutex);
+	atomic_set(&tp->tx_direct_users, 0);
 	INIT_WORK(&tp->tx_work, vd_tx_work);
 	INIT_WORK(&tp->rx_work, vd_rx_work);
 	timer_setup(&tp->rx_stall, vd_rx_stall_timer, 0);
@@ -218,6 +257,9 @@ static void tp_stop(struct vd_conn *conn, bool abort)
 	spin_unlock(&vd_tp_table_lock);
 	write_unlock_bh(&sk->sk_callback_lock);
 
+	/* posting contexts that found the stream before it was unpublished */
+	wait_var_event(&tp->tx_direct_users,
+		       !atomic_read(&tp->tx_direct_users));
 	/* completions of messages sent by reference no longer queue tx */
 	if (tp->zc)
 		vd_zc_detach(tp->zc);

@@ -24,7 +24,14 @@
  * -------
  * Each stream has two work items, one for transmit and one for receive,
  * on one unbound workqueue; each runs in process context, never
- * concurrently with itself. What they share is under @lock (taken with
+ * concurrently with itself. Transmit also runs in the posting context
+ * (vd_tx_direct(): the DOORBELL call, the polling worker) when the stream
+ * is idle; @tx_mutex makes that and the work item one transmitter, and
+ * every "transmit work only" field is under it. Receive also runs in the
+ * socket's sk_data_ready (rx.c, softirq or the socket owner's
+ * release_sock(), socket locked, sk_callback_lock read-held); the bit
+ * VD_TP_RX_BUSY of @rx_busy makes that and the work item one receiver,
+ * and every "receive work only" field is under it. What they share is under @lock (taken with
  * bottom halves disabled): the outbound and inbound RDMA Read queues, the
  * SQ completion records and counters, the Terminate state and @stopping.
  * Lock order: @lock -> QP locks -> CQ locks. qp->lock protects qp->tp
@@ -37,6 +44,7 @@
 #define _VD_TRANSPORT_H
 
 #include <linux/list.h>
+#include <linux/mutex.h>
 #include <linux/rcupdate.h>
 #include <linux/spinlock.h>
 #include <linux/timer.h>
@@ -70,6 +78,12 @@ struct vd_zc_msg;
 #define VD_TP_ZC_SEGS		256U
 /* Bytes one work item moves per turn before it lets other streams run. */
 #define VD_TP_BUDGET		(256U * 1024)
+/* Bytes a posting context sends before it leaves the rest to the work. */
+#define VD_TP_DIRECT_BUDGET	(64U * 1024)
+/* FPDU bytes the data_ready upcall handles before it leaves the rest. */
+#define VD_TP_UPCALL_BUDGET	(64U * 1024)
+/* @rx_busy: the upcall or the work item is receiving */
+#define VD_TP_RX_BUSY		0
 
 /* Terminate state of a stream; only ever moves forward. */
 enum vd_tp_term {
@@ -164,6 +178,11 @@ struct vd_tp {
 	u32 sq_started;			/* SQ WRs started (free-running) */
 	u32 sq_retired;			/* SQ WRs completed to the QP */
 
+	/* who transmits: the work item or a posting context (tx.c) */
+	struct mutex tx_mutex;		/* held by the one that does */
+	atomic_t tx_direct_users;	/* posting contexts that may take it */
+	bool tx_direct;			/* the holder is a posting context */
+
 	/* transmit work only */
 	bool tx_dead;
 	bool tx_failed;			/* a WR failed: start no more */
@@ -183,6 +202,9 @@ struct vd_tp {
 	u32 tx_nbvec;			/* in use: the batch is by reference */
 	struct page *hdr_page;		/* headers and trailers of those */
 	u32 hdr_off;			/* bytes of @hdr_page handed to TCP */
+
+	/* who receives: the data_ready upcall or the work item (rx.c) */
+	unsigned long rx_busy;		/* VD_TP_RX_BUSY held by the one that does */
 
 	/* receive work only */
 	bool rx_dead;
@@ -211,6 +233,7 @@ void vd_transport_uninit(void);
 /* Among the files of the transport */
 extern struct workqueue_struct *vd_tp_wq;
 void vd_tx_work(struct work_struct *work);
+void vd_tx_direct(struct vd_tp *tp);
 void vd_tx_zc_retire(struct vd_tp *tp);
 typedef int (*vd_fpdu_umem_fn)(struct vd_tp *tp, const struct vd_umem *umem,
 			       u64 umem_off, u32 len, void *arg);

@@ -699,19 +699,28 @@ static void tx_sent(struct vd_tp *tp)
 		tx_msg_done(tp);
 }
 
-/*
- * The transmit work item. At FPDU boundaries a pending Terminate goes
- * first; otherwise one FPDU after the other, a message at a time, never
- * interleaved, until there is nothing to send, the socket is full (its
- * write_space callback queues us again) or the turn's budget is spent
- * (we queue ourselves behind the other streams).
- */
-void vd_tx_work(struct work_struct *work)
+/* A message starts: count who carries it (stats.h). */
+static void tx_count_msg(struct vd_tp *tp)
 {
-	struct vd_tp *tp = container_of(work, struct vd_tp, tx_work);
-	int budget = VD_TP_BUDGET;
+	if (tp->tx_direct)
+		vd_stat_inc(tx_direct);
+	else
+		vd_stat_inc(tx_deferred);
+}
+
+/*
+ * One turn of the transmitter, @tx_mutex held. At FPDU boundaries a
+ * pending Terminate goes first; otherwise one FPDU after the other, a
+ * message at a time, never interleaved, until there is nothing to send,
+ * the socket is full (its write_space callback queues the work) or the
+ * turn's @budget is spent (the work is queued behind the other streams).
+ */
+static void tx_run(struct vd_tp *tp, int budget)
+{
 	enum vd_tp_term term;
 	int ret;
+
+	lockdep_assert_held(&tp->tx_mutex);
 
 	if (tp->zc)
 		vd_tx_zc_retire(tp);
@@ -752,10 +761,13 @@ void vd_tx_work(struct work_struct *work)
 			vd_tp_queue_tx(tp);
 			return;
 		}
-		if (!tp->msg.active && !tx_next_msg(tp))
-			return;
-		if (!tp->msg.active)
-			continue;
+		if (!tp->msg.active) {
+			if (!tx_next_msg(tp))
+				return;
+			if (!tp->msg.active)
+				continue;
+			tx_count_msg(tp);
+		}
 		ret = tx_build(tp);
 		if (ret) {
 			tx_msg_failed(tp, ret);
@@ -763,4 +775,46 @@ void vd_tx_work(struct work_struct *work)
 		}
 		budget -= tp->tx_left;
 	}
+}
+
+/* The transmit work item: backlog, socket space, the other side's needs. */
+void vd_tx_work(struct work_struct *work)
+{
+	struct vd_tp *tp = container_of(work, struct vd_tp, tx_work);
+
+	mutex_lock(&tp->tx_mutex);
+	tp->tx_direct = false;
+	tx_run(tp, VD_TP_BUDGET);
+	mutex_unlock(&tp->tx_mutex);
+}
+
+/*
+ * The posting context (DOORBELL, the polling worker) took new SQ WRs:
+ * sends them from here, without waking a worker, when the stream is idle:
+ * no work queued ahead (whatever queued it, the work goes first, in its
+ * turn behind the other streams), no transmitter at work (@tx_mutex: the
+ * work item, or another posting context, is queued again and sees the new
+ * WRs), no batch waiting for socket space (sk_write_space queues the
+ * work). At most VD_TP_DIRECT_BUDGET bytes; tx_run() queues the work for
+ * the rest.
+ */
+void vd_tx_direct(struct vd_tp *tp)
+{
+	if (READ_ONCE(tp->stopping))
+		return;
+	if (work_pending(&tp->tx_work))
+		return;
+	if (!mutex_trylock(&tp->tx_mutex)) {
+		vd_tp_queue_tx(tp);
+		return;
+	}
+	/* a batch waits for socket space: write_space queues the work */
+	if (tp->tx_left) {
+		mutex_unlock(&tp->tx_mutex);
+		return;
+	}
+	tp->tx_direct = true;
+	tx_run(tp, VD_TP_DIRECT_BUDGET);
+	tp->tx_direct = false;
+	mutex_unlock(&tp->tx_mutex);
 }

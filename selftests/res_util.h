@@ -416,7 +416,8 @@ static const char *const vd_stat_names[] = {
 	"contexts", "pds", "mrs", "cqs", "qps", "pinned_pages",
 	"doorbells", "worker_polls", "worker_wakeups", "wqes_consumed",
 	"cqes_written", "cq_overflows", "tx_zcopy_msgs", "tx_zcopy_copied",
-	"tx_zcopy_fallbacks",
+	"tx_zcopy_fallbacks", "tx_direct", "tx_deferred",
+	"rx_upcall", "rx_deferred",
 };
 
 enum {
@@ -424,10 +425,13 @@ enum {
 	VD_ST_PINNED, VD_ST_DOORBELLS, VD_ST_WORKER_POLLS,
 	VD_ST_WORKER_WAKEUPS, VD_ST_WQES, VD_ST_CQES, VD_ST_CQ_OVERFLOWS,
 	VD_ST_TX_ZCOPY_MSGS, VD_ST_TX_ZCOPY_COPIED, VD_ST_TX_ZCOPY_FALLBACKS,
+	VD_ST_TX_DIRECT, VD_ST_TX_DEFERRED, VD_ST_RX_UPCALL, VD_ST_RX_DEFERRED,
 	VD_ST_NR,
 };
 _Static_assert(VIADUCT_A_STAT_TX_ZCOPY_FALLBACKS - VIADUCT_A_STAT_CONTEXTS ==
 	       VD_ST_TX_ZCOPY_FALLBACKS, "VD_ST_* follow VIADUCT_A_STAT_*");
+_Static_assert(VIADUCT_A_STAT_RX_DEFERRED - VIADUCT_A_STAT_CONTEXTS ==
+	       VD_ST_RX_DEFERRED, "VD_ST_* follow VIADUCT_A_STAT_*");
 
 /* Counters that must come back to their value after every test. */
 static const int vd_level_stats[] = {

@@ -26,6 +26,9 @@
  *                write(): what precedes it is placed, nothing that follows
  *                it is, the QP enters Error, and viaduct's Terminate (for
  *                the first two) reaches the peer with the right code.
+ * slow_reader    viaduct sends RDMA Writes to a peer with a small receive
+ *                buffer that reads slowly: back-pressure, and every byte
+ *                arrives once, in order, with the right TO and CRC.
  * closed_in_length, closed_in_crc
  *                the peer closes the stream after a valid FPDU and the
  *                start of another (one byte of its length field, or all
@@ -517,6 +520,113 @@ TEST_F_TIMEOUT(rx, closed_in_length, XF_TIMEOUT_S)
 TEST_F_TIMEOUT(rx, closed_in_crc, XF_TIMEOUT_S)
 {
 	rx_closed_in(_metadata, self, -1);
+}
+
+/*
+ * Back-pressure: the peer's receive buffer is small and it reads nothing
+ * at first, then slowly, a few KiB at a time. viaduct's RDMA Writes fill
+ * the sockets, sendmsg() finds no room, and transmission goes on from
+ * the work item when the socket has room again (sk_write_space). The peer
+ * parses every FPDU: the bytes of every Write arrive once, in order, with
+ * the right TO and CRC, and every WR completes successfully in order.
+ */
+#define RX_BP_WRS	24U
+#define RX_BP_LEN	(64U << 10)
+
+static __u64 rx_get64(const unsigned char *p)
+{
+	__u64 v = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* The whole FPDU's length if @have bytes at @in hold it, else 0. */
+static size_t rx_whole(const unsigned char *in, size_t have)
+{
+	size_t ulen, flen;
+
+	if (have < 2)
+		return 0;
+	ulen = (size_t)in[0] << 8 | in[1];
+	flen = 2 + ulen + (-(2 + ulen) & 3) + 4;
+	return flen <= have ? flen : 0;
+}
+
+TEST_F_TIMEOUT(rx, slow_reader, XF_TIMEOUT_S)
+{
+	unsigned int wrs = vd_scaled(RX_BP_WRS, 8, "RDMA Writes");
+	size_t total = (size_t)wrs * RX_BP_LEN, got = 0, have = 0, flen, ulen, plen;
+	int small = 16384, nfpdu = 0;
+	__u64 base = 0x100000, next = base;
+	unsigned char *in = malloc(2 * 65536 + 16);
+	struct viaduct_cqe cqe;
+	unsigned int k;
+	__u32 c;
+
+	ASSERT_NE(NULL, in);
+	/* the accepted socket inherits it: a small window from the start */
+	ASSERT_EQ(0, setsockopt(self->lfd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)));
+	rx_connect(_metadata, self, variant->crc);
+	ASSERT_EQ(0, rx_write_all(self->fd, self->st.p, self->st.len));
+	rx_established(_metadata, self);
+
+	xf_fill(self->a.buf, total, 11);
+	for (k = 0; k < wrs; k++) {
+		struct xf_sge w = { (size_t)k * RX_BP_LEN, RX_BP_LEN };
+
+		xf_post_send(&self->a, k, VIADUCT_OP_RDMA_WRITE, VIADUCT_SQE_SIGNALED, &w, 1,
+			     0x1234, base + (size_t)k * RX_BP_LEN);
+	}
+	/* let the sockets fill up */
+	vd_sleep_ms(300);
+	while (got < total) {
+		flen = rx_whole(in, have);
+		if (!flen) {
+			struct pollfd p = { .fd = self->fd, .events = POLLIN };
+			ssize_t n;
+
+			/* slowly: at most 4 KiB per read */
+			ASSERT_EQ(1, poll(&p, 1, XF_WAIT_MS)) TH_LOG("%zu of %zu bytes", got, total);
+			n = read(self->fd, in + have, 4096);
+			ASSERT_LT(0, n) TH_LOG("%zu of %zu bytes", got, total);
+			have += n;
+			if (nfpdu % 8 == 0)
+				usleep(500);
+			continue;
+		}
+		ulen = (size_t)in[0] << 8 | in[1];
+		ASSERT_LE(14U, ulen);
+		/* a tagged RDMA Write to our STag, at the next TO */
+		ASSERT_EQ(0x80, in[2] & 0x80);
+		ASSERT_EQ(0, in[3] & 0x0f);
+		ASSERT_EQ(0x1234U, (__u32)in[4] << 24 | in[5] << 16 | in[6] << 8 | in[7]);
+		ASSERT_EQ(next, rx_get64(in + 8)) TH_LOG("FPDU %d", nfpdu);
+		plen = ulen - 14;
+		ASSERT_EQ(0, memcmp(in + 16, self->a.buf + (next - base), plen))
+			TH_LOG("FPDU %d: payload", nfpdu);
+		if (variant->crc) {
+			c = crc32c(in, flen - 4);
+			ASSERT_EQ(c, (__u32)in[flen - 4] | in[flen - 3] << 8 |
+				     in[flen - 2] << 16 | (__u32)in[flen - 1] << 24)
+				TH_LOG("FPDU %d: CRC", nfpdu);
+		}
+		next += plen;
+		got += plen;
+		nfpdu++;
+		memmove(in, in + flen, have - flen);
+		have -= flen;
+	}
+	EXPECT_EQ(0U, have);
+	for (k = 0; k < wrs; k++) {
+		ASSERT_EQ(1U, vd_cring_wait(&self->a.q.scq, &cqe, 1, XF_WAIT_MS)) TH_LOG("WR %u", k);
+		EXPECT_EQ(k, cqe.wr_id);
+		EXPECT_EQ(VIADUCT_WC_SUCCESS, cqe.status);
+	}
+	TH_LOG("%d FPDUs, %zu bytes", nfpdu, got);
+	free(in);
 }
 
 TEST_HARNESS_MAIN

@@ -20,7 +20,8 @@
  * graceful close from either side in the middle of a stream of RDMA
  * Writes. xmany: 64
  * connections through one listener, every QP moving RDMA Writes and Sends
- * both ways at the same time.
+ * both ways at the same time, posted by one thread or by eight at once.
+
  *
  * xzc: zero-copy transmit (module parameter zcopy_tx_min, set by the tests
  * and restored): transfers above and below the threshold with zero copy on
@@ -28,6 +29,8 @@
  * MR deregistered, the QP destroyed or the process killed while messages
  * are still in TCP by reference; the counters tx_zcopy_* follow.
  */
+#include <pthread.h>
+
 #include "xfer_util.h"
 
 FIXTURE(xfer)
@@ -994,17 +997,13 @@ enum { XF_K_WRITE = 1, XF_K_SEND, XF_K_RECV };
  * after QP so that all connections carry data at the same time. Each
  * completion must come, once, in order, on its own QP.
  */
-TEST_F_TIMEOUT(xmany, all_at_once, XF_TIMEOUT_S)
+static void xf_many_fill(FIXTURE_DATA(xmany) *self)
 {
 	struct xf_side *side[2] = { &self->a, &self->b };
-	struct vd_qp *qs[2] = { self->aq, self->bq };
-	__u32 n = self->n, i, r, d, want, got = 0;
-	unsigned char got_s[2][XF_NQP] = { 0 }, got_r[2][XF_NQP] = { 0 };
-	struct viaduct_cqe cqe;
-	__u64 end;
+	__u32 i, r, d;
 
 	for (d = 0; d < 2; d++) {
-		for (i = 0; i < n; i++) {
+		for (i = 0; i < self->n; i++) {
 			unsigned char *blk = side[d]->buf + (size_t)i * XF_BLOCK;
 
 			memset(blk, 0xee, XF_WSRC);
@@ -1015,6 +1014,89 @@ TEST_F_TIMEOUT(xmany, all_at_once, XF_TIMEOUT_S)
 			}
 		}
 	}
+}
+
+/* The receives, then per round a Write and a Send, on QPs @first, +@step... */
+static void xf_many_post(FIXTURE_DATA(xmany) *self, __u32 first, __u32 step)
+{
+	struct xf_side *side[2] = { &self->a, &self->b };
+	struct vd_qp *qs[2] = { self->aq, self->bq };
+	__u32 i, r, d;
+
+	for (d = 0; d < 2; d++)
+		for (i = first; i < self->n; i += step)
+			for (r = 0; r < XF_ROUNDS; r++) {
+				struct xf_sge dst = { (size_t)i * XF_BLOCK + XF_RTGT + r * XF_SLEN,
+						      XF_SLEN };
+
+				xf_post_recv_q(side[d], &qs[d][i], XF_ID(i, r, XF_K_RECV),
+					       &dst, 1);
+			}
+	for (r = 0; r < XF_ROUNDS; r++)
+		for (i = first; i < self->n; i += step)
+			for (d = 0; d < 2; d++) {
+				size_t blk = (size_t)i * XF_BLOCK;
+				struct xf_sge w = { blk + XF_WSRC + r * XF_WLEN, XF_WLEN };
+				struct xf_sge snd = { blk + XF_SSRC + r * XF_SLEN, XF_SLEN };
+				struct xf_side *peer = side[!d];
+
+				xf_post_send_q(side[d], &qs[d][i], XF_ID(i, r, XF_K_WRITE),
+					       VIADUCT_OP_RDMA_WRITE, VIADUCT_SQE_SIGNALED,
+					       &w, 1, peer->stag,
+					       (unsigned long)peer->buf + blk + XF_WTGT +
+					       r * XF_WLEN);
+				xf_post_send_q(side[d], &qs[d][i], XF_ID(i, r, XF_K_SEND),
+					       VIADUCT_OP_SEND, VIADUCT_SQE_SIGNALED,
+					       &snd, 1, 0, 0);
+			}
+}
+
+struct xf_poster {
+	FIXTURE_DATA(xmany) *self;
+	__u32 first, step;
+};
+
+static void *xf_poster_fn(void *arg)
+{
+	struct xf_poster *p = arg;
+
+	xf_many_post(p->self, p->first, p->step);
+	return NULL;
+}
+
+static void xf_many_check(struct __test_metadata *_metadata, FIXTURE_DATA(xmany) *self);
+
+/*
+ * 8 threads post at once, each on its own QPs (a QP's rings have one
+ * producer), both sides: DOORBELL calls of different QPs send from
+ * several CPUs at the same time, beside the work items. Every completion
+ * comes, once, in order, on its own QP, every byte where it belongs.
+ */
+#define XF_POSTERS	8U
+
+TEST_F_TIMEOUT(xmany, eight_threads, XF_TIMEOUT_S)
+{
+	struct xf_poster p[XF_POSTERS];
+	pthread_t t[XF_POSTERS];
+	__u32 k;
+
+	xf_many_fill(self);
+	for (k = 0; k < XF_POSTERS; k++) {
+		p[k] = (struct xf_poster){ self, k, XF_POSTERS };
+		ASSERT_EQ(0, pthread_create(&t[k], NULL, xf_poster_fn, &p[k]));
+	}
+	for (k = 0; k < XF_POSTERS; k++)
+		ASSERT_EQ(0, pthread_join(t[k], NULL));
+	xf_many_check(_metadata, self);
+}
+
+TEST_F_TIMEOUT(xmany, all_at_once, XF_TIMEOUT_S)
+{
+	struct xf_side *side[2] = { &self->a, &self->b };
+	struct vd_qp *qs[2] = { self->aq, self->bq };
+	__u32 n = self->n, i, r, d;
+
+	xf_many_fill(self);
 	/* the receives first, on both sides */
 	for (d = 0; d < 2; d++)
 		for (i = 0; i < n; i++)
@@ -1048,6 +1130,18 @@ TEST_F_TIMEOUT(xmany, all_at_once, XF_TIMEOUT_S)
 					       &src, 1, 0, 0);
 			}
 	}
+
+	xf_many_check(_metadata, self);
+}
+
+static void xf_many_check(struct __test_metadata *_metadata, FIXTURE_DATA(xmany) *self)
+{
+	struct xf_side *side[2] = { &self->a, &self->b };
+	struct vd_qp *qs[2] = { self->aq, self->bq };
+	__u32 n = self->n, i, d, want, got = 0;
+	unsigned char got_s[2][XF_NQP] = { 0 }, got_r[2][XF_NQP] = { 0 };
+	struct viaduct_cqe cqe;
+	__u64 end;
 
 	/* 2 sides x n QPs x rounds x (Write, Send, Receive) */
 	want = 2 * n * XF_ROUNDS * 3;

@@ -4,7 +4,8 @@
 # "make bench": boots the test VM and measures viaduct against siw in the
 # same run (tools/vm/guest-bench.sh): memory registration from 4 KiB to
 # 256 MiB, post + poll of work requests, and the data path between two
-# test hosts (viaduct-perf against perftest on siw, iperf3 as the ceiling). Prints the tables at the end;
+# test hosts (viaduct-perf against perftest on siw, iperf3 as the ceiling, viaduct-tcplat as the
+# TCP latency floor). Prints the tables at the end;
 # they are also kept in build/vm/bench/bench.txt. Documentation/performance.rst
 # says what is compared and how to read the numbers.
 #
@@ -35,7 +36,7 @@ log "module"
 log "userspace (cmake)"
 mkdir -p "$build"
 if ! { cmake -S . -B build/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
-	cmake --build build/cmake -j2 --target viaduct-bench viaduct-perf viaductctl \
+	cmake --build build/cmake -j2 --target viaduct-bench viaduct-perf viaductctl viaduct-tcplat \
 		viaduct_verbs viaduct_vendor_mlx5 viaduct_vendor_efa vipl-pingpong; } \
 	>"$build/bench-cmake.log" 2>&1; then
 	tail -n 30 "$build/bench-cmake.log" >&2
@@ -47,11 +48,13 @@ perf=$build/cmake/tools/perf/viaduct-perf
 [[ -x $bench ]] || die "viaduct-bench was not built: expected $bench"
 [[ -x $ctl ]] || die "viaductctl was not built: expected $ctl"
 [[ -x $perf ]] || die "viaduct-perf was not built: expected $perf"
+tcplat=$build/cmake/tools/tcplat/viaduct-tcplat
+[[ -x $tcplat ]] || die "viaduct-tcplat was not built: expected $tcplat"
 
 log "booting the VM (a minute or two once the kernel is cached)"
 rc=0
 VD_FLAVOUR=normal VD_KDIR=$kdir VD_KMOD=$build/module-normal \
-	VD_BENCH=$bench VD_PERF=$perf VD_VIADUCTCTL=$ctl VD_BENCH_ECHO=0 VD_TIMEOUT=${VD_TIMEOUT:-1200} \
+	VD_BENCH=$bench VD_PERF=$perf VD_TCPLAT=$tcplat VD_VIADUCTCTL=$ctl VD_BENCH_ECHO=0 VD_TIMEOUT=${VD_TIMEOUT:-1200} \
 	"$vm/run.sh" -r "$results" "$vm/guest-bench.sh" || rc=$?
 # What was measured is worth seeing even when a step failed.
 if [[ -s $results/bench.txt ]]; then

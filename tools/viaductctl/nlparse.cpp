@@ -127,6 +127,10 @@ const char *const stat_names[VIADUCT_A_STAT_MAX + 1] = {
     "tx_zcopy_msgs",
     "tx_zcopy_copied",
     "tx_zcopy_fallbacks",
+    "tx_direct",
+    "tx_deferred",
+    "rx_upcall",
+    "rx_deferred",
 };
 
 } // namespace

@@ -164,6 +164,10 @@ enum viaduct_stat_attr {
 	VIADUCT_A_STAT_TX_ZCOPY_MSGS,	/* messages sent by reference */
 	VIADUCT_A_STAT_TX_ZCOPY_COPIED,	/* of those: the stack copied pages */
 	VIADUCT_A_STAT_TX_ZCOPY_FALLBACKS, /* zero copy unavailable: copied */
+	VIADUCT_A_STAT_TX_DIRECT,	/* messages sent by the posting context */
+	VIADUCT_A_STAT_TX_DEFERRED,	/* messages sent by the transmit work */
+	VIADUCT_A_STAT_RX_UPCALL,	/* FPDUs handled in the data_ready upcall */
+	VIADUCT_A_STAT_RX_DEFERRED,	/* FPDUs handled by the receive work */
 	__VIADUCT_A_STAT_MAX,
 };
 

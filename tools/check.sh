@@ -15,8 +15,8 @@
 #
 # Environment: VIADUCT_FLAVOURS ("normal debug"), VIADUCT_CACHE (kernel
 # cache, ~/.cache/viaduct), VIADUCT_GTEST (live gtest binary to run in the
-# VM), VD_TIMEOUT (seconds per VM run, 1200), VD_TEST_TIMEOUT (seconds per
-# selftest program, 300), VD_CONSOLE=full (show the whole VM console),
+# VM), VD_TIMEOUT (seconds per VM run, 1800), VD_TEST_TIMEOUT (seconds per
+# selftest program, 600), VD_CONSOLE=full (show the whole VM console),
 # VD_FUZZ_SECONDS (per libFuzzer target on the host, 20).
 #
 # Every step becomes one or more verdict lines "PASS|FAIL|SKIP name"; a
@@ -324,7 +324,7 @@ for f in $flavours; do
 	if [[ $f == debug ]]; then
 		tt=${VD_TEST_TIMEOUT:-900} vt=${VD_TIMEOUT:-2700}
 	else
-		tt=${VD_TEST_TIMEOUT:-300} vt=${VD_TIMEOUT:-1200}
+		tt=${VD_TEST_TIMEOUT:-600} vt=${VD_TIMEOUT:-1800}
 	fi
 	VD_TEST_TIMEOUT=$tt VD_TIMEOUT=$vt VD_FLAVOUR=$f VD_KDIR=$kdir VD_KMOD=$build/module-$f VD_SELFTESTS=$build/selftests \
 		"$vm/run.sh" -r "$build/vm/$f" "$vm/guest-check.sh" || rc=$?

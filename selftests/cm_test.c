@@ -445,6 +445,7 @@ struct mpa_rr {
 #define MPA_C		0x40
 #define MPA_R		0x20
 #define MPA_H		0x10
+#define MPA_IMM_OFFER	0x02	/* viaduct's request: immediate data taken (cm.rst) */
 #define MPA_REQ_KEY	"MPA ID Req Frame"
 #define MPA_REP_KEY	"MPA ID Rep Frame"
 
@@ -1421,7 +1422,7 @@ TEST_F_TIMEOUT(rawrep, reply, 90)
 	ASSERT_EQ(0, read_full(fd, buf, sizeof(*h), EV_WAIT_MS));
 	EXPECT_EQ(0, memcmp(h->key, MPA_REQ_KEY, 16));
 	EXPECT_EQ(v1 ? 1 : 2, h->rev);
-	EXPECT_EQ(v1 ? 0 : MPA_H, h->flags);
+	EXPECT_EQ((v1 ? 0 : MPA_H) | MPA_IMM_OFFER, h->flags);
 	ASSERT_EQ(sizeof(req) + (v1 ? 0 : 4), ntohs(h->pd_len));
 	ASSERT_EQ(0, read_full(fd, buf + sizeof(*h), ntohs(h->pd_len), EV_WAIT_MS));
 	if (!v1) {

@@ -348,18 +348,26 @@ static inline int vd_testdev_up(struct vd_testdev *d, const char *tag)
 	return 0;
 }
 
+/* The harness process: the one main() runs in, before it forks tests. */
+static pid_t vd_harness_pid;
+
+static void __attribute__((constructor)) vd_harness_pid_init(void)
+{
+	vd_harness_pid = getpid();
+}
+
 /*
  * Like vd_testdev_up(), but the device serves every test of the program:
- * it is named after the harness process (the parent of each test's
- * process), made by the first test that asks and left in place; the
- * harness process removes it at exit with vd_testdev_unshare(). For tables
- * whose rows need a fresh context, not a fresh device: making and deleting
- * a veth pair and a device costs more than most rows.
+ * it is named after the harness process (each test's setup runs in a
+ * grandchild of it), made by the first test that asks and left in place;
+ * the harness process removes it at exit with vd_testdev_unshare(). For
+ * tables whose rows need a fresh context, not a fresh device: making and
+ * deleting a veth pair and a device costs more than most rows.
  */
 static inline int vd_testdev_share(struct vd_testdev *d, const char *tag)
 {
 	memset(d, 0, sizeof(*d));
-	vd_testdev_names(d, tag, getppid());
+	vd_testdev_names(d, tag, vd_harness_pid);
 	if (!if_nametoindex(d->ifname) && vd_nl_veth(d->ifname))
 		return -1;
 	d->fd = vd_testdev_open_selected(d);
@@ -376,12 +384,17 @@ static inline int vd_testdev_share(struct vd_testdev *d, const char *tag)
 	return 0;
 }
 
-/* Removes the device vd_testdev_share() made for this process's tests. */
+/*
+ * In the harness process: removes the device vd_testdev_share() made for
+ * its tests. Elsewhere (a test's process that calls exit()): nothing.
+ */
 static inline void vd_testdev_unshare(const char *tag)
 {
 	struct vd_testdev d;
 
-	vd_testdev_names(&d, tag, getpid());
+	if (getpid() != vd_harness_pid)
+		return;
+	vd_testdev_names(&d, tag, vd_harness_pid);
 	if (!if_nametoindex(d.ifname))
 		return;
 	vd_nl_link(VIADUCT_CMD_LINK_DEL, d.name, NULL);

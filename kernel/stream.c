@@ -133,6 +133,9 @@ static void tp_free(struct vd_tp *tp)
 	for (i = tp->irq_head; i != tp->irq_tail; i++)
 		if (tp->irq[i % VD_MAX_IRD].mr)
 			vd_mr_put(tp->irq[i % VD_MAX_IRD].mr);
+	/* a Read Response cut short after its IRQ slot was given back */
+	if (tp->msg.irq_popped && tp->msg.mr)
+		vd_mr_put(tp->msg.mr);
 	if (tp->tx_bvec)
 		vd_zc_release_batch(tp);
 	if (tp->zmsg)

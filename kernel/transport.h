@@ -144,6 +144,7 @@ struct vd_tx_msg {
 	struct vd_mr *mr;	/* Read Response: the IRQ entry's */
 	u64 mr_addr;
 	bool response;		/* pop the IRQ when done */
+	bool irq_popped;	/* popped already: @mr's reference is ours */
 };
 
 struct vd_tp {

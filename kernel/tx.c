@@ -570,22 +570,49 @@ void vd_tx_zc_retire(struct vd_tp *tp)
 	}
 }
 
+/*
+ * A Read Response's last FPDU is about to go into the socket: its IRQ
+ * slot is given back first. Once the bytes are in the socket the peer may
+ * place them, free its ORD slot and send its next Read Request, which can
+ * be handled here (in the receive upcall) before this thread goes on: the
+ * slot must be free by then, or that request finds the IRD full. The
+ * message keeps the entry's reference on the region until it is done.
+ */
+static void tx_response_pop(struct vd_tp *tp)
+{
+	struct vd_tx_msg *msg = &tp->msg;
+
+	if (!msg->response || msg->irq_popped)
+		return;
+	spin_lock_bh(&tp->lock);
+	/* @msg->mr is the entry's region: its reference moves to @msg */
+	tp->irq[tp->irq_head % VD_MAX_IRD].mr = NULL;
+	tp->irq_head++;
+	spin_unlock_bh(&tp->lock);
+	msg->irq_popped = true;
+}
+
+/* A Read Response ends, sent or not: the region's reference goes. */
+static void tx_response_release(struct vd_tp *tp)
+{
+	struct vd_tx_msg *msg = &tp->msg;
+
+	if (msg->irq_popped && msg->mr)
+		vd_mr_put(msg->mr);
+	msg->irq_popped = false;
+	msg->mr = NULL;
+}
+
 /* The message's last FPDU is in the socket. */
 static void tx_msg_done(struct vd_tp *tp)
 {
 	struct vd_tx_msg *msg = &tp->msg;
-	struct vd_mr *mr = NULL;
 
 	if (msg->response) {
-		spin_lock_bh(&tp->lock);
-		mr = tp->irq[tp->irq_head % VD_MAX_IRD].mr;
-		tp->irq[tp->irq_head % VD_MAX_IRD].mr = NULL;
-		tp->irq_head++;
-		spin_unlock_bh(&tp->lock);
+		tx_response_pop(tp);
+		tx_response_release(tp);
 	}
 	msg->active = false;
-	if (mr)
-		vd_mr_put(mr);
 	if (tp->zmsg) {
 		/* its WR completes when TCP has let go of the pages */
 		vd_zc_msg_put(tp->zmsg);
@@ -619,6 +646,8 @@ static void tx_msg_failed(struct vd_tp *tp, int err)
 
 	pr_debug("qp%u: message failed: %d\n", tp->qp->qpn, err);
 	msg->active = false;
+	/* a popped response's region reference is the message's to drop */
+	tx_response_release(tp);
 	tp->tx_failed = true;
 	/* what was built of the batch is not sent */
 	vd_zc_release_batch(tp);
@@ -651,6 +680,8 @@ static void tx_msg_failed(struct vd_tp *tp, int err)
  */
 static int tx_push(struct vd_tp *tp)
 {
+	if (tp->msg.active && tp->msg.finished)
+		tx_response_pop(tp);
 	while (tp->tx_left) {
 		struct kvec kv = {
 			.iov_base = tp->tx_buf + tp->tx_off,

@@ -300,8 +300,8 @@ static u8 rx_place_sges(struct vd_tp *tp, u32 mo, const u8 *src, u32 len)
 /*
  * The last segment of a Send with Invalidate arrived: its STag becomes
  * INVALID before the receive completes, and the completion names it. Only
- * an STag of the QP's PD that a peer may invalidate (tpt.h) is; anything
- * else ends the stream with the Terminate RFC 5040 gives.
+ * an STag of the QP's PD that a peer may invalidate (vd_tpt_invalidate())
+ * is; anything else ends the stream with the Terminate RFC 5040 gives.
  */
 static bool rx_invalidate(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
 			  struct viaduct_cqe *cqe, const u8 *ulpdu,

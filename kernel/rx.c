@@ -5,7 +5,8 @@
  * and CRC, DDP and RDMAP headers, MSN, MO, the TPT) and only then placed:
  * tagged data into registered regions, untagged data into posted
  * receives. Any violation ends the stream with a Terminate. transport.h
- * has the API and the locking, Documentation/transport.rst the design.
+ * has the structures and the locking, Documentation/transport.rst the
+ * design.
  */
 #include <linux/jiffies.h>
 #include <linux/minmax.h>

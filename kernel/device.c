@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Soft RNIC devices bound to network interfaces. See device.h for the API,
- * the locking rules and the lifetimes.
+ * Soft RNIC devices bound to network interfaces. See device.h for the
+ * locking rules and the lifetimes; each function has kernel-doc at its
+ * definition.
  */
 #include <linux/err.h>
 #include <linux/inetdevice.h>
@@ -36,6 +37,14 @@ static bool name_char_valid(char c)
 	       (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
 }
 
+/**
+ * vd_device_name_valid() - whether a string is a valid device name
+ * @name: the name, NUL-terminated or not within VIADUCT_NAME_SIZE
+ *
+ * Context: Any context.
+ * Return: true for 1 to VIADUCT_NAME_SIZE - 1 characters of
+ * [A-Za-z0-9_.-].
+ */
 bool vd_device_name_valid(const char *name)
 {
 	size_t len = strnlen(name, VIADUCT_NAME_SIZE);
@@ -60,6 +69,16 @@ static void vd_device_release(struct kref *ref)
 	kfree(vd);
 }
 
+/**
+ * vd_device_put() - drop a reference
+ * @vd: the device
+ *
+ * Memory lifetime (kref; vd_device_get() takes one). The last put, which
+ * always comes after removal, tears down the TPT, flushing its release
+ * work, and so sleeps.
+ *
+ * Context: Process context.
+ */
 void vd_device_put(struct vd_device *vd)
 {
 	kref_put(&vd->ref, vd_device_release);
@@ -108,6 +127,21 @@ static void remove_locked(struct vd_device *vd)
 	vd_device_put(vd);
 }
 
+/**
+ * vd_device_create() - bind a new device to an interface
+ * @netdev: the interface
+ * @name: the device's name, unique in @netdev's namespace
+ *
+ * Starts the device's doorbell worker and enters it in the table of live
+ * devices under the next index.
+ *
+ * Context: Process context, RTNL held.
+ * Return: the device, with a reference for the caller; or ERR_PTR() of
+ * -EINVAL (bad name), -ENODEV (@netdev is going away), -EBUSY (@netdev
+ * already has a device), -EEXIST (@name is taken in @netdev's namespace),
+ * -ENOSPC (device indices exhausted), -ENOMEM, or the error of starting
+ * the worker thread.
+ */
 struct vd_device *vd_device_create(struct net_device *netdev, const char *name)
 {
 	struct vd_device *vd;
@@ -168,6 +202,17 @@ err_unlock:
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_device_create);
 
+/**
+ * vd_device_remove() - unbind a device from its interface
+ * @vd: the device, referenced by the caller
+ *
+ * Unlists @vd, drops its netdev reference, stops its doorbell worker and
+ * drops the table's reference. Holders of references keep the memory
+ * only, and see the device as removed.
+ *
+ * Context: Process context.
+ * Return: 0, or -ENODEV if it was already removed.
+ */
 int vd_device_remove(struct vd_device *vd)
 {
 	int ret = -ENODEV;
@@ -182,6 +227,14 @@ int vd_device_remove(struct vd_device *vd)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_device_remove);
 
+/**
+ * vd_device_get_by_index() - look a live device up by index
+ * @net: the namespace it must live in
+ * @index: its index
+ *
+ * Context: Process context.
+ * Return: the device, referenced, or NULL.
+ */
 struct vd_device *vd_device_get_by_index(struct net *net, u32 index)
 {
 	struct vd_device *vd;
@@ -197,6 +250,14 @@ struct vd_device *vd_device_get_by_index(struct net *net, u32 index)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_device_get_by_index);
 
+/**
+ * vd_device_get_by_name() - look a live device up by name
+ * @net: the namespace it lives in
+ * @name: its name
+ *
+ * Context: Process context.
+ * Return: the device, referenced, or NULL.
+ */
 struct vd_device *vd_device_get_by_name(struct net *net, const char *name)
 {
 	struct vd_device *vd;
@@ -210,6 +271,15 @@ struct vd_device *vd_device_get_by_name(struct net *net, const char *name)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_device_get_by_name);
 
+/**
+ * vd_device_get_next() - walk the live devices of a namespace
+ * @net: the namespace
+ * @index: where to start; set to the index of the device found
+ *
+ * Context: Process context.
+ * Return: the live device of @net with the lowest index >= *@index,
+ * referenced; NULL if none.
+ */
 struct vd_device *vd_device_get_next(struct net *net, u32 *index)
 {
 	struct vd_device *vd, *found = NULL;
@@ -310,6 +380,14 @@ static void fill_attr(struct vd_device *vd, struct viaduct_device_attr *attr)
 	fill_addrs(netdev, attr);
 }
 
+/**
+ * vd_device_query() - the attributes of a device
+ * @vd: the device
+ * @attr: filled, all of it (@index too), from the device and its interface
+ *
+ * Context: Process context.
+ * Return: 0, or -ENODEV once the device was removed.
+ */
 int vd_device_query(struct vd_device *vd, struct viaduct_device_attr *attr)
 {
 	int ret = -ENODEV;
@@ -324,6 +402,18 @@ int vd_device_query(struct vd_device *vd, struct viaduct_device_attr *attr)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_device_query);
 
+/**
+ * vd_device_list() - the live devices of a namespace
+ * @net: the namespace
+ * @capacity: the most entries the caller wants
+ * @entries: set to a new array the caller frees with kvfree() (NULL if
+ *           empty)
+ * @filled: set to the entries in it: the first min(@capacity, number)
+ *          devices, by index
+ *
+ * Context: Process context.
+ * Return: the number of devices of @net, or -ENOMEM.
+ */
 int vd_device_list(struct net *net, u32 capacity,
 		   struct viaduct_device_entry **entries, u32 *filled)
 {
@@ -418,6 +508,12 @@ static struct pernet_operations vd_net_ops = {
 	.exit = vd_net_exit,
 };
 
+/**
+ * vd_device_init() - register the netdev notifier and the pernet cleanup
+ *
+ * Context: Module init, process context.
+ * Return: 0, or the error of registering either.
+ */
 int __init vd_device_init(void)
 {
 	int ret;
@@ -435,6 +531,13 @@ err_notifier:
 	return ret;
 }
 
+/**
+ * vd_device_uninit() - unregister what vd_device_init() registered
+ *
+ * Removes every device that is still there.
+ *
+ * Context: Module exit, process context.
+ */
 void vd_device_uninit(void)
 {
 	/* Unregistering replays NETDEV_UNREGISTER, which removes most devices. */

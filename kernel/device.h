@@ -1,39 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Soft RNIC devices: one per bound net_device, living in its namespace.
- *
- * API
- * ---
- *   vd_device_init(), vd_device_uninit()
- *       Module lifetime: the netdev notifier and the pernet cleanup.
- *       Uninit removes every device that is still there.
- *
- *   vd_device_create(netdev, name)
- *       Binds a new device named @name to @netdev (RTNL held) and returns
- *       it with a reference for the caller. -EINVAL: bad name; -ENODEV:
- *       @netdev is going away; -EBUSY: @netdev already has a device;
- *       -EEXIST: @name is taken in @netdev's namespace; -ENOSPC: device
- *       indices exhausted; -ENOMEM.
- *   vd_device_remove(vd)
- *       Unlists @vd and drops its netdev reference; -ENODEV if it was
- *       already removed. Holders of references keep the memory only.
- *   vd_device_get_by_index(net, index), vd_device_get_by_name(net, name)
- *       Referenced live device of namespace @net, or NULL.
- *   vd_device_get_next(net, &index)
- *       The live device of @net with the lowest index >= *@index,
- *       referenced, with *@index set to its index; NULL if none.
- *   vd_device_put(vd)
- *       Memory lifetime (kref; vd_device_get() below). The last put
- *       flushes the TPT's release work and so sleeps: process context.
- *   vd_device_query(vd, attr)
- *       Fills all of @attr (@index too) from the device and its interface;
- *       -ENODEV once the device was removed.
- *   vd_device_list(net, capacity, &entries, &filled)
- *       Returns the number of devices of @net and, in a new array the
- *       caller frees with kvfree(), the first min(capacity, number) of
- *       them; or -ENOMEM.
- *   vd_device_name_valid(name)
- *       1 to VIADUCT_NAME_SIZE - 1 characters of [A-Za-z0-9_.-].
+ * Soft RNIC devices: one per bound net_device, living in its namespace,
+ * each with its TPT and its doorbell worker. Documentation/architecture.rst
+ * places them; the functions are documented (kernel-doc) at their
+ * definitions in device.c, the inline helpers below where they are
+ * defined.
  *
  * Locking and lifetimes
  * ---------------------
@@ -50,9 +21,6 @@
  * leaves with its interface (NETDEV_UNREGISTER is also sent when the
  * interface moves to another namespace), so @net is valid while the
  * device is live and needs no reference of its own.
- *
- * The inline helpers below are documented (kernel-doc) where they are
- * defined.
  */
 #ifndef _VD_DEVICE_H
 #define _VD_DEVICE_H

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The per-device doorbell polling worker with its NEED_WAKEUP protocol.
- * doorbell.h has the API, and Documentation/qp.rst the protocol and why it
- * loses no wakeup. The worker knows its clients only by the doorbell page
- * and the poll function they registered (qp.c's QPs).
+ * doorbell.h has the locking, Documentation/qp.rst the protocol and why it
+ * loses no wakeup; each function has kernel-doc at its definition. The
+ * worker knows its clients only by the doorbell page and the poll function
+ * they registered (qp.c's QPs).
  */
 #include <linux/compiler.h>
 #include <linux/err.h>
@@ -23,6 +24,14 @@ module_param(poll_idle_us, uint, 0644);
 MODULE_PARM_DESC(poll_idle_us,
 		 "Doorbell worker: microseconds of polling without work before it sleeps");
 
+/**
+ * vd_doorbell_kick() - wake the worker
+ * @w: the worker
+ *
+ * Wakes the worker, or keeps it from falling asleep.
+ *
+ * Context: Any context.
+ */
 void vd_doorbell_kick(struct vd_doorbell_worker *w)
 {
 	/* The wait queue's lock orders this store before the waiter's check. */
@@ -126,6 +135,14 @@ static int worker_fn(void *data)
 	return 0;
 }
 
+/**
+ * vd_doorbell_worker_start() - initialise a device's worker and start it
+ * @w: the worker, embedded in the device
+ * @name: the device's name; the kernel thread is "vd_db/<name>"
+ *
+ * Context: Process context.
+ * Return: 0, or the error of kthread_run() (-ENOMEM and the like).
+ */
 int vd_doorbell_worker_start(struct vd_doorbell_worker *w, const char *name)
 {
 	struct task_struct *task;
@@ -146,6 +163,20 @@ int vd_doorbell_worker_start(struct vd_doorbell_worker *w, const char *name)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_doorbell_worker_start);
 
+/**
+ * vd_doorbell_worker_stop() - stop the worker of a device being removed
+ * @w: the worker
+ *
+ * Stops the thread (kthread_stop) and waits for it. QPs still registered
+ * stay registered (vd_doorbell_unregister() still works) with
+ * VIADUCT_DB_F_NEED_WAKEUP set, so that their users stop relying on the
+ * worker and ring DOORBELL, which answers ENODEV on a removed device. New
+ * registrations fail with -ENODEV. The structure must stay allocated until
+ * the last QP is unregistered; it needs no other teardown (the registry
+ * frees its memory as it empties). A second stop does nothing.
+ *
+ * Context: Process context.
+ */
 void vd_doorbell_worker_stop(struct vd_doorbell_worker *w)
 {
 	struct task_struct *task;
@@ -163,6 +194,19 @@ void vd_doorbell_worker_stop(struct vd_doorbell_worker *w)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_doorbell_worker_stop);
 
+/**
+ * vd_doorbell_register() - have the worker poll a QP
+ * @w: the worker of the QP's device
+ * @c: the client the QP embeds (struct vd_db_client)
+ *
+ * Called by vd_qp_create() for POLLED QPs, last, since from then on the
+ * worker may consume from the rings. NEED_WAKEUP is set until the worker
+ * has noticed the page.
+ *
+ * Context: Process context (takes a mutex).
+ * Return: 0; -ENODEV once the worker was stopped; -EBUSY if @c's id is
+ * registered already; -ENOMEM.
+ */
 int vd_doorbell_register(struct vd_doorbell_worker *w,
 			 struct vd_db_client *c)
 {
@@ -183,6 +227,17 @@ int vd_doorbell_register(struct vd_doorbell_worker *w,
 	return err;
 }
 
+/**
+ * vd_doorbell_unregister() - stop polling a QP
+ * @w: the worker @c was registered with
+ * @c: the client
+ *
+ * Called by vd_qp_destroy(), first. When it returns, the worker no longer
+ * uses @c, which stays allocated until then. Works after the worker was
+ * stopped, and for a client that is not registered.
+ *
+ * Context: Process context (takes a mutex).
+ */
 void vd_doorbell_unregister(struct vd_doorbell_worker *w,
 			    struct vd_db_client *c)
 {

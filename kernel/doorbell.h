@@ -2,34 +2,9 @@
 /*
  * The doorbell polling worker: how the kernel learns, without a system
  * call, that the producer indices of a POLLED QP moved. The DOORBELL
- * command itself is vd_qp_doorbell() (qp.h). Documentation/qp.rst
- * describes both modes and the NEED_WAKEUP protocol.
- *
- * API
- * ---
- *   vd_doorbell_worker_start(w, name)
- *       Initialises the worker embedded in a device and starts its kernel
- *       thread, "vd_db/<name>". Process context; -ENOMEM and the like.
- *   vd_doorbell_worker_stop(w)
- *       Stops the thread (kthread_stop) and waits for it; the device is
- *       being removed. QPs still registered stay registered
- *       (vd_doorbell_unregister() still works) with
- *       VIADUCT_DB_F_NEED_WAKEUP set, so that their users stop relying on
- *       the worker and ring DOORBELL, which answers ENODEV: nothing is
- *       consumed on a removed device. New registrations fail with
- *       -ENODEV. The structure must stay allocated until the last QP
- *       is unregistered; it needs no other teardown (the registry frees its
- *       memory as it empties).
- *   vd_doorbell_register(w, client), vd_doorbell_unregister(w, client)
- *       Called by vd_qp_create() and vd_qp_destroy() for POLLED QPs, with
- *       the struct vd_db_client the QP embeds: @db is the page whose
- *       flags word the worker writes, @poll() takes what the user posted
- *       and says whether there was any, @id (the QPN) is unique per
- *       worker. When unregister returns, the worker no longer uses the
- *       client; the client stays allocated until then. Process context
- *       (they take a mutex).
- *   vd_doorbell_kick(w)
- *       Wakes the worker (or keeps it from falling asleep). Any context.
+ * command itself is vd_qp_doorbell() (qp.c). Documentation/qp.rst
+ * describes both modes and the NEED_WAKEUP protocol; the functions are
+ * documented (kernel-doc) at their definitions in doorbell.c.
  *
  * One worker per device, embedded in struct vd_device: a device's QPs are
  * polled by one thread that dies with the device, one busy device does
@@ -53,6 +28,11 @@
 struct task_struct;
 struct viaduct_doorbell;
 
+/*
+ * What a POLLED QP registers, embedded in it: @db is the page whose flags
+ * word the worker writes, @poll() takes what the user posted and says
+ * whether there was any, @id (the QPN) is unique per worker.
+ */
 struct vd_db_client {
 	struct viaduct_doorbell *db;
 	bool (*poll)(struct vd_db_client *c);

@@ -4,7 +4,7 @@
  * data, the WR's SGEs checked against the TPT once more, a Read Response's
  * region), the headers of each segment, and FPDUs built by copying into the
  * stream's transmit buffer. zcopy.c builds them by reference from the same
- * sources. transport.h has the API.
+ * sources. transport.h has the structures and the locking.
  */
 #include <linux/minmax.h>
 #include <linux/string.h>

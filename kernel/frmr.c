@@ -31,6 +31,22 @@
 #include "stats.h"
 #include "tpt.h"
 
+/**
+ * vd_frmr_alloc() - an empty fast-register STag (ALLOC_MR)
+ * @tpt: the table
+ * @pd: the PD it belongs to
+ * @max_pages: the most pages a Fast-Register WR may put in it
+ * @key: the key of the STag
+ *
+ * A VD_STAG_FAST_REG STag, INVALID and empty (the slot), that a
+ * Fast-Register WR can fill with up to @max_pages pages. Released with
+ * vd_mr_deregister().
+ *
+ * Context: Process context.
+ * Return: the slot with the registration reference; ERR_PTR(-EINVAL) for
+ * 0 or more than VD_UMEM_MAX_PAGES - 1 pages; the other errors of
+ * vd_stag_insert().
+ */
 struct vd_mr *vd_frmr_alloc(struct vd_tpt *tpt, struct vd_pd *pd,
 			    u32 max_pages, u8 key)
 {
@@ -179,6 +195,31 @@ static u32 vd_frmr_capacity(struct vd_tpt *tpt, struct vd_pd *pd, u32 stag)
 	return cap;
 }
 
+/**
+ * vd_frmr_register() - the Fast-Register WR of a QP
+ * @tpt: the table
+ * @pd: the QP's PD
+ * @qpn: the QP's number
+ * @stag: the new STag: the slot's index with the key to register under
+ * @iova: the address of the first byte of the new registration
+ * @access: VIADUCT_ACCESS_* it grants (MW_BIND refused)
+ * @sge: the page list: SGEs of the QP's own registered memory, each checked
+ *       by vd_tpt_check() like any SGE of the QP; every one but the first
+ *       starts on a page boundary, every one but the last ends on one
+ * @num_sge: the number of SGEs
+ *
+ * Builds a new registration (an instance) and publishes it in the slot of
+ * @stag if that slot is @pd's and INVALID (its own empty state or an
+ * invalidated registration); the table's reference to the registration it
+ * replaces is dropped.
+ *
+ * Context: Process context (it allocates and takes a mutex).
+ * Return: the CQE status: VIADUCT_WC_SUCCESS; VIADUCT_WC_LOC_QP_OP_ERR for
+ * bad access bits; VIADUCT_WC_LOC_PROT_ERR if @stag is not an INVALID slot
+ * of @pd or the SGEs leave a gap; VIADUCT_WC_LOC_LEN_ERR for no SGE, an
+ * empty one, more pages than the slot holds or an @iova range that wraps;
+ * the status of a failed SGE check; VIADUCT_WC_GENERAL_ERR for no memory.
+ */
 u8 vd_frmr_register(struct vd_tpt *tpt, struct vd_pd *pd, u32 qpn, u32 stag,
 		    u64 iova, u32 access, const struct viaduct_sge *sge,
 		    u32 num_sge)

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Pinning user memory for registration, memlock accounting, and byte access
- * to pinned regions for the data path. See mem.h for the API and
- * Documentation/memory.rst for the rules.
+ * to pinned regions for the data path. See mem.h for the ownership rules and
+ * Documentation/memory.rst for the design; each function has kernel-doc at
+ * its definition.
  */
 #include <linux/capability.h>
 #include <linux/err.h>
@@ -114,6 +115,29 @@ static int vd_umem_pin_pages(struct vd_umem *umem)
 	return 0;
 }
 
+/**
+ * vd_umem_pin() - pin a range of the calling process
+ * @addr: its first byte
+ * @length: its bytes
+ * @writable: pin for writing too
+ *
+ * Pins every page that [@addr, @addr + @length) touches in the calling
+ * process, for as long as the umem lives, and charges them to the
+ * process's RLIMIT_MEMLOCK (see Documentation/memory.rst).
+ *
+ * Context: Process context only; may sleep.
+ * Return: the umem, or an ERR_PTR():
+ * -EINVAL if @length is 0, larger than VD_MR_MAX_SIZE, or @addr + @length
+ * wraps 2^64;
+ * -EFAULT if part of the range is beyond the user address space, not
+ * mapped, or cannot be pinned (I/O or PFN mappings, ...), or the caller
+ * has no address space (a kernel thread);
+ * -EACCES if the range is mapped, but without read permission, or without
+ * write permission while @writable;
+ * -EINTR if a fatal signal came while waiting for the mmap lock;
+ * -ENOMEM if the charge would exceed RLIMIT_MEMLOCK and the caller lacks
+ * CAP_IPC_LOCK, or out of memory.
+ */
 struct vd_umem *vd_umem_pin(unsigned long addr, u64 length, bool writable)
 {
 	struct mm_struct *mm = current->mm;
@@ -177,6 +201,16 @@ err_drop_mm:
 	return ERR_PTR(ret);
 }
 
+/**
+ * vd_umem_release() - unpin, uncharge and free
+ * @umem: the umem, or NULL (a no-op)
+ *
+ * Unpins (marking the pages dirty if the umem is writable), uncharges the
+ * process that pinned them, even if it has exited, and frees. A view
+ * (frmr.c, no mm) pins nothing of its own: only it is freed.
+ *
+ * Context: Process or worker context; may sleep.
+ */
 void vd_umem_release(struct vd_umem *umem)
 {
 	if (!umem)
@@ -201,6 +235,20 @@ static bool vd_umem_range_ok(const struct vd_umem *umem, u64 offset,
 	return offset <= umem->length && len <= umem->length - offset;
 }
 
+/**
+ * vd_umem_copy_to() - copy kernel memory into the region
+ * @umem: the region
+ * @offset: where to start, from its first byte
+ * @src: the bytes
+ * @len: how many
+ *
+ * Crosses page boundaries. The caller has already checked the range
+ * (through the TPT).
+ *
+ * Context: Any context.
+ * Return: 0; -EFAULT, with a warning, for a range outside the region or a
+ * umem not pinned writable, which is a bug.
+ */
 int vd_umem_copy_to(struct vd_umem *umem, u64 offset, const void *src,
 		    size_t len)
 {
@@ -224,6 +272,20 @@ int vd_umem_copy_to(struct vd_umem *umem, u64 offset, const void *src,
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_umem_copy_to);
 
+/**
+ * vd_umem_copy_from() - copy bytes of the region into kernel memory
+ * @umem: the region
+ * @offset: where to start, from its first byte
+ * @dst: where to copy to
+ * @len: how many bytes
+ *
+ * Crosses page boundaries. The caller has already checked the range
+ * (through the TPT).
+ *
+ * Context: Any context.
+ * Return: 0; -EFAULT, with a warning, for a range outside the region,
+ * which is a bug.
+ */
 int vd_umem_copy_from(const struct vd_umem *umem, u64 offset, void *dst,
 		      size_t len)
 {

@@ -1,40 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Pinned user memory.
- *
- * API
- * ---
- *   vd_umem_pin(addr, length, writable)
- *       Pins every page that [addr, addr + length) touches in the calling
- *       process, for as long as the umem lives, and charges them to the
- *       process's RLIMIT_MEMLOCK (see Documentation/memory.rst). Process
- *       context only; may sleep. Returns the umem or an ERR_PTR:
- *         -EINVAL  length is 0, larger than VD_MR_MAX_SIZE, or
- *                  addr + length wraps 2^64;
- *         -EFAULT  part of the range is beyond the user address space, not
- *                  mapped, or cannot be pinned (I/O or PFN mappings, ...);
- *         -EACCES  the range is mapped, but without read permission, or
- *                  without write permission while @writable;
- *         -EINTR   a fatal signal came while waiting for the mmap lock;
- *         -ENOMEM  the charge would exceed RLIMIT_MEMLOCK and the caller
- *                  lacks CAP_IPC_LOCK, or out of memory.
- *   vd_umem_release(umem)
- *       Unpins (marking the pages dirty if the umem is writable), uncharges
- *       the process that pinned them, even if it has exited, and frees.
- *       Process or worker context; may sleep.
- *   vd_umem_page(umem, offset, &page_off)
- *       The page holding byte @offset of the region (offset 0 is @addr)
- *       and the byte's offset in it. O(1).
- *   vd_umem_copy_to(umem, offset, src, len), vd_umem_copy_from(...)
- *       Copy between kernel memory and the region, across page boundaries.
- *       Any context. The caller has already checked the range (through the
- *       TPT); a range outside the region, or a write into a umem that was
- *       not pinned writable, is a bug: it warns and returns -EFAULT.
+ * Pinned user memory: the pages of a registered range, pinned and charged
+ * to the process's RLIMIT_MEMLOCK for as long as the umem lives, and byte
+ * copies into and out of them for the data path.
  *
  * A umem is owned by exactly one object (an MR) and is not reference
  * counted. It is immutable after vd_umem_pin() returns, so lookups and
  * copies need no lock; the owner guarantees that no copy runs concurrently
- * with, or after, vd_umem_release().
+ * with, or after, vd_umem_release(). Documentation/memory.rst has the
+ * rules; the functions are documented (kernel-doc) at their definitions in
+ * mem.c, the inline helpers below where they are defined.
  */
 #ifndef _VD_MEM_H
 #define _VD_MEM_H
@@ -69,24 +44,60 @@ int vd_umem_copy_to(struct vd_umem *umem, u64 offset, const void *src,
 int vd_umem_copy_from(const struct vd_umem *umem, u64 offset, void *dst,
 		      size_t len);
 
-/* Pure address arithmetic, shared by the pin path, the data path and tests. */
+/*
+ * Pure address arithmetic, shared by the pin path, the data path and tests.
+ */
+
+/**
+ * vd_umem_num_pages() - the pages a range touches
+ * @addr: its first byte
+ * @length: its bytes
+ *
+ * Return: the number of pages [@addr, @addr + @length) touches.
+ */
 static inline unsigned long vd_umem_num_pages(unsigned long addr, u64 length)
 {
 	return ((addr & ~PAGE_MASK) + length + PAGE_SIZE - 1) >> PAGE_SHIFT;
 }
 
+/**
+ * vd_umem_page_index() - the page of a byte of a region
+ * @first_offset: the offset of the region's first byte in its first page
+ * @offset: the byte's offset in the region
+ *
+ * Return: the index of the page holding the byte.
+ */
 static inline unsigned long vd_umem_page_index(unsigned int first_offset,
 					       u64 offset)
 {
 	return (first_offset + offset) >> PAGE_SHIFT;
 }
 
+/**
+ * vd_umem_page_offset() - the offset of a byte of a region in its page
+ * @first_offset: the offset of the region's first byte in its first page
+ * @offset: the byte's offset in the region
+ *
+ * Return: the byte's offset in the page vd_umem_page_index() names.
+ */
 static inline unsigned int vd_umem_page_offset(unsigned int first_offset,
 					       u64 offset)
 {
 	return (first_offset + offset) & ~PAGE_MASK;
 }
 
+/**
+ * vd_umem_page() - the page holding a byte of the region
+ * @umem: the region
+ * @offset: the byte's offset in it (offset 0 is its first byte), inside
+ *          the region
+ * @page_off: set to the byte's offset in the page
+ *
+ * O(1).
+ *
+ * Context: Any context.
+ * Return: the page.
+ */
 static inline struct page *vd_umem_page(const struct vd_umem *umem, u64 offset,
 					unsigned int *page_off)
 {

@@ -3,8 +3,8 @@
  * Queue pairs: creation, the state machine, taking WQEs from the shared
  * rings (copy first, then validate), and flushing. The pure rules they
  * follow (transitions, create attributes, WQE checks) are in qp_rules.c.
- * qp.h has the API and the locking rules, Documentation/qp.rst the
- * semantics.
+ * qp.h has the locking rules, Documentation/qp.rst the semantics; each
+ * function has kernel-doc at its definition.
  */
 #include <linux/bug.h>
 #include <linux/err.h>
@@ -358,9 +358,18 @@ static void qp_state_changed(struct vd_qp *qp)
 		vd_doorbell_kick(qp->worker);
 }
 
-/*
- * Error entered on the QP's own (a malformed WQE, a garbage index, a CQ
- * overflow, or the transport) rather than by MODIFY_QP: raises @event.
+/**
+ * vd_qp_enter_error() - move the QP to Error on its own
+ * @qp: the QP
+ * @event: the async event to raise (VIADUCT_EVENT_*), 0 for none
+ * @detail: the event's detail
+ *
+ * For Error entered on the QP's own (a malformed WQE, a garbage index, a
+ * CQ overflow, or the transport) rather than by MODIFY_QP. Unless the QP is
+ * in Error already or destroyed: flushes every outstanding WR, raises
+ * @event, and for a QP on an SRQ VIADUCT_EVENT_QP_LAST_WQE.
+ *
+ * Context: Process or softirq context, no QP lock held.
  */
 void vd_qp_enter_error(struct vd_qp *qp, u32 event, u32 detail)
 {
@@ -382,6 +391,16 @@ void vd_qp_enter_error(struct vd_qp *qp, u32 event, u32 detail)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_qp_enter_error);
 
+/**
+ * vd_qp_enter_rts() - Idle to RTS, bound to an LLP stream
+ * @qp: the QP
+ * @conn: the stream, owned by the connection manager
+ *
+ * For the connection manager.
+ *
+ * Context: Process or softirq context, no QP lock held.
+ * Return: 0; -EINVAL for no @conn, or a QP not in Idle or destroyed.
+ */
 int vd_qp_enter_rts(struct vd_qp *qp, struct vd_conn *conn)
 {
 	int err = -EINVAL;
@@ -401,13 +420,19 @@ int vd_qp_enter_rts(struct vd_qp *qp, struct vd_conn *conn)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_qp_enter_rts);
 
-/*
- * The LLP stream @conn is gone (the connection manager closed it). A QP
- * still bound to it leaves RTS, Closing or Terminate: Closing, with
- * nothing left in flight on the SQ, ends in Idle (a completed graceful
- * close; posted receives stay for the next connection); everything else
- * ends in Error, flushing what is outstanding. A QP bound to another
- * stream, or to none (Error -> Idle forgot it), is left alone.
+/**
+ * vd_qp_llp_closed() - the QP's LLP stream is closed
+ * @qp: the QP
+ * @conn: the stream the connection manager closed
+ *
+ * A QP still bound to @conn forgets it and leaves RTS, Closing or
+ * Terminate: Closing, with nothing left in flight on the SQ, ends in Idle
+ * (a completed graceful close; posted receives stay for the next
+ * connection); everything else ends in Error, flushing what is
+ * outstanding. A QP bound to another stream, or to none (Error -> Idle
+ * forgot it), is left alone.
+ *
+ * Context: Process or softirq context, no QP lock held.
  */
 void vd_qp_llp_closed(struct vd_qp *qp, struct vd_conn *conn)
 {
@@ -445,6 +470,19 @@ out:
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_qp_llp_closed);
 
+/**
+ * vd_qp_modify() - MODIFY_QP
+ * @qp: the QP
+ * @m: the request: the attributes of @m->mask, checked as at creation
+ *
+ * All or nothing. Neither Closing nor Terminate touches the stream
+ * (Documentation/qp.rst); Error flushes; Error -> Idle forgets the stream
+ * and the last Terminate, and restarts the queues at the current indices.
+ *
+ * Context: Process context.
+ * Return: 0; -EINVAL for a transition or value the rules forbid (nothing
+ * changed); -ENOENT once the QP was destroyed.
+ */
 int vd_qp_modify(struct vd_qp *qp, const struct viaduct_modify_qp *m)
 {
 	u32 cur, next;
@@ -507,6 +545,13 @@ out:
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_qp_modify);
 
+/**
+ * vd_qp_query() - QUERY_QP
+ * @qp: the QP
+ * @q: filled, all but @q->handle (an RQ depth of 0 on an SRQ)
+ *
+ * Context: Process context.
+ */
 void vd_qp_query(struct vd_qp *qp, struct viaduct_query_qp *q)
 {
 	qp_lock_all(qp);
@@ -557,12 +602,39 @@ static int qp_consume(struct vd_qp *qp, unsigned int which, bool direct)
 	return n;
 }
 
+/**
+ * vd_qp_consume() - take new WQEs from a ring
+ * @qp: the QP
+ * @which: VD_QP_SQ or VD_QP_RQ
+ *
+ * Copies the new WQEs into the in-flight FIFO and validates the copies; a
+ * malformed one moves the QP to Error (VIADUCT_EVENT_QP_REQ_ERR). New SQ
+ * WRs in RTS are handed to the transport's work (vd_qp_sq_work()). A QP on
+ * an SRQ takes nothing for its RQ here: see vd_qp_take_srq().
+ *
+ * Context: Any context but hard irq, with no QP lock held.
+ * Return: how many were taken (>= 0), or -ENOENT once the QP was
+ * destroyed.
+ */
 int vd_qp_consume(struct vd_qp *qp, unsigned int which)
 {
 	return qp_consume(qp, which, false);
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_qp_consume);
 
+/**
+ * vd_qp_take_srq() - take a receive from the QP's SRQ
+ * @qp: a QP whose arriving message needs a receive
+ *
+ * For a QP on an SRQ, in RTS or Closing: takes the SRQ's oldest WR into
+ * the (empty) RQ FIFO. A malformed one completes with its status and moves
+ * the QP to Error, as on an RQ.
+ *
+ * Context: As vd_qp_consume().
+ * Return: 1 if it took one; 0 if none (or the QP is not on an SRQ, not in
+ * RTS or Closing, or its RQ FIFO is not empty or stopped); -ENOENT once
+ * the QP was destroyed.
+ */
 int vd_qp_take_srq(struct vd_qp *qp)
 {
 	struct vd_wq *wq = &qp->rq;
@@ -597,13 +669,21 @@ out:
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_qp_take_srq);
 
-/*
- * Retires the oldest in-flight WR of a queue with the CQE the transport
- * prepared (status, byte_len, imm_data, flags, vendor_err; the rest is
- * filled here). A successful unsignaled SQ WR writes no CQE. If the CQ
- * overflowed, the QP enters Error with VIADUCT_EVENT_QP_FATAL. The slot
- * freed in the FIFO is refilled from the ring at once. -ENOENT: nothing in
- * flight (the QP was flushed or destroyed meanwhile).
+/**
+ * vd_qp_complete() - retire the oldest in-flight WR of a queue
+ * @qp: the QP
+ * @which: VD_QP_SQ or VD_QP_RQ
+ * @cqe: the CQE the transport prepared (status, byte_len, imm_data, flags,
+ *       vendor_err; the rest is filled here)
+ * @solicited: the completion is solicited (for the CQ's arm)
+ *
+ * A successful unsignaled SQ WR writes no CQE. If the CQ overflowed, the
+ * QP enters Error with VIADUCT_EVENT_QP_FATAL. The slot freed in the FIFO
+ * is refilled from the ring at once.
+ *
+ * Context: Process or softirq context, no QP lock held.
+ * Return: 0, or -ENOENT if nothing was in flight (the QP was flushed or
+ * destroyed meanwhile).
  */
 int vd_qp_complete(struct vd_qp *qp, unsigned int which,
 		   struct viaduct_cqe *cqe, bool solicited)
@@ -638,15 +718,19 @@ out:
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_qp_complete);
 
-/*
- * The transport hook: called with no QP lock held, from process or softirq
- * context, whenever the SQ got WRs to execute in RTS or the state changed.
- * It reaches the transport only through the ops the transport installed
- * with its stream (struct vd_qp_tp_ops), which must only schedule work,
- * never execute WRs inline: vd_qp_complete() calls it too. The transport
- * walks the SQ FIFO from its own cursor under @sq.lock; an entry whose
- * meta status is nonzero is malformed, and nothing from it on may be
- * executed (the QP is about to enter Error).
+/**
+ * vd_qp_sq_work() - tell the transport about the SQ
+ * @qp: the QP
+ *
+ * The transport hook, called whenever the SQ got WRs to execute in RTS or
+ * the state changed. It reaches the transport only through the ops the
+ * transport installed with its stream (struct vd_qp_tp_ops), which must
+ * only schedule work, never execute WRs inline: vd_qp_complete() calls it
+ * too. The transport walks the SQ FIFO from its own cursor under
+ * @sq.lock; an entry whose meta status is nonzero is malformed, and
+ * nothing from it on may be executed (the QP is about to enter Error).
+ *
+ * Context: Process or softirq context, no QP lock held.
  */
 void vd_qp_sq_work(struct vd_qp *qp)
 {
@@ -680,6 +764,19 @@ static void qp_sq_send(struct vd_qp *qp)
 
 #define VD_DOORBELL_ALL		(VIADUCT_DOORBELL_SQ | VIADUCT_DOORBELL_RQ)
 
+/**
+ * vd_qp_doorbell() - DOORBELL
+ * @qp: the QP
+ * @flags: VIADUCT_DOORBELL_SQ and/or VIADUCT_DOORBELL_RQ
+ *
+ * Takes the new WQEs of those queues at once, and for a polled QP also
+ * wakes the worker so that it resumes polling. New SQ WRs may be sent from
+ * here if the stream is idle (struct vd_qp_tp_ops.sq_get/sq_send).
+ *
+ * Context: Process context, no QP lock held.
+ * Return: 0; -EINVAL for no flag or an unknown one; -ENOENT once the QP
+ * was destroyed.
+ */
 int vd_qp_doorbell(struct vd_qp *qp, u32 flags)
 {
 	int n;
@@ -739,6 +836,17 @@ static void vd_qp_free(struct kref *ref)
 	kfree(qp);
 }
 
+/**
+ * vd_qp_put() - drop a reference
+ * @qp: the QP, or NULL (a no-op)
+ *
+ * The last put frees the QP number, the private copies, and the
+ * references to PD, SRQ, CQs, async queue and ring memory (mappings hold
+ * their own).
+ *
+ * Context: Process or softirq context, no spinlock held (the rules of
+ * vd_cq_put()).
+ */
 void vd_qp_put(struct vd_qp *qp)
 {
 	if (qp)
@@ -781,6 +889,26 @@ static void fill_reply(struct vd_qp *qp, const struct vd_qp_caps *c,
 	}
 }
 
+/**
+ * vd_qp_create() - a new queue pair
+ * @init: what it is made of; @init->attr (struct viaduct_create_qp) is the
+ *        request in and the reply out
+ *
+ * Validates @init->attr, allocates the doorbell page, the SQ and RQ rings
+ * and the private in-flight copies, attaches to the PD, the SRQ and the
+ * CQs (creating private CQs for the queues whose CQ is NULL), registers
+ * with the polling worker if the QP is VIADUCT_QP_F_POLLED, and fills the
+ * reply fields of @init->attr (everything but the mmap keys, which the
+ * caller owns). The QP number comes from one IDA for the whole module.
+ *
+ * Context: Process context.
+ * Return: the QP in Idle with one reference, the creator's; or ERR_PTR()
+ * of -EINVAL (bad attributes, an SRQ of another PD or without a receive
+ * CQ), -ENOENT (the PD, the SRQ or a CQ was destroyed), -EOPNOTSUPP
+ * (POLLED without a worker, or Reliable Reception, which the module does
+ * not give), -ENODEV (the worker was stopped), -ENOSPC (QP numbers),
+ * -ENOMEM.
+ */
 struct vd_qp *vd_qp_create(const struct vd_qp_init *init)
 {
 	struct viaduct_create_qp *a = init->attr;
@@ -896,6 +1024,18 @@ put:
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_qp_create);
 
+/**
+ * vd_qp_destroy() - destroy a QP
+ * @qp: the QP; the creator's reference is consumed
+ *
+ * Unregisters from the worker (after that the worker no longer looks at
+ * the QP), discards every outstanding WR without writing CQEs, stops
+ * raising events, detaches from the PD, the SRQ and the CQs, and drops the
+ * reference. Later calls on the QP by holders of other references fail or
+ * do nothing. Cannot fail.
+ *
+ * Context: Process context.
+ */
 void vd_qp_destroy(struct vd_qp *qp)
 {
 	struct vd_async_queue *aq;

@@ -2,78 +2,12 @@
 /*
  * Queue pairs: the objects, the state machine, the consumption of work
  * queue entries from the shared rings, and flushing. The rules are in
- * Documentation/qp.rst.
- *
- * API
- * ---
- *   vd_qp_create(init)
- *       Validates @init->attr (struct viaduct_create_qp, in/out), allocates
- *       the doorbell page, the SQ and RQ rings and the private in-flight
- *       copies, attaches to the PD and the CQs (creating private CQs for the
- *       queues whose CQ is NULL), registers with the polling worker if the
- *       QP is VIADUCT_QP_F_POLLED, fills the reply fields of @init->attr
- *       (everything but the mmap keys, which the caller owns) and returns
- *       the QP in Idle with one reference, the creator's. Errors:
- *       ERR_PTR(-EINVAL) (bad attributes), -ENOENT (the PD or a CQ was
- *       destroyed), -EOPNOTSUPP (POLLED without a worker, or Reliable
- *       Reception, which the module does not give), -ENODEV (the
- *       worker was stopped), -ENOSPC (QP numbers), -ENOMEM. Process context.
- *   vd_qp_destroy(qp)
- *       Consumes the creator's reference: unregisters from the worker
- *       (after it returns the worker no longer looks at the QP), discards
- *       every outstanding WR without writing CQEs, stops raising events,
- *       detaches from the PD and the CQs, and drops the reference. Later
- *       calls on the QP by holders of other references fail or do nothing.
- *       Process context. Cannot fail.
- *   vd_qp_get(qp), vd_qp_put(qp)
- *       Memory lifetime. The last put frees the QP number, the private
- *       copies, and the references to PD, CQs and ring memory (mappings
- *       hold their own). Process or softirq context, no spinlock held.
- *
- *   vd_qp_modify(qp, m)    MODIFY_QP: all or nothing. -EINVAL: a transition
- *                          or value the rules forbid (nothing changed).
- *   vd_qp_query(qp, q)     QUERY_QP: fills everything but @q->handle.
- *   vd_qp_doorbell(qp, flags)
- *                          DOORBELL: VIADUCT_DOORBELL_SQ and/or _RQ (at
- *                          least one, nothing else: -EINVAL otherwise).
- *                          Takes the new WQEs of those queues at once, and
- *                          for a polled QP also wakes the worker so that it
- *                          resumes polling. -ENOENT once the QP was
- *                          destroyed. Process context.
- *   vd_qp_consume(qp, which)
- *                          Takes new WQEs of VD_QP_SQ or VD_QP_RQ from the
- *                          ring; returns how many (>= 0), or -ENOENT once
- *                          the QP was destroyed. Any context but hard irq,
- *                          with no QP lock held. A QP on an SRQ takes
- *                          nothing for its RQ here:
- *   vd_qp_take_srq(qp)     for a QP on an SRQ whose message needs a
- *                          receive: takes the SRQ's oldest WR into the
- *                          (empty) RQ FIFO in RTS and Closing. 1 if it
- *                          took one, 0 if none, -ENOENT once destroyed.
- *                          Same context as vd_qp_consume().
- *
- *   For the connection manager and the transport (no QP lock held):
- *   vd_qp_enter_rts(qp, conn)  Idle -> RTS bound to the LLP stream @conn.
- *   vd_qp_enter_error(qp, event, detail)
- *                          Moves the QP to Error (flushing) unless it is
- *                          there already; raises @event (0: none).
- *   vd_qp_llp_closed(qp, conn)
- *                          The stream @conn is closed: forgets it, and
- *                          Closing -> Idle (SQ empty) or -> Error, RTS and
- *                          Terminate -> Error (flushing).
- *   vd_qp_complete(qp, which, cqe, solicited)
- *                          Retires the oldest in-flight WR of the queue.
- *   vd_qp_sq_work(qp)      the hook where the transport learns that the SQ
- *                          has WRs to execute or that the state changed.
- *
- *   Pure functions (qp_rules.c; the KUnit suite viaduct_qp tests them):
- *   vd_qp_check_transition(cur, next, mask, has_llp)
- *   vd_qp_caps(attr, caps)    create attributes -> sizes, or -EINVAL
- *                          (-EOPNOTSUPP for Reliable Reception)
- *   vd_qp_check_modify(m)  MODIFY_QP's values: access bits, ORD, IRD
- *   vd_qp_check_sqe(slot, lim, &len), vd_qp_check_rqe(slot, lim, &len)
- *                          0 (VIADUCT_WC_SUCCESS) or the CQE status that
- *                          the WQE completes with.
+ * Documentation/qp.rst. A QP is created in Idle with one reference, the
+ * creator's, which vd_qp_destroy() consumes; the connection manager binds
+ * it to an LLP stream, and the transport installs its ops with the stream
+ * (struct vd_qp_tp_ops). The functions are documented (kernel-doc) at their
+ * definitions in qp.c, and the pure rules in qp_rules.c (the KUnit suite
+ * viaduct_qp tests them).
  *
  * Locking
  * -------
@@ -93,8 +27,8 @@
  *
  * Lifetime
  * --------
- * The QP holds references to its PD and CQs (attached: they count it as
- * a user until vd_qp_destroy()), its ring memory and the async queue
+ * The QP holds references to its PD, SRQ and CQs (attached: they count it
+ * as a user until vd_qp_destroy()), its ring memory and the async queue
  * (until vd_qp_destroy()). The caller guarantees that the polling worker
  * (embedded in the device) outlives vd_qp_destroy(). The last put drops
  * CQ references, which may sleep: never put a QP under a spinlock.
@@ -240,6 +174,16 @@ struct vd_qp *vd_qp_create(const struct vd_qp_init *init);
 void vd_qp_destroy(struct vd_qp *qp);
 void vd_qp_put(struct vd_qp *qp);
 
+/**
+ * vd_qp_get() - take a reference
+ * @qp: the QP, on which the caller holds a reference
+ *
+ * Memory lifetime only: a destroyed QP stays allocated while referenced,
+ * and calls on it fail or do nothing.
+ *
+ * Context: Any context.
+ * Return: @qp.
+ */
 static inline struct vd_qp *vd_qp_get(struct vd_qp *qp)
 {
 	kref_get(&qp->ref);
@@ -267,10 +211,17 @@ u8 vd_qp_check_sqe(const void *slot, const struct vd_wqe_limits *lim,
 u8 vd_qp_check_rqe(const void *slot, const struct vd_wqe_limits *lim,
 		   u32 *len);
 
-/*
+/**
+ * vd_qp_db_pending() - whether the user posted WQEs the kernel did not take
+ * @qp: the QP
+ * @which: VD_QP_SQ or VD_QP_RQ
+ *
  * For the polling worker: whether the user moved the producer index of
  * @which past what the kernel took. A racy hint (the worker confirms it
  * under the queue lock in vd_qp_consume()), so a plain READ_ONCE().
+ *
+ * Context: Any context.
+ * Return: true if the indices differ.
  */
 static inline bool vd_qp_db_pending(const struct vd_qp *qp, unsigned int which)
 {

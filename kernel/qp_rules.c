@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The pure rules of queue pairs (qp.h): which state transitions a consumer
+ * The pure rules of queue pairs (qp.c): which state transitions a consumer
  * may ask for, what create attributes mean in sizes, and which SQ and RQ
  * WQEs are well formed. No QP, no locks; the KUnit suite viaduct_qp
  * checks them against tables of its own.
@@ -22,10 +22,19 @@
 				 VIADUCT_RELIABILITY_RELIABLE_RECEPTION)
 #define VD_QP_FLAGS_ALL		VIADUCT_QP_F_POLLED
 
-/*
+/**
+ * vd_qp_check_transition() - whether MODIFY_QP may move a QP
+ * @cur: the current state (VIADUCT_QPS_*)
+ * @next: the state asked for (@cur if the mask has no state)
+ * @mask: the request's VIADUCT_QP_ATTR_* mask
+ * @has_llp: the QP is bound to an LLP stream
+ *
  * The modify rules of the verbs draft (QP state table): which (cur, next)
  * pairs a consumer may ask for, and whether the request may also change
  * attributes. Closing and Terminate are left by the transport only.
+ *
+ * Context: Any context; a pure function.
+ * Return: 0 or -EINVAL.
  */
 int vd_qp_check_transition(u32 cur, u32 next, u32 mask, bool has_llp)
 {
@@ -67,6 +76,16 @@ int vd_qp_check_transition(u32 cur, u32 next, u32 mask, bool has_llp)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_qp_check_transition);
 
+/**
+ * vd_qp_check_modify() - MODIFY_QP's values
+ * @m: the request
+ *
+ * Checks the attributes of @m->mask: access bits of VIADUCT_QP_ACCESS_*
+ * only, ORD and IRD up to the device limits.
+ *
+ * Context: Any context; a pure function.
+ * Return: 0 or -EINVAL.
+ */
 int vd_qp_check_modify(const struct viaduct_modify_qp *m)
 {
 	if (m->mask & VIADUCT_QP_ATTR_ACCESS && m->access & ~VD_QP_ACCESS_ALL)
@@ -83,6 +102,16 @@ static u32 wqe_size(u32 hdr, u32 payload)
 	return max_t(u32, VD_QP_MIN_WQE_SIZE, roundup_pow_of_two(hdr + payload));
 }
 
+/**
+ * vd_qp_caps() - the sizes of a create request
+ * @a: the request
+ * @c: filled with the depths, slot sizes and the limits the slots can
+ *     really hold (none for an RQ on an SRQ)
+ *
+ * Context: Any context; a pure function.
+ * Return: 0; -EOPNOTSUPP for Reliable Reception; -EINVAL for anything else
+ * out of range.
+ */
 int vd_qp_caps(const struct viaduct_create_qp *a, struct vd_qp_caps *c)
 {
 	const u32 sqe = sizeof(struct viaduct_sqe);
@@ -173,9 +202,15 @@ static u8 check_local_op(const struct viaduct_sqe *sqe,
 	return VIADUCT_WC_SUCCESS;
 }
 
-/*
- * Validates a private copy of an SQ slot. The caller guarantees that the
- * copy is a whole slot, so that lim->max_sge SGEs fit behind the header.
+/**
+ * vd_qp_check_sqe() - validate a private copy of an SQ slot
+ * @slot: the copy; the caller guarantees that it is a whole slot, so that
+ *        @lim->max_sge SGEs fit behind the header
+ * @lim: the SQ's limits
+ * @len: set to the message length (0 for a local operation)
+ *
+ * Context: Any context; a pure function.
+ * Return: 0 (VIADUCT_WC_SUCCESS) or the CQE status the WQE completes with.
  */
 u8 vd_qp_check_sqe(const void *slot, const struct vd_wqe_limits *lim,
 		   u32 *len)
@@ -229,6 +264,15 @@ u8 vd_qp_check_sqe(const void *slot, const struct vd_wqe_limits *lim,
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_qp_check_sqe);
 
+/**
+ * vd_qp_check_rqe() - validate a private copy of an RQ slot
+ * @slot: the copy, a whole slot
+ * @lim: the RQ's (or SRQ's) limits
+ * @len: set to the total length of its SGEs
+ *
+ * Context: Any context; a pure function.
+ * Return: 0 (VIADUCT_WC_SUCCESS) or the CQE status the WQE completes with.
+ */
 u8 vd_qp_check_rqe(const void *slot, const struct vd_wqe_limits *lim,
 		   u32 *len)
 {

@@ -5,7 +5,8 @@
  * and CRC, DDP and RDMAP headers, MSN, MO, the TPT) and only then placed:
  * tagged data into registered regions, untagged data into posted
  * receives. Any violation ends the stream with a Terminate. transport.h
- * has the API and the locking, Documentation/transport.rst the design.
+ * has the structures and the locking, Documentation/transport.rst the
+ * design.
  */
 #include <linux/jiffies.h>
 #include <linux/minmax.h>
@@ -300,8 +301,8 @@ static u8 rx_place_sges(struct vd_tp *tp, u32 mo, const u8 *src, u32 len)
 /*
  * The last segment of a Send with Invalidate arrived: its STag becomes
  * INVALID before the receive completes, and the completion names it. Only
- * an STag of the QP's PD that a peer may invalidate (tpt.h) is; anything
- * else ends the stream with the Terminate RFC 5040 gives.
+ * an STag of the QP's PD that a peer may invalidate (vd_tpt_invalidate())
+ * is; anything else ends the stream with the Terminate RFC 5040 gives.
  */
 static bool rx_invalidate(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
 			  struct viaduct_cqe *cqe, const u8 *ulpdu,

@@ -2,8 +2,8 @@
 /*
  * Shared receive queues: the object, its mapped ring, and the intake of
  * its WQEs for the QPs that receive from it (copy first, then validate, as
- * for a QP's own rings). srq.h has the API and the locking,
- * Documentation/qp.rst the semantics.
+ * for a QP's own rings). srq.h has the locking, Documentation/qp.rst the
+ * semantics; each function has kernel-doc at its definition.
  */
 #include <linux/err.h>
 #include <linux/log2.h>
@@ -54,6 +54,15 @@ static void vd_srq_free(struct kref *ref)
 	kfree(srq);
 }
 
+/**
+ * vd_srq_put() - drop a reference
+ * @srq: the SRQ, or NULL (a no-op)
+ *
+ * The last put frees the ring (mappings hold their own reference) and
+ * drops the PD and async queue references.
+ *
+ * Context: Never under a spinlock (the rules of vd_ring_mem_put()).
+ */
 void vd_srq_put(struct vd_srq *srq)
 {
 	if (srq)
@@ -61,6 +70,23 @@ void vd_srq_put(struct vd_srq *srq)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_srq_put);
 
+/**
+ * vd_srq_create() - a new shared receive queue
+ * @pd: the PD it belongs to; it is counted as a user of it
+ * @aq: where its events are raised, or NULL; the SRQ takes a reference
+ * @handle: the handle its events report
+ * @a: the request (struct viaduct_create_srq) in, the reply out
+ *
+ * Validates @a, allocates the mapped ring (struct viaduct_srq_ring, then
+ * the slots), attaches to the PD and fills the reply (everything but the
+ * mmap key, which the caller owns).
+ *
+ * Context: Process context.
+ * Return: the SRQ with one reference, the creator's; ERR_PTR(-EINVAL) for
+ * bad attributes (flags, a depth of 0 or beyond VD_MAX_QP_WR, too many
+ * SGEs, too long a message); ERR_PTR(-ENOENT) if the PD was destroyed;
+ * ERR_PTR(-ENOMEM).
+ */
 struct vd_srq *vd_srq_create(struct vd_pd *pd, struct vd_async_queue *aq,
 			     u32 handle, struct viaduct_create_srq *a)
 {
@@ -117,6 +143,17 @@ put:
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_srq_create);
 
+/**
+ * vd_srq_try_destroy() - mark the SRQ destroyed unless QPs use it
+ * @srq: the SRQ, referenced by the caller
+ *
+ * On success no QP can attach any more; the caller then calls
+ * vd_srq_destroy().
+ *
+ * Context: Any context.
+ * Return: 0, -EBUSY while QPs receive from it, -ENOENT if it was already
+ * destroyed.
+ */
 int vd_srq_try_destroy(struct vd_srq *srq)
 {
 	int old = atomic_cmpxchg(&srq->users, 0, VD_SRQ_DESTROYED);
@@ -127,6 +164,15 @@ int vd_srq_try_destroy(struct vd_srq *srq)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_srq_try_destroy);
 
+/**
+ * vd_srq_destroy() - finish destroying the SRQ
+ * @srq: the SRQ, after a successful vd_srq_try_destroy(); the creator's
+ *       reference is consumed
+ *
+ * Stops raising events, detaches from the PD and drops the reference.
+ *
+ * Context: Process context.
+ */
 void vd_srq_destroy(struct vd_srq *srq)
 {
 	struct vd_async_queue *aq;
@@ -141,18 +187,42 @@ void vd_srq_destroy(struct vd_srq *srq)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_srq_destroy);
 
+/**
+ * vd_srq_attach() - count one more QP receiving from the SRQ
+ * @srq: the SRQ, referenced by the caller
+ *
+ * Context: Any context.
+ * Return: 0, or -ENOENT once vd_srq_try_destroy() succeeded.
+ */
 int vd_srq_attach(struct vd_srq *srq)
 {
 	return atomic_inc_unless_negative(&srq->users) ? 0 : -ENOENT;
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_srq_attach);
 
+/**
+ * vd_srq_detach() - uncount a QP counted by vd_srq_attach()
+ * @srq: the SRQ, referenced by the caller
+ *
+ * Context: Any context.
+ */
 void vd_srq_detach(struct vd_srq *srq)
 {
 	WARN_ON_ONCE(atomic_dec_return(&srq->users) < 0);
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_srq_detach);
 
+/**
+ * vd_srq_modify() - MODIFY_SRQ: arm the limit
+ * @srq: the SRQ
+ * @m: the request; only VIADUCT_SRQ_ATTR_LIMIT may be set
+ *
+ * A limit of 0 disarms it.
+ *
+ * Context: Any context but hard irq.
+ * Return: 0, or -EINVAL for another mask, a reserved field that is not
+ * zero, or a limit beyond the depth.
+ */
 int vd_srq_modify(struct vd_srq *srq, const struct viaduct_modify_srq *m)
 {
 	if (m->mask != VIADUCT_SRQ_ATTR_LIMIT || m->reserved ||
@@ -165,6 +235,14 @@ int vd_srq_modify(struct vd_srq *srq, const struct viaduct_modify_srq *m)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_srq_modify);
 
+/**
+ * vd_srq_query() - QUERY_SRQ
+ * @srq: the SRQ
+ * @q: filled, all but @q->handle; the outstanding count is what the
+ *     user's producer index says, 0 if it is garbage
+ *
+ * Context: Any context but hard irq.
+ */
 void vd_srq_query(struct vd_srq *srq, struct viaduct_query_srq *q)
 {
 	u32 prod;
@@ -192,6 +270,23 @@ static void srq_event(struct vd_srq *srq, u32 type, u32 detail)
 				    srq->user_data, detail);
 }
 
+/**
+ * vd_srq_take() - take the oldest posted receive
+ * @srq: the SRQ
+ * @copy: where the WR is copied (wqe_size bytes)
+ * @meta: filled with the copy's validation (vd_qp_check_rqe())
+ *
+ * For a QP whose message needs a receive: copies the oldest posted WR,
+ * frees its slot and validates the copy. Raises VIADUCT_EVENT_SRQ_LIMIT
+ * (once per arming) when fewer WRs than an armed limit are left. A garbage
+ * producer index breaks the SRQ for good and raises
+ * VIADUCT_EVENT_SRQ_ERR.
+ *
+ * Context: Any context but hard irq; the caller may hold its QP's
+ * @rq.lock (the SRQ's lock nests inside it).
+ * Return: true if it took one; false if none is posted or the SRQ is
+ * broken.
+ */
 bool vd_srq_take(struct vd_srq *srq, void *copy, struct vd_wqe_meta *meta)
 {
 	bool taken = false;

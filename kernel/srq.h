@@ -2,37 +2,10 @@
 /*
  * Shared receive queues: a receive ring on a PD that QPs of that PD take
  * their receives from. The semantics are in Documentation/qp.rst
- * ("Shared receive queues").
- *
- * API
- * ---
- *   vd_srq_create(pd, aq, handle, attr)
- *       Validates @attr (struct viaduct_create_srq, in/out), allocates the
- *       mapped ring (struct viaduct_srq_ring, then the slots), attaches to
- *       the PD, fills the reply (everything but the mmap key) and returns
- *       the SRQ with one reference, the creator's. ERR_PTR(-EINVAL) for bad
- *       attributes, -ENOENT (the PD was destroyed), -ENOMEM. Process
- *       context.
- *   vd_srq_try_destroy(srq)
- *       -EBUSY while QPs receive from it; otherwise marks it destroyed (no
- *       QP can attach any more) and returns 0.
- *   vd_srq_destroy(srq)
- *       After a successful vd_srq_try_destroy(): stops raising events,
- *       detaches from the PD and drops the creator's reference.
- *   vd_srq_get(srq), vd_srq_put(srq)
- *       Memory lifetime; the last put frees the ring (mappings hold their
- *       own reference). Never put under a spinlock.
- *   vd_srq_attach(srq), vd_srq_detach(srq)
- *       Counts a QP as a user (-ENOENT once destroyed) and uncounts it.
- *   vd_srq_modify(srq, m)  MODIFY_SRQ; -EINVAL for bad values.
- *   vd_srq_query(srq, q)   QUERY_SRQ: fills everything but @q->handle.
- *   vd_srq_take(srq, copy, meta)
- *       For a QP whose message needs a receive: copies the oldest posted
- *       WR into @copy (wqe_size bytes), validates the copy into @meta and
- *       frees its slot. Returns true if it took one, false if none is
- *       posted (or the SRQ is broken). Raises VIADUCT_EVENT_SRQ_LIMIT when
- *       an armed limit is crossed. Any context but hard irq; the caller
- *       may hold its QP's @rq.lock (the SRQ's lock nests inside it).
+ * ("Shared receive queues"). An SRQ is created with one reference, the
+ * creator's, and counts the QPs attached to it as users, as a PD does
+ * (pd.h); it can be destroyed only while no QP uses it. The functions are
+ * documented (kernel-doc) at their definitions in srq.c.
  *
  * Locking
  * -------
@@ -87,6 +60,13 @@ int vd_srq_modify(struct vd_srq *srq, const struct viaduct_modify_srq *m);
 void vd_srq_query(struct vd_srq *srq, struct viaduct_query_srq *q);
 bool vd_srq_take(struct vd_srq *srq, void *copy, struct vd_wqe_meta *meta);
 
+/**
+ * vd_srq_get() - take a reference
+ * @srq: the SRQ, on which the caller holds a reference
+ *
+ * Context: Any context.
+ * Return: @srq.
+ */
 static inline struct vd_srq *vd_srq_get(struct vd_srq *srq)
 {
 	kref_get(&srq->ref);

@@ -3,8 +3,8 @@
  * The life of a stream: start() and stop() for the connection manager
  * (struct vd_stream_ops, conn.h), the table that leads socket callbacks to
  * their stream, the ops installed on the QP, and the transport's
- * workqueue. tx.c and rx.c do the work. transport.h has the API and the
- * locking, Documentation/transport.rst the design.
+ * workqueue. tx.c and rx.c do the work. transport.h has the locking,
+ * Documentation/transport.rst the design.
  */
 #include <linux/bvec.h>
 #include <linux/hashtable.h>
@@ -34,18 +34,41 @@ struct workqueue_struct *vd_tp_wq;
 static DEFINE_HASHTABLE(vd_tp_table, 6);
 static DEFINE_SPINLOCK(vd_tp_table_lock);
 
+/**
+ * vd_tp_queue_tx() - queue the stream's transmit work
+ * @tp: the stream
+ *
+ * Nothing once the stream is stopping.
+ *
+ * Context: Any context.
+ */
 void vd_tp_queue_tx(struct vd_tp *tp)
 {
 	if (!READ_ONCE(tp->stopping))
 		queue_work(vd_tp_wq, &tp->tx_work);
 }
 
+/**
+ * vd_tp_queue_rx() - queue the stream's receive work
+ * @tp: the stream
+ *
+ * Nothing once the stream is stopping.
+ *
+ * Context: Any context.
+ */
 void vd_tp_queue_rx(struct vd_tp *tp)
 {
 	if (!READ_ONCE(tp->stopping))
 		queue_work(vd_tp_wq, &tp->rx_work);
 }
 
+/**
+ * vd_tp_lookup() - the stream of a socket, for its callbacks
+ * @sk: the socket
+ *
+ * Context: sk_callback_lock read-held, inside an RCU read-side section.
+ * Return: the stream, or NULL if none is started on @sk.
+ */
 struct vd_tp *vd_tp_lookup(struct sock *sk)
 {
 	struct vd_tp *tp;
@@ -280,11 +303,24 @@ static void tp_stop(struct vd_conn *conn, bool abort)
 	tp_free(tp);
 }
 
+/*
+ * The transport as the connection manager sees it (main.c hands it over):
+ * start() takes over the socket's sk_data_ready and sk_write_space,
+ * installs the stream's ops on the QP and starts moving data; stop() gives
+ * the callbacks back, takes the ops off the QP and waits for the
+ * transport's work items.
+ */
 const struct vd_stream_ops vd_transport_ops = {
 	.start = tp_start,
 	.stop = tp_stop,
 };
 
+/**
+ * vd_transport_init() - create the transport's workqueue
+ *
+ * Context: Module init, process context.
+ * Return: 0 or -ENOMEM.
+ */
 int vd_transport_init(void)
 {
 	vd_tp_wq = alloc_workqueue("viaduct_tp", WQ_UNBOUND | WQ_MEM_RECLAIM,
@@ -294,6 +330,14 @@ int vd_transport_init(void)
 	return 0;
 }
 
+/**
+ * vd_transport_uninit() - destroy the transport's workqueue
+ *
+ * Runs when no stream is left; then waits until TCP let go of every
+ * message sent by reference (vd_zc_drain()).
+ *
+ * Context: Module exit, process context; sleeps.
+ */
 void vd_transport_uninit(void)
 {
 	destroy_workqueue(vd_tp_wq);

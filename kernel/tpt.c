@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The Translation and Protection Table: STag allocation, memory region
- * lifetime, and the access check. See tpt.h for the API and
- * Documentation/memory.rst for the design.
+ * lifetime, and the access check. See tpt.h for the rules,
+ * Documentation/memory.rst for the design; each function has kernel-doc
+ * at its definition.
  *
  * Lifetime. A region is found through the xarray under RCU and pinned by
  * kref_get_unless_zero(). Deregistration erases the index first, so once
@@ -49,6 +50,14 @@ static void vd_tpt_release_work(struct work_struct *work)
 		vd_mr_free(mr);
 }
 
+/**
+ * vd_tpt_init() - set up a device's table
+ * @tpt: the table, embedded in the device
+ * @max_mr: the most STags registered at a time; 0 or more than
+ *          VD_STAG_INDEX_MAX means VD_STAG_INDEX_MAX
+ *
+ * Context: Any context.
+ */
 void vd_tpt_init(struct vd_tpt *tpt, u32 max_mr)
 {
 	xa_init_flags(&tpt->mrs, XA_FLAGS_ALLOC);
@@ -62,6 +71,16 @@ void vd_tpt_init(struct vd_tpt *tpt, u32 max_mr)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_tpt_init);
 
+/**
+ * vd_tpt_uninit() - tear down a device's table
+ * @tpt: the table
+ *
+ * Runs after every STag of the device was deregistered and every reference
+ * to them dropped; waits for the releases still queued on the table's work
+ * item and warns if a region is left.
+ *
+ * Context: Process context (flushes a work item).
+ */
 void vd_tpt_uninit(struct vd_tpt *tpt)
 {
 	/*
@@ -76,10 +95,16 @@ void vd_tpt_uninit(struct vd_tpt *tpt)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_tpt_uninit);
 
-/*
- * VIADUCT_ACCESS_* -> VD_RIGHT_*, or -EINVAL. Local read is always granted;
- * remote write needs local write (remote read needs local read, which is
- * implied).
+/**
+ * vd_mr_access_rights() - the rights an access mask grants
+ * @access: VIADUCT_ACCESS_* as the user gave them
+ *
+ * Local read is always granted; remote write needs local write (remote
+ * read needs local read, which is implied).
+ *
+ * Context: Any context.
+ * Return: the VD_RIGHT_* bits, or -EINVAL for unknown bits or for remote
+ * write without local write.
  */
 int vd_mr_access_rights(u32 access)
 {
@@ -111,10 +136,32 @@ static bool vd_stag_is_mw(enum vd_stag_type type)
 	return type == VD_STAG_MW1 || type == VD_STAG_MW2;
 }
 
-/*
+/**
+ * vd_stag_insert() - enter an STag of any type in the table
+ * @tpt: the table
+ * @pd: the PD the STag belongs to; it is counted as a user of it
+ * @umem: the pages, or NULL (a region without pages, for tests of the
+ *        table, or an empty fast-register MR)
+ * @addr: the address of the first byte
+ * @length: bytes; 0 only for an INVALID VD_STAG_FAST_REG STag
+ * @access: VIADUCT_ACCESS_*
+ * @key: the key of the STag
+ * @type: what the STag names (enum vd_stag_type)
+ * @qpn: the QP a type-2 window is bound to; 0 for every other type
+ * @valid: enter the STag VALID, else INVALID
+ *
  * On success the STag owns @umem; on failure the caller still does. A
  * fast-register MR that has not been registered yet has no pages and a
- * length of 0; every other STag covers at least one byte.
+ * length of 0; every other STag covers at least one byte. A window grants
+ * only the remote rights of @access: nothing reaches local memory through
+ * it.
+ *
+ * Context: Process context (allocates with GFP_KERNEL).
+ * Return: the region with one reference, the registration reference, which
+ * belongs to the caller; ERR_PTR(-EINVAL) for bad access bits, a bad type,
+ * a @qpn for a type other than VD_STAG_MW2, a length of 0 or a range that
+ * wraps; ERR_PTR(-ENOENT) if @pd was destroyed; ERR_PTR(-ENOMEM) for no
+ * memory or when the table already holds its @max_mr STags.
  */
 struct vd_mr *vd_stag_insert(struct vd_tpt *tpt, struct vd_pd *pd,
 			     struct vd_umem *umem, u64 addr, u64 length,
@@ -193,6 +240,22 @@ err_uncount:
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_stag_insert);
 
+/**
+ * vd_mr_insert() - enter a region without pinning
+ * @tpt: the table
+ * @pd: the PD it belongs to
+ * @umem: the pages, taken over on success; or NULL, a region without
+ *        pages for tests of the table only
+ * @addr: the address of the first byte
+ * @length: bytes, at least one
+ * @access: VIADUCT_ACCESS_*
+ * @key: the key of the STag
+ *
+ * vd_stag_insert() for a VALID VD_STAG_MR.
+ *
+ * Context: Process context.
+ * Return: as vd_stag_insert().
+ */
 struct vd_mr *vd_mr_insert(struct vd_tpt *tpt, struct vd_pd *pd,
 			   struct vd_umem *umem, u64 addr, u64 length,
 			   u32 access, u8 key)
@@ -202,6 +265,28 @@ struct vd_mr *vd_mr_insert(struct vd_tpt *tpt, struct vd_pd *pd,
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_mr_insert);
 
+/**
+ * vd_mr_register() - pin user memory and register it (REG_MR)
+ * @tpt: the table
+ * @pd: the PD the region belongs to
+ * @addr: the first byte, in the calling process
+ * @length: bytes
+ * @access: VIADUCT_ACCESS_*
+ * @key: the key of the STag
+ *
+ * Pins [@addr, @addr + @length) of the calling process, writable iff
+ * @access has LOCAL_WRITE (which REMOTE_WRITE requires), and enters the
+ * region in the table as VALID.
+ *
+ * Context: Process context; may sleep.
+ * Return: the region with one reference, the registration reference, which
+ * belongs to the caller; or ERR_PTR() of -EINVAL (bad access bits,
+ * REMOTE_WRITE without LOCAL_WRITE, length 0 or too large, @addr +
+ * @length wraps), -EFAULT (@addr does not fit an unsigned long), -ENOENT
+ * (the PD was destroyed), -ENOMEM (memlock limit, memory, or the table's
+ * @max_mr STags already registered), or the other errors of vd_umem_pin()
+ * (-EFAULT, -EACCES, -EINTR).
+ */
 struct vd_mr *vd_mr_register(struct vd_tpt *tpt, struct vd_pd *pd, u64 addr,
 			     u64 length, u32 access, u8 key)
 {
@@ -242,6 +327,15 @@ static void vd_mr_release_later(struct kref *ref)
 		schedule_work(&tpt->release_work);
 }
 
+/**
+ * vd_mr_put() - drop a reference
+ * @mr: the region, or NULL (a no-op)
+ *
+ * If this drops the last reference, the release (unpinning and uncharging,
+ * which sleep) runs later from a work item of the table.
+ *
+ * Context: Any context, including softirq.
+ */
 void vd_mr_put(struct vd_mr *mr)
 {
 	if (mr)
@@ -249,12 +343,25 @@ void vd_mr_put(struct vd_mr *mr)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_mr_put);
 
-/*
- * The bracket around a copy. A Dekker pair with vd_mr_quiesce(): the copy
- * counts itself in, then looks at the region's state; the ending side
- * changes the state, then looks at the count. With a full barrier on both
- * sides, either the copy sees the new state and backs out, or the ending
- * side sees the copy and waits for it.
+/**
+ * vd_mr_use_begin() - open the bracket around a copy into or out of a region
+ * @mr: the region, referenced by the caller
+ *
+ * Every copy into or out of a referenced region is bracketed by this and
+ * vd_mr_use_end(); between the two the region's pages may be touched.
+ * Deregistration and vd_tpt_invalidate_sync() wait until no bracket is
+ * open: "access ends when the application ends it"
+ * (Documentation/memory.rst).
+ *
+ * A Dekker pair with vd_mr_quiesce(): the copy counts itself in, then
+ * looks at the region's state; the ending side changes the state, then
+ * looks at the count. With a full barrier on both sides, either the copy
+ * sees the new state and backs out, or the ending side sees the copy and
+ * waits for it.
+ *
+ * Context: Any context; does not sleep.
+ * Return: true if the bracket is open; false, with nothing to end, if the
+ * region was invalidated or deregistered since the check.
  */
 bool vd_mr_use_begin(struct vd_mr *mr)
 {
@@ -269,6 +376,12 @@ bool vd_mr_use_begin(struct vd_mr *mr)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_mr_use_begin);
 
+/**
+ * vd_mr_use_end() - close a bracket vd_mr_use_begin() opened
+ * @mr: the region
+ *
+ * Context: Any context; does not sleep.
+ */
 void vd_mr_use_end(struct vd_mr *mr)
 {
 	/* atomic_dec_and_test() is a full barrier for wake_up_var() */
@@ -293,6 +406,18 @@ static void vd_mr_quiesce(struct vd_mr *mr)
 		WARN_ONCE(1, "viaduct: STag 0x%08x still in use\n", mr->stag);
 }
 
+/**
+ * vd_mr_deregister() - remove an STag from the table (DEREG_MR)
+ * @mr: the region; the caller's registration reference is consumed
+ *
+ * Removes the STag from the table (no later lookup finds it), stops
+ * counting as a user of its PD, waits until no copy is in progress in it
+ * (none starts after), and drops the reference. For a fast-register MR the
+ * registration its slot holds ends the same way. If nobody else holds the
+ * region, it is released (unpinned, uncharged) before this returns.
+ *
+ * Context: Process context; may sleep (the wait is bounded).
+ */
 void vd_mr_deregister(struct vd_mr *mr)
 {
 	struct vd_tpt *tpt = mr->tpt;
@@ -368,6 +493,43 @@ static enum vd_access_status vd_mr_check(const struct vd_mr *mr,
 	return VD_ACCESS_OK;
 }
 
+/**
+ * vd_tpt_check() - THE access check
+ * @tpt: the table
+ * @stag: the STag of the access
+ * @pd: the PD of the QP the access comes through
+ * @qpn: the number of that QP (0: none, a table test)
+ * @rights: the VD_RIGHT_* the access needs
+ * @addr: the first byte of the access
+ * @length: its bytes
+ * @mrp: set to the region, referenced, on VD_ACCESS_OK with @length > 0
+ *       (the caller releases it with vd_mr_put()); else to NULL. May be
+ *       NULL.
+ *
+ * In this order (the first failing step decides):
+ *
+ * 0. @length == 0: VD_ACCESS_OK, no region, nothing else is looked at (a
+ *    zero-length access is not validated, not even its STag);
+ * 1. the STag's index is 0 or not in the table: VD_ACCESS_INVALID_STAG;
+ * 2. the STag's key differs from the region's: VD_ACCESS_INVALID_STAG;
+ * 3. the region is INVALID: VD_ACCESS_INVALID_STATE;
+ * 4. the region's PD is not @pd: VD_ACCESS_PD_MISMATCH;
+ * 5. a type-2 window bound to a QP other than @qpn: VD_ACCESS_QP_MISMATCH;
+ * 6. @rights is empty or not a subset of the region's rights:
+ *    VD_ACCESS_RIGHTS;
+ * 7. @addr + @length - 1 wraps 2^64: VD_ACCESS_WRAP;
+ * 8. [@addr, @addr + @length) is not inside the region (byte granular):
+ *    VD_ACCESS_BOUNDS.
+ *
+ * A region found whose last reference is gone is being deregistered:
+ * VD_ACCESS_INVALID_STAG. The check is the same for every type of STag: a
+ * fast-register MR is INVALID until a Fast-Register work request registers
+ * pages in it, a window is a region of its own whose rights and bounds
+ * were checked against its MR's when it was bound.
+ *
+ * Context: Any context (it only takes rcu_read_lock()).
+ * Return: the status of the check.
+ */
 enum vd_access_status vd_tpt_check(struct vd_tpt *tpt, u32 stag,
 				   const struct vd_pd *pd, u32 qpn, u32 rights,
 				   u64 addr, u64 length, struct vd_mr **mrp)
@@ -400,7 +562,8 @@ enum vd_access_status vd_tpt_check(struct vd_tpt *tpt, u32 stag,
 EXPORT_SYMBOL_IF_KUNIT(vd_tpt_check);
 
 /*
- * Which STags an invalidation may end: tpt.h has the rules. Invalidating
+ * Which STags an invalidation may end: vd_tpt_invalidate() has the rules.
+ * Invalidating
  * an already INVALID STag succeeds: the result the caller asked for holds.
  */
 static enum vd_access_status vd_stag_invalidatable(const struct vd_mr *mr,
@@ -416,6 +579,31 @@ static enum vd_access_status vd_stag_invalidatable(const struct vd_mr *mr,
 	return VD_ACCESS_OK;
 }
 
+/**
+ * vd_tpt_invalidate() - move an STag to INVALID
+ * @tpt: the table
+ * @stag: the STag to invalidate
+ * @pd: the PD of the QP the invalidation comes through
+ * @qpn: the number of that QP
+ * @remote: a peer's Send with Invalidate arriving on QP @qpn; false for a
+ *          Local Invalidate
+ *
+ * In this order:
+ *
+ * - the STag's index or key is unknown: VD_ACCESS_INVALID_STAG;
+ * - its PD is not @pd: VD_ACCESS_PD_MISMATCH;
+ * - its type cannot be invalidated that way: VD_ACCESS_INVALIDATE (a plain
+ *   MR never; a type-1 window only by a bind, never by an invalidation; a
+ *   fast-register MR and a type-2 window both ways);
+ * - @remote and a type-2 window bound to another QP:
+ *   VD_ACCESS_QP_MISMATCH.
+ *
+ * An STag already INVALID stays so and the call succeeds. A copy already
+ * in progress may still finish: vd_tpt_invalidate_sync() waits for it.
+ *
+ * Context: Any context.
+ * Return: the status; VD_ACCESS_OK if the STag is now INVALID.
+ */
 enum vd_access_status vd_tpt_invalidate(struct vd_tpt *tpt, u32 stag,
 					const struct vd_pd *pd, u32 qpn,
 					bool remote)
@@ -437,6 +625,21 @@ enum vd_access_status vd_tpt_invalidate(struct vd_tpt *tpt, u32 stag,
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_tpt_invalidate);
 
+/**
+ * vd_tpt_invalidate_sync() - invalidate an STag and wait for its copies
+ * @tpt: the table
+ * @stag: the STag to invalidate
+ * @pd: as for vd_tpt_invalidate()
+ * @qpn: as for vd_tpt_invalidate()
+ * @remote: as for vd_tpt_invalidate()
+ *
+ * vd_tpt_invalidate(), and when it returns VD_ACCESS_OK no copy into or
+ * out of the region (the data path's) is in progress any more, so none
+ * touches it after.
+ *
+ * Context: Process context; it may wait, bounded.
+ * Return: as vd_tpt_invalidate().
+ */
 enum vd_access_status vd_tpt_invalidate_sync(struct vd_tpt *tpt, u32 stag,
 					     const struct vd_pd *pd, u32 qpn,
 					     bool remote)
@@ -492,7 +695,15 @@ static const u8 vd_term_ddp_code[VD_ACCESS_NR] = {
 	[VD_ACCESS_INVALIDATE]		= 0x00,	/* invalid STag (no own code) */
 };
 
-/* Both return 0 for VD_ACCESS_OK, which has no Terminate. */
+/**
+ * vd_access_term_rdmap() - the Terminate for a failed Read Request source
+ * @status: the status of the check of the data source
+ *
+ * RDMAP layer, Remote Protection Error (RFC 5040 section 7.2). A pure map.
+ *
+ * Return: the Terminate code (VD_TERM_CODE()), 0 for VD_ACCESS_OK, which
+ * has no Terminate.
+ */
 u16 vd_access_term_rdmap(enum vd_access_status status)
 {
 	if (status == VD_ACCESS_OK)
@@ -504,6 +715,14 @@ u16 vd_access_term_rdmap(enum vd_access_status status)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_access_term_rdmap);
 
+/**
+ * vd_access_term_ddp() - the Terminate for a failed tagged sink
+ * @status: the status of the check of an RDMA Write or Read Response sink
+ *
+ * DDP layer, Tagged Buffer Error (RFC 5041 section 7.2). A pure map.
+ *
+ * Return: the Terminate code (VD_TERM_CODE()), 0 for VD_ACCESS_OK.
+ */
 u16 vd_access_term_ddp(enum vd_access_status status)
 {
 	if (status == VD_ACCESS_OK)
@@ -515,11 +734,16 @@ u16 vd_access_term_ddp(enum vd_access_status status)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_access_term_ddp);
 
-/*
+/**
+ * vd_access_term_invalidate() - the Terminate for a refused remote invalidation
+ * @status: the status of vd_tpt_invalidate() for a Send with Invalidate
+ *
  * RFC 5040 section 7.4 has "STag cannot be invalidated" twice: as a
  * Remote Protection Error for an STag the stream may not invalidate (its
  * PD, its type, its QP), and as a Remote Operation Error when there is no
- * such STag to invalidate. Linux siw answers the same way.
+ * such STag to invalidate. Linux siw answers the same way. A pure map.
+ *
+ * Return: the Terminate code (VD_TERM_CODE()), 0 for VD_ACCESS_OK.
  */
 u16 vd_access_term_invalidate(enum vd_access_status status)
 {
@@ -532,9 +756,16 @@ u16 vd_access_term_invalidate(enum vd_access_status status)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_access_term_invalidate);
 
-/*
+/**
+ * vd_access_wc_status() - the CQE status for a check status
+ * @status: the status of an access check
  * @remote: the failed check was made by the peer (reported to us in a
- * Terminate) rather than by us on one of our own work requests.
+ *          Terminate) rather than by us on one of our own work requests
+ *
+ * A pure map.
+ *
+ * Return: VIADUCT_WC_SUCCESS for VD_ACCESS_OK, else
+ * VIADUCT_WC_REM_ACCESS_ERR if @remote, VIADUCT_WC_LOC_PROT_ERR if not.
  */
 u8 vd_access_wc_status(enum vd_access_status status, bool remote)
 {

@@ -2,106 +2,19 @@
 /*
  * The Translation and Protection Table: STags, memory regions, and the one
  * access check that every data path calls before it touches registered
- * memory. Documentation/memory.rst has the rules and the design.
+ * memory. One table per device, embedded in it.
  *
- * API
- * ---
- *   vd_tpt_init(tpt, max_mr), vd_tpt_uninit(tpt)
- *       One table per device, embedded in it. Uninit runs after every MR of
- *       the device was deregistered and every reference to them dropped.
+ * A region (struct vd_mr) is found under RCU and held by references: the
+ * registration reference belongs to whoever registered it and is consumed
+ * by vd_mr_deregister(); the data path holds references of its own, which
+ * any context may drop. Every copy into or out of a region is bracketed by
+ * vd_mr_use_begin() and vd_mr_use_end(), which deregistration and
+ * vd_tpt_invalidate_sync() wait for. The check is the same for every type
+ * of STag.
  *
- *   vd_mr_register(tpt, pd, addr, length, access, key)
- *       Pins [addr, addr + length) of the calling process (writable iff
- *       @access has LOCAL_WRITE or REMOTE_WRITE), enters the region in the
- *       table as VALID and returns it with one reference, the registration
- *       reference, which belongs to the caller. Errors: -EINVAL (bad access
- *       bits, REMOTE_WRITE without LOCAL_WRITE, length 0 or too large,
- *       addr + length wraps), -ENOENT (the PD was destroyed), -ENOMEM
- *       (memlock limit, memory, or @max_mr regions already registered), and
- *       the errors of vd_umem_pin() (-EFAULT, -EACCES, -EINTR). Process
- *       context.
- *   vd_mr_insert(tpt, pd, umem, addr, length, access, key)
- *       The same without pinning: takes over @umem (which may be NULL; then
- *       the region has no pages and is for tests of the table only).
- *   vd_stag_insert(tpt, pd, umem, addr, length, access, key, type, qpn,
- *                  valid)
- *       vd_mr_insert() for an STag of any type (enum vd_stag_type), in
- *       the state @valid says; @qpn is the QP a type-2 window is bound to
- *       (0 for every other type). A window grants only the remote rights
- *       of @access: nothing reaches local memory through it.
- *   vd_mr_deregister(mr)
- *       Consumes the registration reference: removes the STag from the
- *       table (no later lookup finds it), stops counting as a PD user, and
- *       drops the reference. If nobody else holds the MR, it is released
- *       (unpinned, uncharged) before this returns. Process context.
- *   vd_mr_get(mr), vd_mr_put(mr)
- *       References held by the data path. vd_mr_put() may be called in any
- *       context, including softirq: if it drops the last reference, the
- *       release (which sleeps) runs later from a work item of the table.
- *
- *   vd_tpt_check(tpt, stag, pd, qpn, rights, addr, length, &mr)
- *       THE access check; see below. @qpn is the number of the QP the
- *       access comes through (0: none, a table test). On VD_ACCESS_OK with
- *       @length > 0, *mr is the region, referenced: the caller releases it
- *       with vd_mr_put(). Any context (it only takes rcu_read_lock()).
- *   vd_tpt_invalidate(tpt, stag, pd, qpn, remote)
- *       Moves an STag to INVALID: Local Invalidate (@remote false) or a
- *       peer's Send with Invalidate arriving on QP @qpn (@remote true).
- *       In this order:
- *         the STag's index or key is unknown:        VD_ACCESS_INVALID_STAG
- *         its PD is not @pd:                         VD_ACCESS_PD_MISMATCH
- *         its type cannot be invalidated that way:   VD_ACCESS_INVALIDATE
- *           (a plain MR never; a type-1 window only by a bind, never by
- *           an invalidation; a fast-register MR and a type-2 window both
- *           ways)
- *         @remote and a type-2 window bound to
- *         another QP:                                VD_ACCESS_QP_MISMATCH
- *       An STag already INVALID stays so and the call succeeds. Any
- *       context.
- *   vd_tpt_invalidate_sync(tpt, stag, pd, qpn, remote)
- *       The same, and when it returns VD_ACCESS_OK no copy into or out of
- *       the region is in progress any more (the data path's), so none
- *       touches it after. Process context (it may wait, bounded).
- *   vd_mr_use_begin(mr), vd_mr_use_end(mr)
- *       Bracket every copy into or out of a referenced region. Begin fails
- *       (false, nothing to end) if the region was invalidated or
- *       deregistered since the check; between the two the region's pages
- *       may be touched. The bracket does not sleep. Deregistration and
- *       vd_tpt_invalidate_sync() wait until no bracket is open: "access
- *       ends when the application ends it" (Documentation/memory.rst).
- *   vd_access_term_invalidate(status)
- *       The Terminate for a refused remote invalidation (RFC 5040 7.4).
- *
- *   vd_frmr_alloc(tpt, pd, max_pages, key)
- *       ALLOC_MR: a VD_STAG_FAST_REG STag, INVALID and empty, that a
- *       Fast-Register WR can fill with up to @max_pages pages. Released
- *       with vd_mr_deregister(). Process context.
- *   vd_frmr_register(tpt, pd, qpn, stag, iova, access, sge, num_sge)
- *       The Fast-Register WR of QP @qpn: see frmr.c. Returns the CQE
- *       status. Process context (it allocates).
- *
- *   vd_access_term_rdmap(), vd_access_term_ddp(), vd_access_wc_status()
- *       Pure maps from a check status to the Terminate code to send and to
- *       the CQE status to complete with.
- *
- * The check, in this order (the first failing step decides):
- *   0. length == 0: VD_ACCESS_OK, *mr = NULL, nothing else is looked at
- *      (a zero-length access is not validated, not even its STag);
- *   1. the STag's index is 0 or not in the table:   VD_ACCESS_INVALID_STAG
- *   2. the STag's key differs from the region's:     VD_ACCESS_INVALID_STAG
- *   3. the region is INVALID:                        VD_ACCESS_INVALID_STATE
- *   4. the region's PD is not @pd:                   VD_ACCESS_PD_MISMATCH
- *   5. a type-2 window bound to a QP other than
- *      @qpn:                                         VD_ACCESS_QP_MISMATCH
- *   6. @rights is empty or not a subset of the
- *      region's rights:                              VD_ACCESS_RIGHTS
- *   7. addr + length - 1 wraps 2^64:                 VD_ACCESS_WRAP
- *   8. [addr, addr + length) is not inside the
- *      region (byte granular):                       VD_ACCESS_BOUNDS
- * The check is the same for every type of STag: a fast-register MR is
- * INVALID until a Fast-Register work request registers pages in it, a
- * window is a region of its own whose rights and bounds were checked
- * against its MR's when it was bound.
+ * Documentation/memory.rst has the rules and the design; the functions are
+ * documented (kernel-doc) at their definitions in tpt.c and frmr.c, the
+ * inline helpers below where they are defined.
  */
 #ifndef _VD_TPT_H
 #define _VD_TPT_H
@@ -125,16 +38,35 @@ struct vd_umem;
 static_assert(VD_STAG_INDEX_BITS == 32 - VIADUCT_STAG_INDEX_SHIFT);
 #define VD_STAG_INDEX_MAX	((1U << VD_STAG_INDEX_BITS) - 1)
 
+/**
+ * vd_stag_index() - the table index of an STag (its upper 24 bits)
+ * @stag: the STag
+ *
+ * Return: the index; 0 is never allocated.
+ */
 static inline u32 vd_stag_index(u32 stag)
 {
 	return stag >> VIADUCT_STAG_INDEX_SHIFT;
 }
 
+/**
+ * vd_stag_key() - the key of an STag (its low 8 bits)
+ * @stag: the STag
+ *
+ * Return: the key, which the consumer chose at registration.
+ */
 static inline u8 vd_stag_key(u32 stag)
 {
 	return stag & VIADUCT_STAG_KEY_MASK;
 }
 
+/**
+ * vd_stag_make() - the STag of an index and a key
+ * @index: a table index, at most VD_STAG_INDEX_MAX
+ * @key: the consumer's key
+ *
+ * Return: the STag.
+ */
 static inline u32 vd_stag_make(u32 index, u8 key)
 {
 	return index << VIADUCT_STAG_INDEX_SHIFT | key;
@@ -229,6 +161,15 @@ struct vd_mr *vd_stag_insert(struct vd_tpt *tpt, struct vd_pd *pd,
 void vd_mr_deregister(struct vd_mr *mr);
 void vd_mr_put(struct vd_mr *mr);
 
+/**
+ * vd_mr_get() - take a reference
+ * @mr: the region, on which the caller holds a reference
+ *
+ * For the data path, which drops it with vd_mr_put().
+ *
+ * Context: Any context.
+ * Return: @mr.
+ */
 static inline struct vd_mr *vd_mr_get(struct vd_mr *mr)
 {
 	kref_get(&mr->ref);
@@ -241,7 +182,13 @@ enum vd_access_status vd_tpt_invalidate_sync(struct vd_tpt *tpt, u32 stag,
 					     const struct vd_pd *pd, u32 qpn,
 					     bool remote);
 
-/* Byte offset of @addr in the region; for addresses the check accepted. */
+/**
+ * vd_mr_offset() - the byte offset of an address in the region
+ * @mr: the region
+ * @addr: an address vd_tpt_check() accepted for @mr
+ *
+ * Return: @addr less the region's base, the offset in its umem.
+ */
 static inline u64 vd_mr_offset(const struct vd_mr *mr, u64 addr)
 {
 	return addr - mr->addr;

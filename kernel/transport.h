@@ -4,21 +4,11 @@
  * stream.c starts and stops a stream, tx.c sends (SQ work requests, RDMA
  * Read Responses, Terminate) with FPDUs that fpdu.c builds by copy and
  * zcopy.c by reference, rx.c receives and places; all work on one
- * struct vd_tp per stream.
- * Documentation/transport.rst has the design.
- *
- * API
- * ---
- *   vd_transport_init(), vd_transport_uninit()
- *       Module lifetime: the transport's workqueue. main.c gives
- *       vd_transport_ops to the connection manager.
- *   vd_transport_ops
- *       struct vd_stream_ops (conn.h): start() takes over the socket's
- *       sk_data_ready and sk_write_space and starts moving data, stop()
- *       gives them back and waits for the transport's work items.
- *   struct vd_qp_tp_ops (qp.h)
- *       installed on the QP with the stream: sq_work() queues the transmit
- *       work when the SQ has WRs or the QP's state changed.
+ * struct vd_tp per stream. The connection manager starts and stops a
+ * stream through vd_transport_ops (struct vd_stream_ops, conn.h), which
+ * main.c gives it; the stream installs its ops on the QP (struct
+ * vd_qp_tp_ops, qp.h). Documentation/transport.rst has the design; the
+ * functions are documented at their definitions.
  *
  * Locking
  * -------
@@ -31,9 +21,10 @@
  * socket's sk_data_ready (rx.c, softirq or the socket owner's
  * release_sock(), socket locked, sk_callback_lock read-held); the bit
  * VD_TP_RX_BUSY of @rx_busy makes that and the work item one receiver,
- * and every "receive work only" field is under it. What they share is under @lock (taken with
- * bottom halves disabled): the outbound and inbound RDMA Read queues, the
- * SQ completion records and counters, the Terminate state and @stopping.
+ * and every "receive work only" field is under it. What they share is
+ * under @lock (taken with bottom halves disabled): the outbound and
+ * inbound RDMA Read queues, the SQ completion records and counters, the
+ * Terminate state and @stopping.
  * Lock order: @lock -> QP locks -> CQ locks. qp->lock protects qp->tp
  * and conn->tp, so that vd_qp_sq_work() never finds a freed stream. The
  * socket callbacks find their stream under sk_callback_lock (read) in a

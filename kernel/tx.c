@@ -4,8 +4,8 @@
  * RDMAP messages, RDMA Read Responses, Terminate, and SQ completions in
  * order. fpdu.c builds the FPDUs of a message by copy, zcopy.c by
  * reference; stream.c starts and stops a stream.
- * transport.h has the API and the locking, Documentation/transport.rst
- * the design.
+ * transport.h has the structures and the locking,
+ * Documentation/transport.rst the design.
  */
 #include <linux/bvec.h>
 #include <linux/hashtable.h>

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * /dev/viaduct: one context per open file, and the ioctl dispatch.
+ * /dev/viaduct: one context per open file, and the ioctl dispatch. uctx.h
+ * has what a context holds; each exported function has kernel-doc at its
+ * definition.
  *
  * Arguments are copied in whole before anything is looked at and copied
  * out only after the work is done; nothing is copied to or from user
@@ -325,6 +327,24 @@ static int vd_uctx_release(struct inode *inode, struct file *file)
 	return 0;
 }
 
+/**
+ * vd_uctx_walk() - visit the open contexts of a namespace, for reports
+ * @net: the namespace
+ * @id: the lowest id to visit; set to the id of the context that stopped
+ *      the walk
+ * @fn: called for each context, in id order; non-zero stops the walk
+ * @arg: passed to @fn
+ *
+ * @fn runs with vd_uctxs_lock held: release() waits for the lock before it
+ * tears a context down, so @fn may read the context and walk its table
+ * (vd_uobj_table_walk()). @fn must not sleep for long and must not open
+ * or close a context. Ids come from one cyclic allocator, so a resumed
+ * walk visits contexts opened meanwhile only if their ids are higher.
+ *
+ * Context: Process context.
+ * Return: the non-zero value of @fn that stopped the walk, leaving the
+ * context's id in *@id; 0 once every context was visited.
+ */
 int vd_uctx_walk(struct net *net, u32 *id,
 		 int (*fn)(struct vd_uctx *ctx, void *arg), void *arg)
 {
@@ -381,11 +401,25 @@ static struct miscdevice vd_uctx_misc = {
 	.mode = 0666,
 };
 
+/**
+ * vd_uctx_init() - register the character device
+ *
+ * Context: Module init, process context.
+ * Return: 0 or the error of misc_register().
+ */
 int __init vd_uctx_init(void)
 {
 	return misc_register(&vd_uctx_misc);
 }
 
+/**
+ * vd_uctx_uninit() - unregister the character device
+ *
+ * The file operations hold a module reference while any file is open, so
+ * this never meets a live context.
+ *
+ * Context: Module exit, process context.
+ */
 void vd_uctx_uninit(void)
 {
 	misc_deregister(&vd_uctx_misc);

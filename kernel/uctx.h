@@ -1,11 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * User contexts: one per open() of /dev/viaduct.
- *
- *   vd_uctx_init(), vd_uctx_uninit()
- *       Register and unregister the character device. The file operations
- *       hold a module reference while any file is open, so uninit never
- *       meets a live context.
+ * User contexts: one per open() of /dev/viaduct, with the ioctl dispatch.
+ * The functions are documented (kernel-doc) at their definitions in
+ * uctx.c; Documentation/architecture.rst places the file.
  *
  * A context remembers the network namespace of its opener (referenced),
  * sees only that namespace's devices, and selects at most one device, once;
@@ -14,18 +11,8 @@
  * referenced (memory only) and the context answers -ENODEV for everything
  * that needs it. release() undoes everything the context did.
  *
- * Reporting
- * ---------
- *   vd_uctx_walk(net, &id, fn, arg)
- *       Calls @fn for every open context of namespace @net whose id is
- *       >= *@id, in id order, with vd_uctxs_lock held: release() waits for
- *       the lock before it tears a context down, so @fn may read the
- *       context and walk its table (vd_uobj_table_walk()). @fn must not
- *       sleep for long and must not open or close a context. Stops at the
- *       first context for which @fn returns non-zero, leaving its id in
- *       *@id, and returns that value; 0 once every context was visited.
- *       Ids come from one cyclic allocator, so a resumed walk visits
- *       contexts opened meanwhile only if their ids are higher.
+ * Reports (netlink) walk the open contexts with vd_uctx_walk(), under the
+ * lock that release() takes before it tears a context down.
  */
 #ifndef _VD_UCTX_H
 #define _VD_UCTX_H

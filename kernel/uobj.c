@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The resource commands of a user context: handle table, mmap keys and the
- * asynchronous event queue. See uobj.h for the locking and the lifetimes.
+ * asynchronous event queue. See uobj.h for the locking and the lifetimes;
+ * the functions other than the commands have kernel-doc at their
+ * definitions.
  *
  * A create command reserves its handle, builds the object, enters its
  * rings as mmap keys and copies the reply out before the handle is
@@ -72,6 +74,13 @@ struct vd_uobj {
 	};
 };
 
+/**
+ * vd_uobj_table_init() - an empty table and the context's async queue
+ * @t: the table, embedded in the context
+ *
+ * Context: Process context, at open().
+ * Return: 0 or -ENOMEM.
+ */
 int vd_uobj_table_init(struct vd_uobj_table *t)
 {
 	t->aq = vd_async_queue_create();
@@ -204,6 +213,17 @@ static void uobj_destroy_type(struct vd_uobj_table *t, enum vd_uobj_type type)
 	}
 }
 
+/**
+ * vd_uobj_table_destroy() - destroy everything a table still names
+ * @t: the table
+ *
+ * At release(), while the device is still referenced: stops publishing CM
+ * ids, destroys the CM ids, QPs, SRQs, CQs, MRs and PDs still named by
+ * handles, in that order (users before what they use), then forgets the
+ * mmap keys and drops the async queue.
+ *
+ * Context: Process context.
+ */
 void vd_uobj_table_destroy(struct vd_uobj_table *t)
 {
 	struct vd_ring_mem *mem;
@@ -730,6 +750,18 @@ static int build_srq(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 	return uobj_add_key(t, u, srq->mem, &a->mmap_key);
 }
 
+/**
+ * vd_uobj_add_srq() - CREATE_SRQ's table work, for usrq.c
+ * @t: the table
+ * @a: the request in, the reply out
+ * @uarg: the caller's argument
+ *
+ * Makes the SRQ on the PD that @a->pd_handle names, enters its ring as an
+ * mmap key, copies the reply out and only then publishes the handle.
+ *
+ * Context: Process context.
+ * Return: 0, or a negative errno with nothing left behind.
+ */
 long vd_uobj_add_srq(struct vd_uobj_table *t, struct viaduct_create_srq *a,
 		     const struct vd_uarg *uarg)
 {
@@ -737,16 +769,48 @@ long vd_uobj_add_srq(struct vd_uobj_table *t, struct viaduct_create_srq *a,
 			   sizeof(*a), uarg);
 }
 
+/**
+ * vd_uobj_get_srq() - the SRQ a handle names, for usrq.c
+ * @t: the table
+ * @handle: the handle
+ *
+ * Context: Any context; takes the xarray's spinlock.
+ * Return: the SRQ, referenced, or NULL.
+ */
 struct vd_srq *vd_uobj_get_srq(struct vd_uobj_table *t, u32 handle)
 {
 	return uobj_get(t, handle, VD_UOBJ_SRQ);
 }
 
+/**
+ * vd_uobj_remove_srq() - DESTROY_SRQ's table work, for usrq.c
+ * @t: the table
+ * @handle: the SRQ's handle
+ *
+ * Context: Process context.
+ * Return: 0; -ENOENT if @handle names no SRQ; -EBUSY while QPs use it.
+ */
 int vd_uobj_remove_srq(struct vd_uobj_table *t, u32 handle)
 {
 	return uobj_remove(t, handle, VD_UOBJ_SRQ);
 }
 
+/**
+ * vd_uobj_give_fd() - hand a new file to the process with a reply
+ * @file: the file, or its ERR_PTR(); consumed
+ * @uarg: the caller's argument
+ * @karg: the reply
+ * @size: the module's size of the reply
+ * @fd: a field of @karg, set to the descriptor
+ *
+ * Reserves a descriptor (O_CLOEXEC), stores it in *@fd, copies the reply
+ * to @uarg and only then installs the file, so that a faulting copy leaves
+ * no descriptor behind.
+ *
+ * Context: Process context.
+ * Return: 0; the error of @file; the error of reserving a descriptor;
+ * -EFAULT.
+ */
 long vd_uobj_give_fd(struct file *file, const struct vd_uarg *uarg,
 		     void *karg, size_t size, s32 *fd)
 {
@@ -782,6 +846,14 @@ long vd_uobj_create_comp_channel(struct vd_uctx *ctx, struct vd_device *vd,
 
 /* --- CM ids (ucm.c) ------------------------------------------------ */
 
+/**
+ * vd_uobj_get_qp() - the QP a handle names, for ucm.c
+ * @t: the table
+ * @handle: the handle
+ *
+ * Context: Any context; takes the xarray's spinlock.
+ * Return: the QP, referenced, or NULL.
+ */
 struct vd_qp *vd_uobj_get_qp(struct vd_uobj_table *t, u32 handle)
 {
 	return uobj_get(t, handle, VD_UOBJ_QP);
@@ -805,6 +877,20 @@ static int uobj_cm_id_add(struct vd_uobj_table *t, struct vd_cm_id *id,
 	return 0;
 }
 
+/**
+ * vd_uobj_cm_id_add() - publish a CM id under a new handle
+ * @t: the table
+ * @id: the id; the table takes over the caller's reference on success
+ * @handle: set to the new handle, which the id also learns
+ *
+ * For ucm.c's CM_CREATE_ID, and for the owner callback it gives the CM
+ * for a listener's new connection, which runs in the CM's work item with
+ * the id's lock held (the id's lock comes before @lock).
+ *
+ * Context: Process context.
+ * Return: 0; -ENODEV once vd_uobj_table_destroy() began; -ENOSPC when the
+ * handles are exhausted; -ENOMEM.
+ */
 int vd_uobj_cm_id_add(struct vd_uobj_table *t, struct vd_cm_id *id,
 		      u32 *handle)
 {
@@ -816,11 +902,32 @@ int vd_uobj_cm_id_add(struct vd_uobj_table *t, struct vd_cm_id *id,
 	return ret;
 }
 
+/**
+ * vd_uobj_cm_id_get() - the CM id a handle names
+ * @t: the table
+ * @handle: the handle
+ *
+ * Context: Any context; takes the xarray's spinlock.
+ * Return: the id, referenced, or NULL.
+ */
 struct vd_cm_id *vd_uobj_cm_id_get(struct vd_uobj_table *t, u32 handle)
 {
 	return uobj_get(t, handle, VD_UOBJ_CM_ID);
 }
 
+/**
+ * vd_uobj_cm_id_remove() - erase a CM id's handle
+ * @t: the table
+ * @handle: the handle
+ * @force: erase it even while it has unacknowledged events
+ *
+ * Hands the table's reference to the caller, which destroys the id after
+ * @lock is dropped.
+ *
+ * Context: Process context.
+ * Return: the id; ERR_PTR(-ENOENT) if @handle names no CM id;
+ * ERR_PTR(-EBUSY) while it has unacknowledged events, unless @force.
+ */
 struct vd_cm_id *vd_uobj_cm_id_remove(struct vd_uobj_table *t, u32 handle,
 				      bool force)
 {
@@ -889,6 +996,26 @@ static void uobj_describe(const struct vd_uobj *u, u32 handle,
 	}
 }
 
+/**
+ * vd_uobj_table_walk() - describe the published objects, for reports
+ * @t: the table
+ * @handle: the lowest handle to visit; set to the handle of the object
+ *          that stopped the walk
+ * @type: VIADUCT_RES_* to visit only that type, or 0 for every type
+ * @fn: called with the description of each object, in handle order;
+ *      non-zero stops the walk
+ * @arg: passed to @fn
+ *
+ * PDs, MRs, CQs and QPs are reported; CM ids, SRQs and reserved handles
+ * are skipped. @fn runs with @lock held: the objects cannot go away and
+ * @fn must not sleep. Never call it on a table that
+ * vd_uobj_table_destroy() may be destroying (vd_uctx_walk() sees to
+ * that).
+ *
+ * Context: Process context.
+ * Return: the non-zero value of @fn that stopped the walk, leaving the
+ * object's handle in *@handle; 0 once every object was visited.
+ */
 int vd_uobj_table_walk(struct vd_uobj_table *t, u32 *handle, u32 type,
 		       int (*fn)(const struct vd_uobj_info *info, void *arg),
 		       void *arg)
@@ -915,6 +1042,16 @@ int vd_uobj_table_walk(struct vd_uobj_table *t, u32 *handle, u32 type,
 	return ret;
 }
 
+/**
+ * vd_uobj_table_counts() - the table's numbers, for reports
+ * @t: the table
+ * @counts: filled with the published objects by type, the pages their MRs
+ *          pin and the DOORBELL commands so far
+ *
+ * Lockless: each number on its own is one the table had.
+ *
+ * Context: Any context.
+ */
 void vd_uobj_table_counts(struct vd_uobj_table *t,
 			  struct vd_uobj_counts *counts)
 {
@@ -926,6 +1063,19 @@ void vd_uobj_table_counts(struct vd_uobj_table *t,
 	counts->doorbells = atomic64_read(&t->doorbells);
 }
 
+/**
+ * vd_uobj_mmap() - the ->mmap() of the context file
+ * @ctx: the context
+ * @vma: the mapping; its offset is an mmap key
+ *
+ * Runs with mmap_lock held and so never takes @lock (REG_MR pins pages,
+ * which takes mmap_lock, with @lock held): it takes a ring reference under
+ * the xarray's spinlock instead.
+ *
+ * Context: Process context, mmap_lock held.
+ * Return: 0; -EINVAL for an unknown key or a mapping larger than the ring;
+ * the error of vd_ring_mem_mmap().
+ */
 int vd_uobj_mmap(struct vd_uctx *ctx, struct vm_area_struct *vma)
 {
 	struct vd_uobj_table *t = &ctx->objs;
@@ -948,12 +1098,31 @@ int vd_uobj_mmap(struct vd_uctx *ctx, struct vm_area_struct *vma)
 	return ret;
 }
 
+/**
+ * vd_uobj_read() - the ->read() of the context file: its async events
+ * @ctx: the context
+ * @buf: the user's buffer
+ * @len: its size
+ * @nonblock: the file is O_NONBLOCK
+ *
+ * Context: Process context.
+ * Return: as vd_async_queue_read().
+ */
 ssize_t vd_uobj_read(struct vd_uctx *ctx, char __user *buf, size_t len,
 		     bool nonblock)
 {
 	return vd_async_queue_read(ctx->objs.aq, buf, len, nonblock);
 }
 
+/**
+ * vd_uobj_poll() - the ->poll() of the context file: its async events
+ * @ctx: the context
+ * @file: the file
+ * @wait: the poll table
+ *
+ * Context: Process context.
+ * Return: as vd_async_queue_poll().
+ */
 __poll_t vd_uobj_poll(struct vd_uctx *ctx, struct file *file,
 		      poll_table *wait)
 {

@@ -1,26 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The resources of a user context: handle table, mmap keys, async events.
- *
- * API
- * ---
- *   vd_uobj_table_init(t)
- *       At open(): an empty table and the context's async event queue.
- *       -ENOMEM. Process context.
- *   vd_uobj_table_destroy(t)
- *       At release(), while the device is still referenced: destroys the
- *       QPs, SRQs, CQs, MRs and PDs still named by handles, in that order, then
- *       forgets the mmap keys and drops the async queue. Process context.
- *   vd_uobj_create_pd() ... vd_uobj_create_comp_channel()
- *       The resource commands of include/uapi/viaduct/viaduct-abi.h, called by uctx.c's
- *       dispatcher with the argument copied in (see VD_IOCTL_HANDLER).
- *   vd_uobj_give_fd(file, uarg, karg, size, fd)
- *       Hands @file (or its ERR_PTR) to the process: reserves a descriptor
- *       (O_CLOEXEC), stores it in *@fd, a field of @karg, copies @size
- *       bytes of @karg to @uarg and only then installs the file, so that a
- *       faulting copy leaves no descriptor behind. Consumes the file.
- *   vd_uobj_mmap(ctx, vma), vd_uobj_read(ctx, ...), vd_uobj_poll(ctx, ...)
- *       The ->mmap(), ->read() and ->poll() of the context file.
+ * The table is set up at open() and torn down at release(); the resource
+ * commands of include/uapi/viaduct/viaduct-abi.h run here, called by
+ * uctx.c's dispatcher with the argument copied in (see VD_IOCTL_HANDLER).
+ * The functions are documented (kernel-doc) at their definitions in
+ * uobj.c, the inline helpers below where they are defined.
  *
  * Handles
  * -------
@@ -53,31 +38,14 @@
  * CM ids
  * ------
  * Connection identifiers (cm.h) are entries of the table too, but not
- * reported. vd_uobj_cm_id_add() publishes an id under a new handle (the
- * table takes over the caller's reference; ucm.c for CM_CREATE_ID, and
- * from the owner callback it gives the CM for a listener's new
- * connection, which runs in the CM's work item with the id's lock held:
- * the id's lock comes before @lock, never the other way round).
- * vd_uobj_cm_id_get() returns a referenced id; vd_uobj_cm_id_remove() erases an id (-EBUSY while it
- * has unacknowledged events, unless @force) and hands the table's
- * reference to the caller, which destroys the id after @lock is dropped.
- * vd_uobj_table_destroy() stops publication first, then destroys the ids
- * before the QPs they use.
+ * reported; ucm.c adds, looks up and removes them (vd_uobj_cm_id_add() and
+ * friends). An id may be added from the owner callback the CM runs in its
+ * work item with the id's lock held: the id's lock comes before @lock,
+ * never the other way round. vd_uobj_table_destroy() stops publication
+ * first, then destroys the ids before the QPs they use.
  *
- * Reporting (the netlink family's RES_GET and STATS_GET)
- * ---------
- *   vd_uobj_table_walk(t, &handle, type, fn, arg)
- *       Calls @fn with the description of every published object whose
- *       handle is >= *@handle (of VIADUCT_RES_@type only, unless @type is
- *       0), in handle order, with @lock held: the objects cannot go away
- *       and @fn must not sleep. Stops at the first object for which @fn
- *       returns non-zero, leaving its handle in *@handle, and returns that
- *       value; 0 once every object was visited. Never call it on a table
- *       that vd_uobj_table_destroy() may be destroying (vd_uctx_walk()
- *       sees to that).
- *   vd_uobj_table_counts(t, &counts)
- *       Published objects by type, the pages their MRs pin and the
- *       DOORBELL commands so far; lockless, each number on its own.
+ * Reports (the netlink family's RES_GET and STATS_GET) read the table with
+ * vd_uobj_table_walk() and vd_uobj_table_counts().
  */
 #ifndef _VD_UOBJ_H
 #define _VD_UOBJ_H
@@ -249,12 +217,7 @@ VD_IOCTL_HANDLER(vd_ucm_ack);
 
 /* For ucm.c (see "CM ids" above). */
 struct vd_qp *vd_uobj_get_qp(struct vd_uobj_table *t, u32 handle);
-/*
- * For usrq.c: CREATE_SRQ's table work (the SRQ made on the PD that
- * @a->pd_handle names, its ring entered as a key, the reply copied out and
- * then the handle published), a referenced SRQ, and DESTROY_SRQ's removal
- * (-EBUSY while QPs use it).
- */
+/* For usrq.c: CREATE_SRQ's and DESTROY_SRQ's table work, and lookup. */
 long vd_uobj_add_srq(struct vd_uobj_table *t, struct viaduct_create_srq *a,
 		     const struct vd_uarg *uarg);
 struct vd_srq *vd_uobj_get_srq(struct vd_uobj_table *t, u32 handle);

@@ -2,8 +2,9 @@
 /*
  * Zero-copy transmit: our struct ubuf_info and its completion, and the
  * per-stream context that outlives the stream for as long as TCP holds
- * pages of its messages. zcopy.h has the API, Documentation/transport.rst
- * ("Zero-copy transmit") the design. Also the FPDUs of a message built by
+ * pages of its messages. zcopy.h has the lifetimes and the locking,
+ * Documentation/transport.rst ("Zero-copy transmit") the design; each
+ * function has kernel-doc at its definition. Also the FPDUs of a message built by
  * reference (the headers in a page of their own, the payload's pages
  * referenced), which tx.c sends; fpdu.c walks the payload for both ways.
  */
@@ -44,17 +45,45 @@ MODULE_PARM_DESC(zcopy_tx_min,
 static atomic_t vd_zc_live = ATOMIC_INIT(0);
 static DECLARE_WAIT_QUEUE_HEAD(vd_zc_wait);
 
+/**
+ * vd_zc_min() - the zero-copy threshold
+ *
+ * The module parameter zcopy_tx_min: messages of at least this many bytes
+ * from registered memory are sent by reference.
+ *
+ * Context: Any context.
+ * Return: the threshold in bytes; 0 (the default) turns zero copy off.
+ */
 u32 vd_zc_min(void)
 {
 	return READ_ONCE(zcopy_tx_min);
 }
 
+/**
+ * vd_zc_release() - drop a reference to a stream's context
+ * @zc: the context
+ *
+ * The stream drops its own once its work items are cancelled; each message
+ * drops one when it is freed. The last frees the context.
+ *
+ * Context: Any context.
+ */
 void vd_zc_release(struct vd_zc *zc)
 {
 	if (refcount_dec_and_test(&zc->ref))
 		kfree(zc);
 }
 
+/**
+ * vd_zc_msg_free() - free a message TCP let go of
+ * @zm: a message taken from a done list (or completed after its stream
+ *      stopped)
+ *
+ * Counts it (tx_zcopy_msgs, and tx_zcopy_copied if its pages were copied
+ * after all or never held by an skb) and drops its context reference.
+ *
+ * Context: Any context.
+ */
 void vd_zc_msg_free(struct vd_zc_msg *zm)
 {
 	vd_stat_inc(tx_zcopy_msgs);
@@ -127,6 +156,18 @@ static void vd_zc_ubuf_init(struct ubuf_info *ubuf)
 }
 #endif
 
+/**
+ * vd_zc_create() - a stream's zero-copy context
+ * @tp: the stream, which holds the reference returned
+ * @ready: called when a message moved to the done list, under the
+ *         context's lock with interrupts off: it must only queue work
+ *
+ * Created when the stream starts.
+ *
+ * Context: Process context.
+ * Return: the context, or NULL when out of memory (the stream then copies
+ * every message).
+ */
 struct vd_zc *vd_zc_create(struct vd_tp *tp, void (*ready)(struct vd_tp *tp))
 {
 	struct vd_zc *zc = kzalloc(sizeof(*zc), GFP_KERNEL);
@@ -141,6 +182,16 @@ struct vd_zc *vd_zc_create(struct vd_tp *tp, void (*ready)(struct vd_tp *tp))
 	return zc;
 }
 
+/**
+ * vd_zc_detach() - cut a stopping stream off its context
+ * @zc: the context
+ *
+ * Called by the stream's stop before it cancels its work items: from then
+ * on completions no longer reach the stream (nor queue its work); a message
+ * completed later is freed at once.
+ *
+ * Context: Any context.
+ */
 void vd_zc_detach(struct vd_zc *zc)
 {
 	unsigned long flags;
@@ -150,6 +201,16 @@ void vd_zc_detach(struct vd_zc *zc)
 	spin_unlock_irqrestore(&zc->lock, flags);
 }
 
+/**
+ * vd_zc_take_done() - take the messages completed so far
+ * @zc: the context
+ * @done: the list they are moved to, in the order they completed
+ *
+ * For the transmit work, which retires their WRs and frees them with
+ * vd_zc_msg_free().
+ *
+ * Context: Any context.
+ */
 void vd_zc_take_done(struct vd_zc *zc, struct list_head *done)
 {
 	unsigned long flags;
@@ -159,6 +220,17 @@ void vd_zc_take_done(struct vd_zc *zc, struct list_head *done)
 	spin_unlock_irqrestore(&zc->lock, flags);
 }
 
+/**
+ * vd_zc_msg_new() - a message about to be sent by reference
+ * @zc: the stream's context, which the message references
+ * @wr: the message completes an SQ WR
+ * @seq: that WR, if @wr
+ * @len: its bytes
+ *
+ * Context: Process context.
+ * Return: the message with the sender's reference, or NULL when out of
+ * memory.
+ */
 struct vd_zc_msg *vd_zc_msg_new(struct vd_zc *zc, bool wr, u32 seq, u32 len)
 {
 	struct vd_zc_msg *zm = kzalloc(sizeof(*zm), GFP_KERNEL);
@@ -179,15 +251,31 @@ struct vd_zc_msg *vd_zc_msg_new(struct vd_zc *zc, bool wr, u32 seq, u32 len)
 	return zm;
 }
 
+/**
+ * vd_zc_msg_put() - drop the sender's reference
+ * @zm: the message
+ *
+ * Its last FPDU is in the socket, or it was abandoned. Once TCP has freed
+ * every skb holding its pages too, the message moves to the stream's done
+ * list and the transmit work is queued (if the stream still runs), or is
+ * freed.
+ *
+ * Context: Any context.
+ */
 void vd_zc_msg_put(struct vd_zc_msg *zm)
 {
 	vd_zc_complete(NULL, &zm->ubuf, true);
 }
 
-/*
+/**
+ * vd_zc_drain() - wait until no message is left in any socket
+ *
  * Module exit: the streams are gone, but TCP may still hold skbs with our
  * ubufs (an orphaned socket finishing a graceful close, a packet in a
- * qdisc). They are freed within TCP's own timeouts at the latest.
+ * qdisc). They are freed within TCP's own timeouts at the latest. Then
+ * waits for a grace period, so that no completion still runs.
+ *
+ * Context: Module exit, process context; sleeps.
  */
 void vd_zc_drain(void)
 {
@@ -197,7 +285,12 @@ void vd_zc_drain(void)
 
 /* --- FPDUs by reference ---------------------------------------------- */
 
-/* Drops our page references of the batch in @tp->tx_bvec. */
+/**
+ * vd_zc_release_batch() - drop our page references of the batch
+ * @tp: the stream, whose @tx_bvec holds the batch; emptied
+ *
+ * Context: Any context.
+ */
 void vd_zc_release_batch(struct vd_tp *tp)
 {
 	u32 i;
@@ -337,10 +430,18 @@ static int zc_fpdu(struct vd_tp *tp, const struct vd_fpdu_seg *seg)
 	return 0;
 }
 
-/*
- * The next FPDUs of the message by reference into @tp->tx_bvec, as many
- * as fit in one batch of at most VD_TP_BUF_SIZE bytes. -ENOMEM if not
- * even one could be built that way: the caller copies them instead.
+/**
+ * vd_zc_build() - the next FPDUs of a message by reference
+ * @tp: the stream, whose current message vd_zc_begin() chose to send by
+ *      reference
+ *
+ * Builds into @tp->tx_bvec as many FPDUs as fit one batch of at most
+ * VD_TP_BUF_SIZE bytes and VD_TP_ZC_SEGS pieces.
+ *
+ * Context: The transmitter of the stream: process context, @tx_mutex held.
+ * Return: 0; -ENOMEM if not even one FPDU could be built that way (the
+ * caller copies them instead); another error if the payload's memory went
+ * away.
  */
 int vd_zc_build(struct vd_tp *tp)
 {
@@ -367,11 +468,16 @@ int vd_zc_build(struct vd_tp *tp)
 	return 0;
 }
 
-/*
- * A new message: is it sent by reference? Only payload from registered
- * memory of at least zcopy_tx_min bytes, and only over a route that can
- * take page fragments (TCP would copy anyway). Otherwise it is copied,
- * which never fails a WR.
+/**
+ * vd_zc_begin() - decide whether a new message is sent by reference
+ * @tp: the stream; @tp->zmsg is set if the message is
+ *
+ * Only payload from registered memory of at least zcopy_tx_min bytes,
+ * without immediate data to follow, and only over a route that can take
+ * page fragments (TCP would copy anyway). Otherwise it is copied, which
+ * never fails a WR.
+ *
+ * Context: The transmitter of the stream: process context, @tx_mutex held.
  */
 void vd_zc_begin(struct vd_tp *tp)
 {

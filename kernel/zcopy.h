@@ -4,46 +4,14 @@
  * MSG_ZEROCOPY, and the per-stream context its completion reports to.
  * Documentation/transport.rst ("Zero-copy transmit") has the design.
  *
- * API
- * ---
- *   vd_zc_min()
- *       The threshold (module parameter zcopy_tx_min, bytes): messages of
- *       at least this many bytes from registered memory are sent by
- *       reference; 0 (the default) turns zero copy off.
- *   vd_zc_create(tp, ready), vd_zc_detach(zc), vd_zc_release(zc)
- *       A stream's context, created by start(); @ready(tp) is called
- *       (under the context's lock, interrupts off: it must only queue
- *       work) when a message moved to the done list. detach() is stop()'s
- *       first step: from then on completions no longer reach the stream
- *       (nor queue its work); release() drops the stream's reference once
- *       its work items are cancelled. Messages still in TCP keep the
- *       context alive and free themselves when TCP lets go.
- *   vd_zc_msg_new(zc, wr, seq, len)
- *       A message about to be sent by reference, with the sender's
- *       reference. Process context. NULL when out of memory.
- *   vd_zc_msg_put(zm)
- *       Drops the sender's reference: its last FPDU is in the socket, or it
- *       was abandoned. Once TCP has freed every skb holding its pages too,
- *       the message moves to the stream's done list and the transmit work
- *       is queued (if the stream still runs), or is freed.
- *   vd_zc_take_done(zc, done)
- *       The transmit work takes the messages completed so far.
- *   vd_zc_msg_free(zm)
- *       Frees a message taken from a done list (and counts it).
- *   vd_zc_drain()
- *       Module exit: waits until no message is left in any socket.
- *
- * Building FPDUs by reference, for the transmit work of the stream:
- *   vd_zc_begin(tp)
- *       A new message: decides whether it is sent by reference (sets
- *       @tp->zmsg) or copied.
- *   vd_zc_build(tp)
- *       The next FPDUs of the message by reference into @tp->tx_bvec, as
- *       many as fit one batch. -ENOMEM if not even one could be built that
- *       way (the caller copies them instead), another error if the
- *       payload's memory went away.
- *   vd_zc_release_batch(tp)
- *       Drops our page references of the batch.
+ * A stream's context (struct vd_zc) is referenced by the stream and by
+ * each of its messages: messages still in TCP keep it alive after the
+ * stream stopped, and free themselves when TCP lets go. A message (struct
+ * vd_zc_msg) is referenced by its sender and by every skb holding its
+ * pages; when the last lets go it moves to the stream's done list for the
+ * transmit work to retire its WR in order, or is freed if the stream is
+ * gone. The functions are documented (kernel-doc) at their definitions in
+ * zcopy.c.
  *
  * Locking: @lock is a leaf, taken with interrupts disabled, because TCP
  * frees skbs (and runs the completion) in softirq or process context.

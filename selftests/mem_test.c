@@ -34,54 +34,14 @@ FIXTURE(mem)
 
 FIXTURE_SETUP(mem)
 {
-	struct viaduct_cm_listen l = { 0 };
-	struct viaduct_cm_connect c = { 0 };
-	struct viaduct_cm_accept acc = { 0 };
-	struct viaduct_cm_event ev;
-	int id = getpid() % 100000;
-
-	xf_sides_init(&self->a, &self->b, id);
-	ASSERT_EQ(0, xf_net_up(self->a.ns, self->b.ns, id));
-	self->up = 1;
-	ASSERT_EQ(0, xf_in_ns(self->a.ns, xf_side_up, &self->a));
-	ASSERT_EQ(0, xf_in_ns(self->b.ns, xf_side_up, &self->b));
-
-	l.handle = self->b.id;
-	xf_addr(&l.addr, 2, 0);
-	ASSERT_EQ(0, vd_ioctl(self->b.fd, VIADUCT_IOCTL_CM_LISTEN, &l));
-	c.handle = self->a.id;
-	xf_addr(&c.dst, 2, ntohs(l.addr.port));
-	c.param.qp_handle = self->a.q.c.handle;
-	c.param.flags = VIADUCT_CM_F_CRC;
-	ASSERT_EQ(0, vd_ioctl(self->a.fd, VIADUCT_IOCTL_CM_CONNECT, &c));
-	ASSERT_EQ(0, xf_cm_event(&self->b, &ev, XF_WAIT_MS));
-	ASSERT_EQ(VIADUCT_CM_EVENT_CONNECT_REQUEST, ev.type);
-	acc.handle = ev.handle;
-	acc.param.qp_handle = self->b.q.c.handle;
-	acc.param.flags = VIADUCT_CM_F_CRC;
-	ASSERT_EQ(0, vd_ioctl(self->b.fd, VIADUCT_IOCTL_CM_ACCEPT, &acc));
-	ASSERT_EQ(0, xf_cm_event(&self->a, &ev, XF_WAIT_MS));
-	ASSERT_EQ(VIADUCT_CM_EVENT_ESTABLISHED, ev.type) TH_LOG("status %d", ev.status);
-	ASSERT_EQ(0, xf_cm_event(&self->b, &ev, XF_WAIT_MS));
-	ASSERT_EQ(VIADUCT_CM_EVENT_ESTABLISHED, ev.type) TH_LOG("status %d", ev.status);
+	xf_pair_up(_metadata, &self->a, &self->b, &self->up);
+	xf_pair_connect(_metadata, &self->a, &self->b, VIADUCT_CM_F_CRC, NULL, NULL, NULL);
 }
 
 FIXTURE_TEARDOWN(mem)
 {
-	xf_side_down(&self->a);
-	xf_side_down(&self->b);
-	if (self->up)
-		xf_net_down(self->a.ns, self->b.ns);
+	xf_pair_down(&self->a, &self->b, self->up);
 }
-
-/* Waits for one CQE of @ring; asserts it is @wr_id with @status. */
-#define MEM_EXPECT_CQE(ring, id, st, cqe) do {					\
-	ASSERT_EQ(1U, vd_cring_wait((ring), (cqe), 1, XF_WAIT_MS))		\
-		TH_LOG("no completion for wr %llu", (unsigned long long)(id));	\
-	EXPECT_EQ((__u64)(id), (cqe)->wr_id);					\
-	EXPECT_EQ((st), (cqe)->status) TH_LOG("wr %llu vendor_err 0x%x",	\
-		(unsigned long long)(id), (cqe)->vendor_err);			\
-} while (0)
 
 /*
  * a sends a Send with Invalidate (@flags: with SE or not) naming @stag at
@@ -110,7 +70,7 @@ static void refused_invalidate(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, vd_query_qp(self->b.fd, self->b.q.c.handle, &q));
 	EXPECT_EQ(VIADUCT_QPS_ERROR, q.state);
 	EXPECT_EQ(term, q.terminate);
-	MEM_EXPECT_CQE(&self->b.q.rcq, 50, VIADUCT_WC_REM_INV_REQ_ERR, &cqe);
+	XF_EXPECT_CQE(&self->b.q.rcq, 50, VIADUCT_WC_REM_INV_REQ_ERR, &cqe);
 	EXPECT_FALSE(cqe.flags & VIADUCT_WC_F_INVALIDATED);
 
 	/* a: the Terminate arrives; the WR is done or blamed for it */
@@ -176,7 +136,7 @@ static void fast_reg(struct __test_metadata *_metadata, struct xf_side *s,
 	xf_post_send_imm_q(s, &s->q, 700, VIADUCT_OP_FAST_REG,
 			   VIADUCT_SQE_SIGNALED, sg, n, with_key(frstag, FR_KEY),
 			   FR_IOVA, FR_ACCESS);
-	MEM_EXPECT_CQE(&s->q.scq, 700, want, &cqe);
+	XF_EXPECT_CQE(&s->q.scq, 700, want, &cqe);
 	EXPECT_EQ(VIADUCT_WC_FAST_REG, cqe.opcode);
 }
 
@@ -187,7 +147,7 @@ static void local_inv(struct __test_metadata *_metadata, struct xf_side *s,
 
 	xf_post_send_q(s, &s->q, 701, VIADUCT_OP_LOCAL_INV,
 		       VIADUCT_SQE_SIGNALED, NULL, 0, stag, 0);
-	MEM_EXPECT_CQE(&s->q.scq, 701, want, &cqe);
+	XF_EXPECT_CQE(&s->q.scq, 701, want, &cqe);
 	EXPECT_EQ(VIADUCT_WC_LOCAL_INV, cqe.opcode);
 }
 
@@ -207,9 +167,9 @@ static void write_then_mark(struct __test_metadata *_metadata,
 		     &src, 1, stag, to);
 	xf_post_send(&self->a, 62, VIADUCT_OP_SEND, VIADUCT_SQE_SIGNALED,
 		     &mark, 1, 0, 0);
-	MEM_EXPECT_CQE(&self->a.q.scq, 61, VIADUCT_WC_SUCCESS, &cqe);
-	MEM_EXPECT_CQE(&self->a.q.scq, 62, VIADUCT_WC_SUCCESS, &cqe);
-	MEM_EXPECT_CQE(&self->b.q.rcq, 60, VIADUCT_WC_SUCCESS, &cqe);
+	XF_EXPECT_CQE(&self->a.q.scq, 61, VIADUCT_WC_SUCCESS, &cqe);
+	XF_EXPECT_CQE(&self->a.q.scq, 62, VIADUCT_WC_SUCCESS, &cqe);
+	XF_EXPECT_CQE(&self->b.q.rcq, 60, VIADUCT_WC_SUCCESS, &cqe);
 }
 
 TEST_F_TIMEOUT(mem, alloc_mr_args, XF_TIMEOUT_S)
@@ -326,9 +286,9 @@ TEST_F_TIMEOUT(mem, send_inv_fast_reg, XF_TIMEOUT_S)
 		xf_post_recv(&self->b, 70 + i, &dst, 1);
 		xf_post_send(&self->a, 80 + i, VIADUCT_OP_SEND_INV,
 			     VIADUCT_SQE_SIGNALED | se, &src, 1, stag, 0);
-		MEM_EXPECT_CQE(&self->a.q.scq, 80 + i, VIADUCT_WC_SUCCESS, &cqe);
+		XF_EXPECT_CQE(&self->a.q.scq, 80 + i, VIADUCT_WC_SUCCESS, &cqe);
 		EXPECT_EQ(VIADUCT_WC_SEND, cqe.opcode);
-		MEM_EXPECT_CQE(&self->b.q.rcq, 70 + i, VIADUCT_WC_SUCCESS, &cqe);
+		XF_EXPECT_CQE(&self->b.q.rcq, 70 + i, VIADUCT_WC_SUCCESS, &cqe);
 		EXPECT_EQ(300U, cqe.byte_len);
 		EXPECT_TRUE(cqe.flags & VIADUCT_WC_F_INVALIDATED);
 		EXPECT_EQ(stag, cqe.invalidated_stag);
@@ -340,7 +300,7 @@ TEST_F_TIMEOUT(mem, send_inv_fast_reg, XF_TIMEOUT_S)
 	/* a plain Send reports no invalidation */
 	xf_post_recv(&self->b, 72, &dst, 1);
 	xf_post_send(&self->a, 82, VIADUCT_OP_SEND, VIADUCT_SQE_SIGNALED, &src, 1, 0, 0);
-	MEM_EXPECT_CQE(&self->b.q.rcq, 72, VIADUCT_WC_SUCCESS, &cqe);
+	XF_EXPECT_CQE(&self->b.q.rcq, 72, VIADUCT_WC_SUCCESS, &cqe);
 	EXPECT_FALSE(cqe.flags & VIADUCT_WC_F_INVALIDATED);
 	EXPECT_EQ(0U, cqe.invalidated_stag);
 	/* registering over a VALID registration fails, and the QP with it */
@@ -386,11 +346,11 @@ TEST_F_TIMEOUT(mem, read_inv_and_local_fence, XF_TIMEOUT_S)
 	xf_post_send(&self->a, 92, VIADUCT_OP_SEND,
 		     VIADUCT_SQE_SIGNALED | VIADUCT_SQE_LOCAL_FENCE, &mark, 1, 0, 0);
 
-	MEM_EXPECT_CQE(&self->a.q.scq, 90, VIADUCT_WC_SUCCESS, &cqe);
+	XF_EXPECT_CQE(&self->a.q.scq, 90, VIADUCT_WC_SUCCESS, &cqe);
 	EXPECT_EQ(VIADUCT_WC_RDMA_READ, cqe.opcode);
 	EXPECT_EQ(len, cqe.byte_len);
-	MEM_EXPECT_CQE(&self->a.q.scq, 92, VIADUCT_WC_SUCCESS, &cqe);
-	MEM_EXPECT_CQE(&self->b.q.rcq, 91, VIADUCT_WC_SUCCESS, &cqe);
+	XF_EXPECT_CQE(&self->a.q.scq, 92, VIADUCT_WC_SUCCESS, &cqe);
+	XF_EXPECT_CQE(&self->b.q.rcq, 91, VIADUCT_WC_SUCCESS, &cqe);
 	EXPECT_EQ(0, memcmp(self->a.buf + 12, self->b.buf + 12345, len));
 	/* the Send was built after the Read's data arrived */
 	EXPECT_EQ(0, memcmp(self->b.buf + 12, self->b.buf + 12345, 4));

@@ -72,7 +72,7 @@ run() {
 }
 
 echo "TAP version 13"
-echo "1..12"
+echo "1..13"
 
 if [ ! -x "$ctl" ] || [ ! -x "$ping" ]; then
 	echo "Bail out! viaductctl or viaduct-ping not built under $bin"
@@ -109,6 +109,31 @@ run "viaduct-ping -c from a source address with a TOS, -s with a TOS" \
 run "viaduct to viaduct with MPA v1 and CRC, 4000 bytes" \
 	"$A" "$ping" -s -a 192.0.2.1 -S 4000 -C 5 -V --crc -- \
 	"$B" "$ping" -c -a 192.0.2.1 -S 4000 -C 5 -V --mpa-v1 --crc
+
+# -P: one server serves two clients one after the other, until killed.
+port=$((port + 1))
+out_s=$(mktemp)
+ip netns exec "$A" timeout 60 "$ping" -s -P -a 192.0.2.1 -S 100 -C 3 -V -p "$port" >"$out_s" 2>&1 &
+srv=$!
+for _ in $(seq 100); do
+	ip netns exec "$A" ss -Htln "sport = :$port" 2>/dev/null | grep -q . && break
+	sleep 0.1
+done
+rc=0
+for n in 1 2; do
+	ip netns exec "$B" timeout 60 "$ping" -c -a 192.0.2.1 -S 100 -C 3 -V -p "$port" >/dev/null 2>&1 ||
+		rc=$n
+done
+# still serving after both: a persistent server ends only when killed
+kill -0 "$srv" 2>/dev/null || rc=3
+kill "$srv" 2>/dev/null
+wait "$srv" 2>/dev/null
+if [ $rc -ne 0 ]; then
+	echo "# client or server failed ($rc); server:"
+	tail -n 15 "$out_s" | sed 's/^/#   /'
+fi
+rm -f "$out_s"
+ok $rc "viaduct-ping -s -P serves two clients one after the other"
 
 have_siw=1
 modprobe siw 2>/dev/null || have_siw=0

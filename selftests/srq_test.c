@@ -135,17 +135,12 @@ static void sq_make_qps(struct __test_metadata *_metadata, FIXTURE_DATA(srq) *se
 FIXTURE_SETUP(srq)
 {
 	struct viaduct_cm_listen l = { 0 };
-	int id = getpid() % 100000;
 
 	vd_snap_take(&self->before);
 	self->nqp = 0;
 	memset(self->aq, 0, sizeof(self->aq));
 	memset(self->bq, 0, sizeof(self->bq));
-	xf_sides_init(&self->a, &self->b, id);
-	ASSERT_EQ(0, xf_net_up(self->a.ns, self->b.ns, id));
-	self->up = 1;
-	ASSERT_EQ(0, xf_in_ns(self->a.ns, xf_side_up, &self->a));
-	ASSERT_EQ(0, xf_in_ns(self->b.ns, xf_side_up, &self->b));
+	xf_pair_up(_metadata, &self->a, &self->b, &self->up);
 	ASSERT_NE(0, self->b.attr.caps & VIADUCT_DEV_CAP_SRQ);
 
 	ASSERT_EQ(0, sq_create_srq(self->b.fd, self->b.pd, SQ_DEPTH, 1, &self->srq));
@@ -173,10 +168,7 @@ FIXTURE_TEARDOWN(srq)
 	}
 	vd_cring_unmap(&self->rcq);
 	sq_srq_unmap(&self->srq);
-	xf_side_down(&self->a);
-	xf_side_down(&self->b);
-	if (self->up)
-		xf_net_down(self->a.ns, self->b.ns);
+	xf_pair_down(&self->a, &self->b, self->up);
 	/* every object of both contexts is gone with their files */
 	vd_snap_expect_back(&self->before, 10000, "srq teardown");
 }

@@ -63,69 +63,21 @@ FIXTURE_VARIANT_ADD(xfer, p2p)
 
 FIXTURE_SETUP(xfer)
 {
-	struct viaduct_cm_listen l = { 0 };
-	struct viaduct_cm_connect c = { 0 };
-	struct viaduct_cm_accept acc = { 0 };
-	struct viaduct_cm_event ev;
-	int id = getpid() % 100000;
+	struct viaduct_cm_event ea, eb;
 
-	memset(&self->a, 0, sizeof(self->a));
-	memset(&self->b, 0, sizeof(self->b));
-	self->a.fd = self->b.fd = self->a.ch = self->b.ch = -1;
-	snprintf(self->a.ns, sizeof(self->a.ns), "xa%d", id);
-	snprintf(self->b.ns, sizeof(self->b.ns), "xb%d", id);
-	ASSERT_EQ(0, xf_net_up(self->a.ns, self->b.ns, id));
-	self->up = 1;
-	ASSERT_EQ(0, xf_in_ns(self->a.ns, xf_side_up, &self->a));
-	ASSERT_EQ(0, xf_in_ns(self->b.ns, xf_side_up, &self->b));
-
-	/* b listens on 192.0.2.2, a connects, b accepts */
-	l.handle = self->b.id;
-	xf_addr(&l.addr, 2, 0);
-	ASSERT_EQ(0, vd_ioctl(self->b.fd, VIADUCT_IOCTL_CM_LISTEN, &l));
-	ASSERT_NE(0, l.addr.port);
-	c.handle = self->a.id;
-	xf_addr(&c.dst, 2, ntohs(l.addr.port));
-	c.param.qp_handle = self->a.q.c.handle;
-	c.param.flags = variant->flags;
-	ASSERT_EQ(0, vd_ioctl(self->a.fd, VIADUCT_IOCTL_CM_CONNECT, &c));
-
-	ASSERT_EQ(0, xf_cm_event(&self->b, &ev, XF_WAIT_MS));
-	ASSERT_EQ(VIADUCT_CM_EVENT_CONNECT_REQUEST, ev.type);
-	self->conn_id = ev.handle;
-	acc.handle = ev.handle;
-	acc.param.qp_handle = self->b.q.c.handle;
-	acc.param.flags = variant->flags;
-	ASSERT_EQ(0, vd_ioctl(self->b.fd, VIADUCT_IOCTL_CM_ACCEPT, &acc));
-
-	ASSERT_EQ(0, xf_cm_event(&self->a, &ev, XF_WAIT_MS));
-	ASSERT_EQ(VIADUCT_CM_EVENT_ESTABLISHED, ev.type) TH_LOG("status %d", ev.status);
+	xf_pair_up(_metadata, &self->a, &self->b, &self->up);
+	xf_pair_connect(_metadata, &self->a, &self->b, variant->flags, &self->conn_id, &ea, &eb);
 	/* two viaduct ends negotiate immediate data (immediate_data uses it) */
-	EXPECT_NE(0, ev.flags & VIADUCT_CM_F_IMM_DATA);
-	ASSERT_EQ(0, xf_cm_event(&self->b, &ev, XF_WAIT_MS));
-	ASSERT_EQ(VIADUCT_CM_EVENT_ESTABLISHED, ev.type) TH_LOG("status %d", ev.status);
-	EXPECT_NE(0, ev.flags & VIADUCT_CM_F_IMM_DATA);
+	EXPECT_NE(0, ea.flags & VIADUCT_CM_F_IMM_DATA);
+	EXPECT_NE(0, eb.flags & VIADUCT_CM_F_IMM_DATA);
 	ASSERT_EQ(VIADUCT_QPS_RTS, vd_qp_state(self->a.fd, self->a.q.c.handle));
 	ASSERT_EQ(VIADUCT_QPS_RTS, vd_qp_state(self->b.fd, self->b.q.c.handle));
 }
 
 FIXTURE_TEARDOWN(xfer)
 {
-	/* closing the contexts destroys ids, QPs, MRs and PDs */
-	xf_side_down(&self->a);
-	xf_side_down(&self->b);
-	if (self->up)
-		xf_net_down(self->a.ns, self->b.ns);
+	xf_pair_down(&self->a, &self->b, self->up);
 }
-
-/* Waits for one CQE of @ring; asserts it is @wr_id with @status. */
-#define XF_EXPECT_CQE(ring, id, st, cqe) do {					\
-	ASSERT_EQ(1U, vd_cring_wait((ring), (cqe), 1, XF_WAIT_MS))		\
-		TH_LOG("no completion for wr %llu", (unsigned long long)(id));	\
-	EXPECT_EQ((__u64)(id), (cqe)->wr_id);					\
-	EXPECT_EQ((st), (cqe)->status) TH_LOG("wr %llu vendor_err 0x%x",	\
-		(unsigned long long)(id), (cqe)->vendor_err);			\
-} while (0)
 
 /*
  * The WR a Terminate is about: it completes successfully if it was all

@@ -342,4 +342,81 @@ static inline int xf_zc_set(long v)
 	return xf_zc_get() == v ? 0 : -EIO;
 }
 
+/* Waits for one CQE of @ring; asserts it is @wr_id with @status. */
+#define XF_EXPECT_CQE(ring, id, st, cqe) do {					\
+	ASSERT_EQ(1U, vd_cring_wait((ring), (cqe), 1, XF_WAIT_MS))		\
+		TH_LOG("no completion for wr %llu", (unsigned long long)(id));	\
+	EXPECT_EQ((__u64)(id), (cqe)->wr_id);					\
+	EXPECT_EQ((st), (cqe)->status) TH_LOG("wr %llu vendor_err 0x%x",	\
+		(unsigned long long)(id), (cqe)->vendor_err);			\
+} while (0)
+
+/*
+ * The two sides of a transfer suite, each up in its namespace, joined by
+ * a veth pair; *@up says the namespaces exist (for xf_pair_down()).
+ */
+static inline void xf_pair_up(struct __test_metadata *_metadata, struct xf_side *a,
+			      struct xf_side *b, int *up)
+{
+	int id = getpid() % 100000;
+
+	xf_sides_init(a, b, id);
+	ASSERT_EQ(0, xf_net_up(a->ns, b->ns, id));
+	*up = 1;
+	ASSERT_EQ(0, xf_in_ns(a->ns, xf_side_up, a));
+	ASSERT_EQ(0, xf_in_ns(b->ns, xf_side_up, b));
+}
+
+/*
+ * b listens on 192.0.2.2, a connects its QP with @flags, b accepts with
+ * its QP and the same flags; both see ESTABLISHED. *@conn_id is b's id of
+ * the connection; @ev_a and @ev_b (if not NULL) get the ESTABLISHED events.
+ */
+static inline void xf_pair_connect(struct __test_metadata *_metadata, struct xf_side *a,
+				   struct xf_side *b, __u32 flags, __u32 *conn_id,
+				   struct viaduct_cm_event *ev_a, struct viaduct_cm_event *ev_b)
+{
+	struct viaduct_cm_listen l = { 0 };
+	struct viaduct_cm_connect c = { 0 };
+	struct viaduct_cm_accept acc = { 0 };
+	struct viaduct_cm_event ev;
+
+	l.handle = b->id;
+	xf_addr(&l.addr, 2, 0);
+	ASSERT_EQ(0, vd_ioctl(b->fd, VIADUCT_IOCTL_CM_LISTEN, &l));
+	ASSERT_NE(0, l.addr.port);
+	c.handle = a->id;
+	xf_addr(&c.dst, 2, ntohs(l.addr.port));
+	c.param.qp_handle = a->q.c.handle;
+	c.param.flags = flags;
+	ASSERT_EQ(0, vd_ioctl(a->fd, VIADUCT_IOCTL_CM_CONNECT, &c));
+
+	ASSERT_EQ(0, xf_cm_event(b, &ev, XF_WAIT_MS));
+	ASSERT_EQ(VIADUCT_CM_EVENT_CONNECT_REQUEST, ev.type);
+	if (conn_id)
+		*conn_id = ev.handle;
+	acc.handle = ev.handle;
+	acc.param.qp_handle = b->q.c.handle;
+	acc.param.flags = flags;
+	ASSERT_EQ(0, vd_ioctl(b->fd, VIADUCT_IOCTL_CM_ACCEPT, &acc));
+
+	ASSERT_EQ(0, xf_cm_event(a, &ev, XF_WAIT_MS));
+	ASSERT_EQ(VIADUCT_CM_EVENT_ESTABLISHED, ev.type) TH_LOG("status %d", ev.status);
+	if (ev_a)
+		*ev_a = ev;
+	ASSERT_EQ(0, xf_cm_event(b, &ev, XF_WAIT_MS));
+	ASSERT_EQ(VIADUCT_CM_EVENT_ESTABLISHED, ev.type) TH_LOG("status %d", ev.status);
+	if (ev_b)
+		*ev_b = ev;
+}
+
+/* Closing the contexts destroys ids, QPs, MRs and PDs; then the namespaces go. */
+static inline void xf_pair_down(struct xf_side *a, struct xf_side *b, int up)
+{
+	xf_side_down(a);
+	xf_side_down(b);
+	if (up)
+		xf_net_down(a->ns, b->ns);
+}
+
 #endif /* VD_XFER_UTIL_H */

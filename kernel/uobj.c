@@ -354,9 +354,13 @@ static long uobj_create(struct vd_uobj_table *t, enum vd_uobj_type type,
 	long ret;
 
 	mutex_lock(&t->lock);
-	ret = vd_limit_objs(type + 1, atomic_long_read(&t->nr_objs[type]));
-	if (ret)
-		goto out;
+	/* the limits are per reported type: SRQs have none (yet) */
+	if (type < VD_UOBJ_NR_TYPES) {
+		ret = vd_limit_objs(type + 1,
+				    atomic_long_read(&t->nr_objs[type]));
+		if (ret)
+			goto out;
+	}
 	u = uobj_reserve(t, type, handle);
 	if (IS_ERR(u)) {
 		ret = PTR_ERR(u);

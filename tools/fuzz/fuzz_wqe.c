@@ -16,16 +16,24 @@
 
 static void check_caps(const struct viaduct_create_qp *a, const struct vd_qp_caps *c)
 {
-	if (!is_power_of_2(c->sq_depth) || !is_power_of_2(c->rq_depth) ||
-	    c->sq_depth < a->sq_depth || c->rq_depth < a->rq_depth)
+	/* a QP on an SRQ has no receive queue: the SRQ's limits apply */
+	if (a->srq_handle) {
+		if (c->rq_depth || c->rq_wqe_size || c->rq.max_sge)
+			abort();
+	} else if (!is_power_of_2(c->rq_depth) || c->rq_depth < a->rq_depth ||
+		   !is_power_of_2(c->rq_wqe_size)) {
 		abort();
-	if (!is_power_of_2(c->sq_wqe_size) || !is_power_of_2(c->rq_wqe_size))
+	}
+	if (!is_power_of_2(c->sq_depth) || c->sq_depth < a->sq_depth)
+		abort();
+	if (!is_power_of_2(c->sq_wqe_size))
 		abort();
 	if (sizeof(struct viaduct_sqe) + c->sq.max_sge * sizeof(struct viaduct_sge) >
 	    c->sq_wqe_size || c->sq.max_sge < a->max_send_sge || c->sq.max_sge > VD_MAX_SGE)
 		abort();
-	if (sizeof(struct viaduct_rqe) + c->rq.max_sge * sizeof(struct viaduct_sge) >
-	    c->rq_wqe_size || c->rq.max_sge < a->max_recv_sge || c->rq.max_sge > VD_MAX_SGE)
+	if (!a->srq_handle &&
+	    (sizeof(struct viaduct_rqe) + c->rq.max_sge * sizeof(struct viaduct_sge) >
+	     c->rq_wqe_size || c->rq.max_sge < a->max_recv_sge || c->rq.max_sge > VD_MAX_SGE))
 		abort();
 	if (sizeof(struct viaduct_sqe) + c->sq.max_inline > c->sq_wqe_size ||
 	    c->sq.max_inline < a->max_inline)
@@ -51,6 +59,12 @@ static void check_sq(const u8 *slot, const struct vd_wqe_limits *lim)
 		return;
 	if (e->opcode > VIADUCT_OP_MAX || len > lim->max_msg_size)
 		abort();
+	/* local operations move no payload: FAST_REG's SGEs are its page list */
+	if (e->opcode == VIADUCT_OP_LOCAL_INV || e->opcode == VIADUCT_OP_FAST_REG) {
+		if (len || e->num_sge > lim->max_sge || e->flags & VIADUCT_SQE_INLINE)
+			abort();
+		return;
+	}
 	if (e->flags & VIADUCT_SQE_INLINE) {
 		if (e->num_sge || len != e->length || len > lim->max_inline)
 			abort();
@@ -96,6 +110,8 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 		check_sq(slot, &c.sq);
 		data += n;
 		size -= n;
+		if (!c.rq_wqe_size)
+			continue;	/* on an SRQ: SQ slots only */
 		n = min_t(size_t, size, c.rq_wqe_size);
 		memset(slot, 0, c.rq_wqe_size);
 		memcpy(slot, data, n);

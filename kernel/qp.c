@@ -180,6 +180,8 @@ static int wq_take(struct vd_qp *qp, struct vd_wq *wq, bool *bad)
 		meta = wq_meta(wq, wq->tail);
 		status = wq_check(wq, copy, &meta->byte_len);
 		if (error) {
+			/* a completion says its slot is free: publish first */
+			vd_ring_publish(wq->consumer_pub, wq->consumer);
 			wq_push_unexecuted(qp, wq, copy,
 					   status ? status : VIADUCT_WC_FLUSHED);
 			continue;

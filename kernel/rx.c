@@ -759,6 +759,29 @@ static int rx_read_sock(struct vd_tp *tp)
 								  -EPIPE;
 }
 
+/*
+ * Whether the whole FPDU at @fpdu must be handled in process context: an
+ * invalidation waits for the copies in progress on its region
+ * (vd_tpt_invalidate_sync() sleeps), which the receive upcall cannot.
+ * That is a Send with Invalidate, and the last segment of a Read
+ * Response to a Read that invalidates its sink.
+ */
+static bool rx_needs_process(const struct vd_tp *tp, const u8 *fpdu, u32 len)
+{
+	const u8 *ulpdu = fpdu + VD_MPA_LEN_SIZE;
+	u8 op;
+
+	if (len < VD_MPA_LEN_SIZE + 2)
+		return false;
+	op = ulpdu[1] & VD_RDMAP_OP_MASK;
+	if (op == VD_OP_SEND_INV || op == VD_OP_SEND_SE_INV)
+		return true;
+	/* only this receiver moves the ORQ's head */
+	return op == VD_OP_READ_RESP && (ulpdu[0] & VD_DDP_L) &&
+	       tp->orq_head != READ_ONCE(tp->orq_tail) &&
+	       tp->orq[tp->orq_head % VD_MAX_ORD].inv;
+}
+
 /* An FPDU was handled: count who did (stats.h). */
 static void rx_count(bool upcall)
 {
@@ -793,6 +816,10 @@ static bool rx_run(struct vd_tp *tp, int budget, bool upcall)
 			return true;
 		len = rx_next(tp);
 		if (len) {
+			/* the work item takes it, and what follows, in order */
+			if (upcall &&
+			    rx_needs_process(tp, tp->rx_buf + tp->rx_start, len))
+				return true;
 			rx_fpdu(tp, tp->rx_buf + tp->rx_start, len);
 			rx_count(upcall);
 			tp->rx_start += len;

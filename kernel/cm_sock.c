@@ -206,33 +206,23 @@ bool vd_cm_sock_gone(struct vd_cm_id *id, int *err)
  * open if we stopped reading, and its FIN with it: the close would end
  * only by the CM's timeout. Closing processes no incoming segment (RDMA
  * verbs, Closing state), so they are read and dropped, up to
- * %VD_CM_DISCARD_BUDGET bytes per call.
+ * %VD_CM_DISCARD_BUDGET bytes per call: MSG_TRUNC makes TCP drop them
+ * without copying them anywhere.
  *
  * Context: process, under the id's mutex.
  * Return: true if the budget was spent and more may be waiting.
  */
 bool vd_cm_sock_discard(struct vd_cm_id *id)
 {
-	struct msghdr msg = { .msg_flags = MSG_DONTWAIT };
-	size_t left = VD_CM_DISCARD_BUDGET;
-	struct kvec kv;
-	void *buf;
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_TRUNC };
+	/* never written: TCP skips the copy for MSG_TRUNC */
+	struct kvec kv = { .iov_base = NULL, .iov_len = VD_CM_DISCARD_BUDGET };
 	int ret;
 
-	buf = kmalloc(PAGE_SIZE, GFP_KERNEL);
-	if (!buf)
-		return false;	/* the close timeout still ends it */
-	while (left) {
-		kv.iov_base = buf;
-		kv.iov_len = min_t(size_t, left, PAGE_SIZE);
-		ret = kernel_recvmsg(id->sock, &msg, &kv, 1, kv.iov_len,
-				     MSG_DONTWAIT);
-		if (ret <= 0)	/* nothing more now, the FIN, or an error */
-			break;
-		left -= ret;
-	}
-	kfree(buf);
-	return !left;
+	/* <= 0: nothing more now, the FIN, or an error */
+	ret = kernel_recvmsg(id->sock, &msg, &kv, 1, kv.iov_len,
+			     MSG_DONTWAIT | MSG_TRUNC);
+	return ret == VD_CM_DISCARD_BUDGET;
 }
 
 static int cm_send(struct vd_cm_id *id, const void *buf, size_t len)

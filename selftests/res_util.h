@@ -313,6 +313,13 @@ static inline int vd_nl_link_del(const char *ifname)
 	return vd_nl_talk(NETLINK_ROUTE, &r, NULL, 0);
 }
 
+/* The selected device's attributes into @d->attr: 0, or -3. */
+static inline int vd_testdev_query(struct vd_testdev *d)
+{
+	d->attr.index = VIADUCT_INDEX_SELECTED;
+	return vd_ioctl(d->fd, VIADUCT_IOCTL_QUERY_DEVICE, &d->attr) ? -3 : 0;
+}
+
 /* The names of the test device @tag of process @id. */
 static inline void vd_testdev_names(struct vd_testdev *d, const char *tag, int id)
 {
@@ -342,10 +349,7 @@ static inline int vd_testdev_up(struct vd_testdev *d, const char *tag)
 	d->fd = vd_testdev_open_selected(d);
 	if (d->fd < 0)
 		return -2;
-	d->attr.index = VIADUCT_INDEX_SELECTED;
-	if (vd_ioctl(d->fd, VIADUCT_IOCTL_QUERY_DEVICE, &d->attr))
-		return -3;
-	return 0;
+	return vd_testdev_query(d);
 }
 
 /* The harness process: the one main() runs in, before it forks tests. */
@@ -367,6 +371,7 @@ static void __attribute__((constructor)) vd_harness_pid_init(void)
 static inline int vd_testdev_share(struct vd_testdev *d, const char *tag)
 {
 	memset(d, 0, sizeof(*d));
+	d->fd = -1;	/* teardown closes nothing if this fails early */
 	vd_testdev_names(d, tag, vd_harness_pid);
 	if (!if_nametoindex(d->ifname) && vd_nl_veth(d->ifname))
 		return -1;
@@ -378,10 +383,7 @@ static inline int vd_testdev_share(struct vd_testdev *d, const char *tag)
 		if (d->fd < 0)
 			return -2;
 	}
-	d->attr.index = VIADUCT_INDEX_SELECTED;
-	if (vd_ioctl(d->fd, VIADUCT_IOCTL_QUERY_DEVICE, &d->attr))
-		return -3;
-	return 0;
+	return vd_testdev_query(d);
 }
 
 /*

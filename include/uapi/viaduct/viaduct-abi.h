@@ -227,6 +227,7 @@ struct viaduct_device_attr {
  *     completion channel (an fd from CREATE_COMP_CHANNEL) reports armed
  *     completions there. RESIZE_CQ moves unread CQEs to a new ring with a
  *     new key; the old mapping stays valid but is no longer written.
+ *     RESIZE_CQ fails with EBUSY if the CQ was polled during the call.
  *     Destroying a CQ used by a QP fails with EBUSY.
  *
  *   ARM_CQ: one-shot request for an event on the CQ's channel at the next

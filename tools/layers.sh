@@ -30,7 +30,7 @@ cd "$kdir"
 table='
 1 resources: pd.c mem.c tpt.c frmr.c ring.c event.c
 2 wire formats: iwarp.c mpa.c terminate.c
-3 queues: doorbell.c cq.c qp.c qp_rules.c srq.c
+3 queues: doorbell.c cq.c qp.c qp_create.c qp_rules.c srq.c
 4 devices: device.c
 5 streams: conn.c
 6 transport: stream.c tx.c fpdu.c zcopy.c rx.c

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The resource commands of a user context: handle table, mmap keys and the
- * asynchronous event queue. See uobj.h for the locking and the lifetimes;
- * the functions other than the commands have kernel-doc at their
- * definitions.
+ * asynchronous event queue. The commands of the CQs are in ucq.c, over
+ * the helpers uobj_priv.h shares. See uobj.h for the locking and the
+ * lifetimes; the functions other than the commands have kernel-doc at
+ * their definitions.
  *
  * A create command reserves its handle, builds the object, enters its
  * rings as mmap keys and copies the reply out before the handle is
@@ -33,46 +34,12 @@
 #include "srq.h"
 #include "tpt.h"
 #include "uctx.h"
-#include "uobj.h"
-
-enum vd_uobj_type {
-	VD_UOBJ_PD,
-	VD_UOBJ_MR,
-	VD_UOBJ_CQ,
-	VD_UOBJ_QP,
-	VD_UOBJ_CM_ID,		/* not reported: no VIADUCT_RES_* type */
-	VD_UOBJ_SRQ,		/* not reported either */
-};
+#include "uobj_priv.h"
 
 /* reports name the types VIADUCT_RES_* = enum vd_uobj_type + 1 */
 static_assert(VD_UOBJ_PD + 1 == VIADUCT_RES_PD);
 static_assert(VD_UOBJ_QP + 1 == VIADUCT_RES_QP);
 static_assert(VD_UOBJ_QP + 1 == VD_UOBJ_NR_TYPES);
-
-/* A QP's rings: doorbell page, SQ, RQ, two private completion rings. */
-#define VD_UOBJ_MAX_KEYS	5
-
-/*
- * mmap keys stay below 2^31 so that 32-bit processes can pass them as an
- * off_t; index 0 is not used, so an mmap at offset 0 maps nothing.
- */
-#define VD_MMAP_KEY_LIMIT	XA_LIMIT(1, (1U << (31 - PAGE_SHIFT)) - 1)
-
-struct vd_uobj {
-	enum vd_uobj_type type;
-	u32 nkeys;
-	u32 keys[VD_UOBJ_MAX_KEYS];	/* indices in the table's @mmap_keys */
-	u32 pd_handle;			/* MR, QP: for reports only */
-	union {
-		struct vd_pd *pd;
-		struct vd_mr *mr;
-		struct vd_cq *cq;
-		struct vd_qp *qp;
-		struct vd_cm_id *cm_id;
-		struct vd_srq *srq;
-		void *obj;		/* NULL until the object exists */
-	};
-};
 
 /**
  * vd_uobj_table_init() - an empty table and the context's async queue
@@ -110,12 +77,17 @@ static void uobj_account(struct vd_uobj_table *t, const struct vd_uobj *u,
 	atomic_long_add(sign * (long)uobj_pinned_pages(u), &t->pinned_pages);
 }
 
-/*
- * Enters @mem as a new mmap key of @u, with a reference of the key's own;
- * returns the key in *@key.
+/**
+ * vd_uobj_add_key() - enter a ring as a new mmap key of an entry
+ * @t: the table, locked
+ * @u: the entry
+ * @mem: the ring; the key takes a reference of its own
+ * @key: set to the key (the mmap offset)
+ *
+ * Return: 0; -EINVAL if @u has all its keys; -ENOSPC; -ENOMEM.
  */
-static int uobj_add_key(struct vd_uobj_table *t, struct vd_uobj *u,
-			struct vd_ring_mem *mem, __u64 *key)
+int vd_uobj_add_key(struct vd_uobj_table *t, struct vd_uobj *u,
+		    struct vd_ring_mem *mem, __u64 *key)
 {
 	u32 idx;
 	int ret;
@@ -132,7 +104,12 @@ static int uobj_add_key(struct vd_uobj_table *t, struct vd_uobj *u,
 	return 0;
 }
 
-static void uobj_drop_key(struct vd_uobj_table *t, u32 idx)
+/**
+ * vd_uobj_drop_key() - forget an mmap key
+ * @t: the table, locked
+ * @idx: the key's index in @t->mmap_keys
+ */
+void vd_uobj_drop_key(struct vd_uobj_table *t, u32 idx)
 {
 	/* existing mappings hold references of their own */
 	vd_ring_mem_put(xa_erase(&t->mmap_keys, idx));
@@ -141,7 +118,7 @@ static void uobj_drop_key(struct vd_uobj_table *t, u32 idx)
 static void uobj_drop_keys(struct vd_uobj_table *t, struct vd_uobj *u)
 {
 	while (u->nkeys)
-		uobj_drop_key(t, u->keys[--u->nkeys]);
+		vd_uobj_drop_key(t, u->keys[--u->nkeys]);
 }
 
 /*
@@ -255,9 +232,16 @@ void vd_uobj_table_destroy(struct vd_uobj_table *t)
 	mutex_destroy(&t->lock);
 }
 
-/* The entry of @handle if it has @type; @t->lock held. */
-static struct vd_uobj *uobj_find(struct vd_uobj_table *t, u32 handle,
-				 enum vd_uobj_type type)
+/**
+ * vd_uobj_find() - the entry a handle names
+ * @t: the table, locked
+ * @handle: the handle
+ * @type: the type the entry must have
+ *
+ * Return: the entry of @handle if it has @type, else NULL.
+ */
+struct vd_uobj *vd_uobj_find(struct vd_uobj_table *t, u32 handle,
+			     enum vd_uobj_type type)
 {
 	struct vd_uobj *u;
 
@@ -322,7 +306,7 @@ static int uobj_remove(struct vd_uobj_table *t, u32 handle,
 
 	mutex_lock(&t->lock);
 	ret = -ENOENT;
-	u = uobj_find(t, handle, type);
+	u = vd_uobj_find(t, handle, type);
 	if (!u)
 		goto out;
 	ret = uobj_try_destroy(u);
@@ -336,19 +320,31 @@ out:
 	return ret;
 }
 
-/*
- * The create commands: reserves a handle for an object of @type, lets
- * @build create the object (and enter its mmap keys) under the table's
- * lock, copies the reply @size bytes at @reply, which holds the handle at
- * @handle, to @uarg and publishes the handle only then. @build sets the
- * entry's object only once it exists; whatever it did is undone if it or
- * the copy fails.
+/**
+ * vd_uobj_create() - the create commands' one helper
+ * @t: the table
+ * @type: the type of the new object
+ * @build: creates the object (and enters its mmap keys) under the table's
+ *         lock; sets the entry's object only once it exists
+ * @arg: passed to @build
+ * @reply: the reply, passed to @build
+ * @handle: a field of @reply, set to the new handle
+ * @size: bytes of @reply
+ * @uarg: the caller's argument
+ *
+ * Reserves a handle for an object of @type, lets @build make the object,
+ * copies the reply to @uarg and publishes the handle only then; whatever
+ * @build did is undone if it or the copy fails.
+ *
+ * Context: Process context.
+ * Return: 0; the limit's error; -ENOSPC or -ENOMEM for the handle; the
+ * error of @build; -EFAULT.
  */
-static long uobj_create(struct vd_uobj_table *t, enum vd_uobj_type type,
-			int (*build)(struct vd_uobj_table *t, struct vd_uobj *u,
-				     void *reply, void *arg),
-			void *arg, void *reply, u32 *handle, size_t size,
-			const struct vd_uarg *uarg)
+long vd_uobj_create(struct vd_uobj_table *t, enum vd_uobj_type type,
+		    int (*build)(struct vd_uobj_table *t, struct vd_uobj *u,
+				 void *reply, void *arg),
+		    void *arg, void *reply, u32 *handle, size_t size,
+		    const struct vd_uarg *uarg)
 {
 	struct vd_uobj *u;
 	long ret;
@@ -380,9 +376,18 @@ out:
 	return ret;
 }
 
-/* A referenced CQ or QP, for the commands that do not change the table. */
-static void *uobj_get(struct vd_uobj_table *t, u32 handle,
-		      enum vd_uobj_type type)
+/**
+ * vd_uobj_get() - the object a handle names, referenced
+ * @t: the table
+ * @handle: the handle
+ * @type: VD_UOBJ_CQ, VD_UOBJ_QP, VD_UOBJ_CM_ID or VD_UOBJ_SRQ
+ *
+ * For the commands that do not change the table.
+ *
+ * Context: Any context; takes the xarray's spinlock.
+ * Return: the object with a reference of the caller's, or NULL.
+ */
+void *vd_uobj_get(struct vd_uobj_table *t, u32 handle, enum vd_uobj_type type)
 {
 	void *obj = NULL;
 	struct vd_uobj *u;
@@ -455,8 +460,8 @@ long vd_uobj_create_pd(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 	struct viaduct_handle *h = karg;
 
 	memset(h, 0, sizeof(*h));
-	return uobj_create(&ctx->objs, VD_UOBJ_PD, build_pd, vd, h,
-			   &h->handle, sizeof(*h), uarg);
+	return vd_uobj_create(&ctx->objs, VD_UOBJ_PD, build_pd, vd, h,
+			      &h->handle, sizeof(*h), uarg);
 }
 
 /*
@@ -471,7 +476,7 @@ static int build_mr(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 	struct vd_uobj *pdu;
 	struct vd_mr *mr;
 
-	pdu = uobj_find(t, req->pd_handle, VD_UOBJ_PD);
+	pdu = vd_uobj_find(t, req->pd_handle, VD_UOBJ_PD);
 	if (!pdu)
 		return -ENOENT;
 	mr = req->make(req->vd, pdu->pd, reply);
@@ -487,109 +492,8 @@ long vd_uobj_create_mr(struct vd_uctx *ctx, const struct vd_uobj_mr_req *req,
 		       void *reply, u32 *handle, size_t size,
 		       const struct vd_uarg *uarg)
 {
-	return uobj_create(&ctx->objs, VD_UOBJ_MR, build_mr, (void *)req,
-			   reply, handle, size, uarg);
-}
-
-static int build_cq(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
-		    void *arg)
-{
-	struct viaduct_create_cq *c = reply;
-	struct vd_cq *cq;
-	int ret;
-
-	cq = vd_cq_create(c->entries, c->handle, c->user_data, t->aq, arg);
-	if (IS_ERR(cq))
-		return PTR_ERR(cq);
-	u->cq = cq;
-	ret = uobj_add_key(t, u, vd_cq_mem(cq), &c->mmap_key);
-	if (ret)
-		return ret;
-	c->entries = vd_cq_entries(cq);
-	c->mmap_size = vd_cq_mem(cq)->size;
-	return 0;
-}
-
-long vd_uobj_create_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		       const struct vd_uarg *uarg)
-{
-	struct viaduct_create_cq *c = karg;
-	struct vd_comp_channel *ch = NULL;
-	long ret;
-
-	if (c->flags)
-		return -EINVAL;
-	if (c->channel_fd != -1) {
-		ch = vd_comp_channel_fdget(c->channel_fd);
-		if (IS_ERR(ch))
-			return PTR_ERR(ch);
-	}
-	ret = uobj_create(&ctx->objs, VD_UOBJ_CQ, build_cq, ch, c, &c->handle,
-			  sizeof(*c), uarg);
-	/* the CQ holds a reference of its own */
-	if (ch)
-		vd_comp_channel_put(ch);
-	return ret;
-}
-
-long vd_uobj_resize_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		       const struct vd_uarg *uarg)
-{
-	struct vd_uobj_table *t = &ctx->objs;
-	struct viaduct_resize_cq *r = karg;
-	struct vd_ring_mem *mem;
-	struct vd_uobj *u;
-	long ret;
-	u32 idx;
-
-	mutex_lock(&t->lock);
-	ret = -ENOENT;
-	u = uobj_find(t, r->handle, VD_UOBJ_CQ);
-	if (!u)
-		goto out;
-	if (WARN_ON_ONCE(u->nkeys != 1)) {
-		ret = -EINVAL;
-		goto out;
-	}
-	/* the key first: the resize cannot be undone */
-	ret = xa_alloc(&t->mmap_keys, &idx, NULL, VD_MMAP_KEY_LIMIT,
-		       GFP_KERNEL);
-	if (ret) {
-		ret = ret == -EBUSY ? -ENOSPC : ret;
-		goto out;
-	}
-	ret = vd_cq_resize(u->cq, r->entries, &mem);
-	if (ret) {
-		xa_erase(&t->mmap_keys, idx);
-		goto out;
-	}
-	/* the key takes over the caller's reference on the new ring */
-	WARN_ON_ONCE(xa_is_err(xa_store(&t->mmap_keys, idx, mem, GFP_KERNEL)));
-	uobj_drop_key(t, u->keys[0]);
-	u->keys[0] = idx;
-
-	r->entries = vd_cq_entries(u->cq);
-	r->mmap_key = (u64)idx << PAGE_SHIFT;
-	r->mmap_size = mem->size;
-	ret = vd_uarg_reply(uarg, r, sizeof(*r));
-out:
-	mutex_unlock(&t->lock);
-	return ret;
-}
-
-long vd_uobj_arm_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		    const struct vd_uarg *uarg)
-{
-	struct viaduct_arm_cq *a = karg;
-	struct vd_cq *cq;
-	long ret;
-
-	cq = uobj_get(&ctx->objs, a->handle, VD_UOBJ_CQ);
-	if (!cq)
-		return -ENOENT;
-	ret = vd_cq_arm(cq, a->flags);
-	vd_cq_put(cq);
-	return ret;
+	return vd_uobj_create(&ctx->objs, VD_UOBJ_MR, build_mr, (void *)req,
+			      reply, handle, size, uarg);
 }
 
 /* Enters the rings of a new QP as mmap keys and fills their keys in @a. */
@@ -599,17 +503,17 @@ static int uobj_add_qp_keys(struct vd_uobj_table *t, struct vd_uobj *u,
 	struct vd_qp *qp = u->qp;
 	int ret;
 
-	ret = uobj_add_key(t, u, qp->db_mem, &a->db_key);
+	ret = vd_uobj_add_key(t, u, qp->db_mem, &a->db_key);
 	if (!ret)
-		ret = uobj_add_key(t, u, qp->sq.mem, &a->sq_key);
+		ret = vd_uobj_add_key(t, u, qp->sq.mem, &a->sq_key);
 	/* a QP on an SRQ has no receive ring */
 	if (!ret && qp->rq.mem)
-		ret = uobj_add_key(t, u, qp->rq.mem, &a->rq_key);
+		ret = vd_uobj_add_key(t, u, qp->rq.mem, &a->rq_key);
 	/* private rings are never resized: their memory is fixed */
 	if (!ret && qp->sq.private_cq)
-		ret = uobj_add_key(t, u, vd_cq_mem(qp->sq.cq), &a->scq_key);
+		ret = vd_uobj_add_key(t, u, vd_cq_mem(qp->sq.cq), &a->scq_key);
 	if (!ret && qp->rq.private_cq)
-		ret = uobj_add_key(t, u, vd_cq_mem(qp->rq.cq), &a->rcq_key);
+		ret = vd_uobj_add_key(t, u, vd_cq_mem(qp->rq.cq), &a->rcq_key);
 	return ret;
 }
 
@@ -621,7 +525,7 @@ static int find_cq(struct vd_uobj_table *t, u32 handle, struct vd_cq **cq)
 	*cq = NULL;
 	if (!handle)
 		return 0;
-	u = uobj_find(t, handle, VD_UOBJ_CQ);
+	u = vd_uobj_find(t, handle, VD_UOBJ_CQ);
 	if (!u)
 		return -ENOENT;
 	*cq = u->cq;
@@ -636,7 +540,7 @@ static int find_srq(struct vd_uobj_table *t, u32 handle, struct vd_srq **srq)
 	*srq = NULL;
 	if (!handle)
 		return 0;
-	u = uobj_find(t, handle, VD_UOBJ_SRQ);
+	u = vd_uobj_find(t, handle, VD_UOBJ_SRQ);
 	if (!u)
 		return -ENOENT;
 	*srq = u->srq;
@@ -659,7 +563,7 @@ static int build_qp(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 	struct vd_qp *qp;
 	int ret;
 
-	pdu = uobj_find(t, a->pd_handle, VD_UOBJ_PD);
+	pdu = vd_uobj_find(t, a->pd_handle, VD_UOBJ_PD);
 	if (!pdu)
 		return -ENOENT;
 	ret = find_cq(t, a->send_cq, &init.send_cq);
@@ -683,8 +587,8 @@ long vd_uobj_create_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 {
 	struct viaduct_create_qp *a = karg;
 
-	return uobj_create(&ctx->objs, VD_UOBJ_QP, build_qp, vd, a,
-			   &a->handle, sizeof(*a), uarg);
+	return vd_uobj_create(&ctx->objs, VD_UOBJ_QP, build_qp, vd, a,
+			      &a->handle, sizeof(*a), uarg);
 }
 
 long vd_uobj_modify_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
@@ -694,7 +598,7 @@ long vd_uobj_modify_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 	struct vd_qp *qp;
 	long ret;
 
-	qp = uobj_get(&ctx->objs, m->handle, VD_UOBJ_QP);
+	qp = vd_uobj_get(&ctx->objs, m->handle, VD_UOBJ_QP);
 	if (!qp)
 		return -ENOENT;
 	ret = vd_qp_modify(qp, m);
@@ -710,7 +614,7 @@ long vd_uobj_query_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 
 	if (q->reserved)
 		return -EINVAL;
-	qp = uobj_get(&ctx->objs, q->handle, VD_UOBJ_QP);
+	qp = vd_uobj_get(&ctx->objs, q->handle, VD_UOBJ_QP);
 	if (!qp)
 		return -ENOENT;
 	vd_qp_query(qp, q);
@@ -726,7 +630,7 @@ long vd_uobj_doorbell(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 	struct vd_qp *qp;
 	long ret;
 
-	qp = uobj_get(&ctx->objs, d->handle, VD_UOBJ_QP);
+	qp = vd_uobj_get(&ctx->objs, d->handle, VD_UOBJ_QP);
 	if (!qp)
 		return -ENOENT;
 	atomic64_inc(&ctx->objs.doorbells);
@@ -743,7 +647,7 @@ static int build_srq(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 	struct vd_uobj *pdu;
 	struct vd_srq *srq;
 
-	pdu = uobj_find(t, a->pd_handle, VD_UOBJ_PD);
+	pdu = vd_uobj_find(t, a->pd_handle, VD_UOBJ_PD);
 	if (!pdu)
 		return -ENOENT;
 	srq = vd_srq_create(pdu->pd, t->aq, a->handle, a);
@@ -751,7 +655,7 @@ static int build_srq(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 		return PTR_ERR(srq);
 	u->srq = srq;
 	u->pd_handle = a->pd_handle;
-	return uobj_add_key(t, u, srq->mem, &a->mmap_key);
+	return vd_uobj_add_key(t, u, srq->mem, &a->mmap_key);
 }
 
 /**
@@ -769,8 +673,8 @@ static int build_srq(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 long vd_uobj_add_srq(struct vd_uobj_table *t, struct viaduct_create_srq *a,
 		     const struct vd_uarg *uarg)
 {
-	return uobj_create(t, VD_UOBJ_SRQ, build_srq, NULL, a, &a->handle,
-			   sizeof(*a), uarg);
+	return vd_uobj_create(t, VD_UOBJ_SRQ, build_srq, NULL, a, &a->handle,
+			      sizeof(*a), uarg);
 }
 
 /**
@@ -783,7 +687,7 @@ long vd_uobj_add_srq(struct vd_uobj_table *t, struct viaduct_create_srq *a,
  */
 struct vd_srq *vd_uobj_get_srq(struct vd_uobj_table *t, u32 handle)
 {
-	return uobj_get(t, handle, VD_UOBJ_SRQ);
+	return vd_uobj_get(t, handle, VD_UOBJ_SRQ);
 }
 
 /**
@@ -860,7 +764,7 @@ long vd_uobj_create_comp_channel(struct vd_uctx *ctx, struct vd_device *vd,
  */
 struct vd_qp *vd_uobj_get_qp(struct vd_uobj_table *t, u32 handle)
 {
-	return uobj_get(t, handle, VD_UOBJ_QP);
+	return vd_uobj_get(t, handle, VD_UOBJ_QP);
 }
 
 /* Enters @id under a new handle, taking over the caller's reference. */
@@ -916,7 +820,7 @@ int vd_uobj_cm_id_add(struct vd_uobj_table *t, struct vd_cm_id *id,
  */
 struct vd_cm_id *vd_uobj_cm_id_get(struct vd_uobj_table *t, u32 handle)
 {
-	return uobj_get(t, handle, VD_UOBJ_CM_ID);
+	return vd_uobj_get(t, handle, VD_UOBJ_CM_ID);
 }
 
 /**
@@ -939,7 +843,7 @@ struct vd_cm_id *vd_uobj_cm_id_remove(struct vd_uobj_table *t, u32 handle,
 	struct vd_uobj *u;
 
 	mutex_lock(&t->lock);
-	u = uobj_find(t, handle, VD_UOBJ_CM_ID);
+	u = vd_uobj_find(t, handle, VD_UOBJ_CM_ID);
 	if (!u) {
 		id = ERR_PTR(-ENOENT);
 		goto out;

@@ -5,7 +5,8 @@
  * commands of include/uapi/viaduct/viaduct-abi.h run here, called by
  * uctx.c's dispatcher with the argument copied in (see VD_IOCTL_HANDLER).
  * The functions are documented (kernel-doc) at their definitions in
- * uobj.c, the inline helpers below where they are defined.
+ * uobj.c (uobj_report.c for the reports), the inline helpers below where
+ * they are defined.
  *
  * Handles
  * -------

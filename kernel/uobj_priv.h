@@ -2,9 +2,10 @@
 /*
  * Inside the handle table (uobj.h): the entry that tags an object with its
  * type, and the table's helpers for the files that hold the commands of
- * one object type (ucq.c, uqp.c). uobj.c owns the table; the functions are
- * documented (kernel-doc) at their definitions there. Nothing outside the
- * handle table's files includes this header.
+ * one object type (ucq.c, uqp.c) and for the reports (uobj_report.c).
+ * uobj.c owns the table; the functions are documented (kernel-doc) at
+ * their definitions there. Nothing outside the handle table's files
+ * includes this header.
  */
 #ifndef _VD_UOBJ_PRIV_H
 #define _VD_UOBJ_PRIV_H
@@ -59,6 +60,7 @@ void *vd_uobj_get(struct vd_uobj_table *t, u32 handle, enum vd_uobj_type type);
 int vd_uobj_add_key(struct vd_uobj_table *t, struct vd_uobj *u,
 		    struct vd_ring_mem *mem, __u64 *key);
 void vd_uobj_drop_key(struct vd_uobj_table *t, u32 idx);
+unsigned long vd_uobj_pinned_pages(const struct vd_uobj *u);
 long vd_uobj_create(struct vd_uobj_table *t, enum vd_uobj_type type,
 		    int (*build)(struct vd_uobj_table *t, struct vd_uobj *u,
 				 void *reply, void *arg),

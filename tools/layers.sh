@@ -35,7 +35,7 @@ table='
 5 streams: conn.c
 6 transport: stream.c tx.c fpdu.c zcopy.c rx.c
 7 connection manager: addr.c cm_channel.c cm.c cm_sock.c cm_connect.c cm_listen.c
-8 faces: uctx.c uobj.c ucq.c uqp.c umr.c usrq.c limits.c ucm.c netlink.c main.c
+8 faces: uctx.c uobj.c uobj_report.c ucq.c uqp.c umr.c usrq.c limits.c ucm.c netlink.c main.c
 '
 
 declare -A level name

@@ -180,7 +180,7 @@ void vd_qp_lock_all(struct vd_qp *qp)
 	__acquires(&qp->lock) __acquires(&qp->sq.lock) __acquires(&qp->rq.lock);
 void vd_qp_unlock_all(struct vd_qp *qp)
 	__releases(&qp->rq.lock) __releases(&qp->sq.lock) __releases(&qp->lock);
-bool vd_qp_db_poll(struct vd_db_client *c);
+bool vd_qp_db_poll(struct vd_db_client *c, unsigned int budget);
 
 /**
  * vd_qp_get() - take a reference

@@ -289,8 +289,11 @@ int vd_mw_bind(struct vd_tpt *tpt, struct vd_pd *pd, u32 qpn, u32 mw_stag,
 	vd_stat_inc(mrs);
 
 	ret = vd_mw_publish(tpt, inst);
-	if (ret)
-		vd_mr_put(inst);	/* unlinks and puts the region */
+	if (ret) {
+		/* not bound after all: the region counts it out now */
+		vd_mw_unlink(inst);
+		vd_mr_put(inst);
+	}
 	return ret;
 
 err_mr:

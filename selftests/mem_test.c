@@ -982,6 +982,56 @@ TEST_F_TIMEOUT(mem, mw_bind_type2_length_0, XF_TIMEOUT_S)
 		 VIADUCT_WC_LOC_LEN_ERR);
 }
 
+/*
+ * The per-context limit of windows (module parameter ctx_max_mw): the
+ * window beyond it fails with ENOSPC and takes nothing; one deallocated
+ * makes room for one.
+ */
+#define MW_LIMIT_PARAM	"/sys/module/viaduct/parameters/ctx_max_mw"
+
+static long mw_limit(long set)
+{
+	FILE *f = fopen(MW_LIMIT_PARAM, set < 0 ? "r" : "w");
+	long v = -1;
+
+	if (!f)
+		return -1;
+	if (set < 0) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+	} else {
+		v = fprintf(f, "%ld\n", set) < 0 ? -1 : set;
+	}
+	if (fclose(f))
+		v = -1;
+	return v;
+}
+
+TEST_F_TIMEOUT(mem, mw_ctx_limit, XF_TIMEOUT_S)
+{
+	long old = mw_limit(-1);
+	__u32 stag;
+	int mw[3], i;
+
+	ASSERT_LT(0, old);
+	EXPECT_EQ(self->b.attr.max_mr, (__u32)old);
+	ASSERT_EQ(2, mw_limit(2));
+	for (i = 0; i < 2; i++) {
+		mw[i] = alloc_mw(self->b.fd, self->b.pd, VIADUCT_MW_TYPE_1 + i, &stag);
+		EXPECT_LT(0, mw[i]);
+	}
+	EXPECT_EQ(-ENOSPC, alloc_mw(self->b.fd, self->b.pd, VIADUCT_MW_TYPE_1, &stag));
+	EXPECT_EQ(-ENOSPC, alloc_mw(self->b.fd, self->b.pd, VIADUCT_MW_TYPE_2, &stag));
+	/* other contexts are not affected; MRs are not windows */
+	mw[2] = alloc_mw(self->a.fd, self->a.pd, VIADUCT_MW_TYPE_1, &stag);
+	EXPECT_LT(0, mw[2]);
+	EXPECT_EQ(0, vd_destroy(self->b.fd, VIADUCT_IOCTL_DEALLOC_MW, mw[0]));
+	mw[0] = alloc_mw(self->b.fd, self->b.pd, VIADUCT_MW_TYPE_2, &stag);
+	EXPECT_LT(0, mw[0]);
+	EXPECT_EQ(-ENOSPC, alloc_mw(self->b.fd, self->b.pd, VIADUCT_MW_TYPE_1, &stag));
+	EXPECT_EQ(old, mw_limit(old));
+}
+
 /* A bound type-2 window is not bound again: LOC_PROT_ERR. */
 TEST_F_TIMEOUT(mem, mw_bind_type2_twice, XF_TIMEOUT_S)
 {

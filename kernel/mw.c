@@ -303,6 +303,35 @@ err_mr:
 EXPORT_SYMBOL_IF_KUNIT(vd_mw_bind);
 
 /**
+ * vd_mw_qp_gone() - invalidate the type-2 windows bound to a destroyed QP
+ * @tpt: the table
+ * @qpn: the QP's number, which a new QP may get once it is freed
+ *
+ * Called once the QP executes and receives nothing any more, before its
+ * number can be reused: a window bound to it must not open to the next QP
+ * that gets the number. Nothing copies through such a window any more
+ * (only its QP could), so this needs no wait. The windows' regions may
+ * then be deregistered.
+ *
+ * Context: Process context (walks the whole table).
+ */
+void vd_mw_qp_gone(struct vd_tpt *tpt, u32 qpn)
+{
+	unsigned long index;
+	struct vd_mr *mr;
+
+	rcu_read_lock();
+	xa_for_each(&tpt->mrs, index, mr) {
+		if (mr->type != VD_STAG_MW2 || mr->qpn != qpn)
+			continue;
+		WRITE_ONCE(mr->state, VD_MR_INVALID);
+		vd_mw_unlink(mr);
+	}
+	rcu_read_unlock();
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_mw_qp_gone);
+
+/**
  * vd_mw_bind_status() - the CQE status of a bind WR
  * @err: what vd_mw_bind() returned
  *

@@ -250,6 +250,7 @@ int vd_mw_bind(struct vd_tpt *tpt, struct vd_pd *pd, u32 qpn, u32 mw_stag,
 	       u32 mr_stag, u64 addr, u64 length, u32 access);
 u8 vd_mw_bind_status(int err);
 void vd_mw_unlink(struct vd_mr *mr);
+void vd_mw_qp_gone(struct vd_tpt *tpt, u32 qpn);
 int vd_mr_refuse_binds(struct vd_mr *mr);
 
 #endif /* _VD_TPT_H */

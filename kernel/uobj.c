@@ -130,6 +130,21 @@ static void uobj_drop_keys(struct vd_uobj_table *t, struct vd_uobj *u)
 }
 
 /*
+ * Destroys a QP, then invalidates the type-2 windows bound to it: the QP
+ * executes nothing any more, and its number stays taken until its last
+ * reference goes, which a new QP of this table cannot take before the
+ * table's lock is released.
+ */
+static void uobj_destroy_qp(struct vd_qp *qp)
+{
+	struct vd_tpt *tpt = &qp->dev->tpt;
+	u32 qpn = qp->qpn;
+
+	vd_qp_destroy(qp);
+	vd_mw_qp_gone(tpt, qpn);
+}
+
+/*
  * Releases the object of @u, whose handle is no longer in the table and
  * whose PD or CQ was marked destroyed, and frees @u. Process context.
  */
@@ -148,7 +163,7 @@ static void uobj_release(struct vd_uobj_table *t, struct vd_uobj *u)
 		vd_cq_put(u->cq);
 		break;
 	case VD_UOBJ_QP:
-		vd_qp_destroy(u->qp);
+		uobj_destroy_qp(u->qp);
 		break;
 	case VD_UOBJ_CM_ID:
 		/* never with @t->lock held: the id's lock comes first */

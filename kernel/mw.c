@@ -214,8 +214,9 @@ static u8 vd_mw_slot_type(struct vd_tpt *tpt, struct vd_pd *pd, u32 mw_stag)
  * Context: Process context (it allocates and takes a mutex).
  * Return: 0; -EINVAL for bad @access or a type-2 window bound by a call;
  * -ERANGE for a type-2 window and @length 0; -EPERM if @mw_stag is no
- * window of @pd that may be bound now; -EACCES if the region fails (not a registered region, unknown,
- * another PD, no MW_BIND, rights, range, being deregistered); -ENOMEM.
+ * window of @pd that may be bound now; -EACCES if the region fails (not a
+ * registered region, unknown, another PD, no MW_BIND, rights, range,
+ * being deregistered); -ENOMEM.
  */
 int vd_mw_bind(struct vd_tpt *tpt, struct vd_pd *pd, u32 qpn, u32 mw_stag,
 	       u32 mr_stag, u64 addr, u64 length, u32 access)

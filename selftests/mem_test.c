@@ -806,9 +806,12 @@ static void refused_through(struct __test_metadata *_metadata,
 	EXPECT_EQ(term, ev.detail);
 	ASSERT_EQ(0, vd_query_qp(self->b.fd, self->b.q.c.handle, &q));
 	EXPECT_EQ(VIADUCT_QPS_ERROR, q.state);
+	/* a Write completes once sent: done, or blamed for the Terminate */
 	ASSERT_EQ(1U, vd_cring_wait(&self->a.q.scq, &cqe, 1, XF_WAIT_MS));
 	EXPECT_EQ(95U, cqe.wr_id);
-	EXPECT_NE(VIADUCT_WC_SUCCESS, cqe.status);
+	EXPECT_TRUE(cqe.status == VIADUCT_WC_SUCCESS ||
+		    cqe.status == VIADUCT_WC_REM_ACCESS_ERR)
+		TH_LOG("status %u", cqe.status);
 	for (i = 0; i < (int)(8 * PG); i++)
 		if (self->b.buf[i] != 0xcc)
 			break;

@@ -239,6 +239,39 @@ void vd_uobj_table_destroy(struct vd_uobj_table *t)
 }
 
 /**
+ * vd_uobj_device_removed() - stop what a table's objects do on a removed device
+ * @t: the table of a context whose selected device was removed
+ *
+ * Every CM id ends what it does and reports DEVICE_REMOVED
+ * (vd_cm_id_device_removed()), then every QP enters Error, its WRs
+ * flushed. The objects stay for their owner to destroy. The QPs are walked
+ * under @lock, so that none is half created meanwhile.
+ *
+ * Context: Process context, no lock of the table held (an id's lock comes
+ * before @lock).
+ */
+void vd_uobj_device_removed(struct vd_uobj_table *t)
+{
+	struct vd_cm_id *id;
+	struct vd_uobj *u;
+	unsigned long h;
+
+	xa_for_each(&t->handles, h, u) {
+		/* by handle, referenced: the id may be destroyed meanwhile */
+		id = vd_uobj_get(t, h, VD_UOBJ_CM_ID);
+		if (!id)
+			continue;
+		vd_cm_id_device_removed(id);
+		vd_cm_id_put(id);
+	}
+	mutex_lock(&t->lock);
+	xa_for_each(&t->handles, h, u)
+		if (u->type == VD_UOBJ_QP)
+			vd_qp_enter_error(u->qp, 0, 0);
+	mutex_unlock(&t->lock);
+}
+
+/**
  * vd_uobj_find() - the entry a handle names
  * @t: the table, locked
  * @handle: the handle

@@ -126,6 +126,7 @@ struct vd_uobj_counts {
 
 int vd_uobj_table_init(struct vd_uobj_table *t);
 void vd_uobj_table_destroy(struct vd_uobj_table *t);
+void vd_uobj_device_removed(struct vd_uobj_table *t);
 
 int vd_uobj_table_walk(struct vd_uobj_table *t, u32 *handle, u32 type,
 		       int (*fn)(const struct vd_uobj_info *info, void *arg),

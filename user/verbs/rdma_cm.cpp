@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
 
 #include "internal.hpp"
 
@@ -659,6 +660,18 @@ VV_EXPORT int rdma_listen(rdma_cm_id *cid, int backlog) {
     });
 }
 
+// The PD calls without one use: the id's, else one of its own.
+static ibv_pd *default_pd(Id *id) {
+    if (id->id.pd)
+        return id->id.pd;
+    if (!id->own_pd) {
+        id->own_pd = ibv_alloc_pd(id->id.verbs);
+        if (!id->own_pd)
+            throw viaduct::Error(errno, "cannot allocate a PD");
+    }
+    return id->own_pd;
+}
+
 VV_EXPORT int rdma_create_qp(rdma_cm_id *cid, ibv_pd *pd, ibv_qp_init_attr *attr) {
     Id *id = to_id(cid);
     return guarded(-1, [&] {
@@ -666,15 +679,11 @@ VV_EXPORT int rdma_create_qp(rdma_cm_id *cid, ibv_pd *pd, ibv_qp_init_attr *attr
             throw viaduct::Error(EINVAL, "the id has no device yet");
         if (pd && pd->context != id->id.verbs)
             throw viaduct::Error(EINVAL, "the PD is of another device");
-        if (!pd) {
-            if (!id->own_pd) {
-                id->own_pd = ibv_alloc_pd(id->id.verbs);
-                if (!id->own_pd)
-                    throw viaduct::Error(errno, "cannot allocate a PD");
-            }
-            pd = id->own_pd;
-        }
+        if (!pd)
+            pd = default_pd(id);
         ibv_qp_init_attr a = *attr;
+        if (id->id.srq && !a.srq)
+            a.srq = id->id.srq; // as librdmacm: the id's SRQ (rdma_create_srq())
         if (!a.send_cq || !a.recv_cq) {
             // As librdmacm: CQs with channels of their own, on the id.
             auto make = [&](ibv_comp_channel *&ch, ibv_cq *&cq, std::uint32_t n) {
@@ -704,7 +713,7 @@ VV_EXPORT int rdma_create_qp(rdma_cm_id *cid, ibv_pd *pd, ibv_qp_init_attr *attr
 }
 
 VV_EXPORT int rdma_create_qp_ex(rdma_cm_id *cid, ibv_qp_init_attr_ex *ex) {
-    if ((ex->comp_mask & ~static_cast<std::uint32_t>(IBV_QP_INIT_ATTR_PD)) || ex->srq) {
+    if (ex->comp_mask & ~static_cast<std::uint32_t>(IBV_QP_INIT_ATTR_PD)) {
         errno = EOPNOTSUPP;
         return -1;
     }
@@ -712,6 +721,7 @@ VV_EXPORT int rdma_create_qp_ex(rdma_cm_id *cid, ibv_qp_init_attr_ex *ex) {
     a.qp_context = ex->qp_context;
     a.send_cq = ex->send_cq;
     a.recv_cq = ex->recv_cq;
+    a.srq = ex->srq;
     a.cap = ex->cap;
     a.qp_type = ex->qp_type;
     a.sq_sig_all = ex->sq_sig_all;
@@ -1021,6 +1031,7 @@ VV_EXPORT int rdma_create_ep(rdma_cm_id **out, rdma_addrinfo *res, ibv_pd *pd,
 VV_EXPORT void rdma_destroy_ep(rdma_cm_id *cid) {
     Id *id = to_id(cid);
     rdma_destroy_qp(cid);
+    rdma_destroy_srq(cid);
     if (id->own_pd)
         ibv_dealloc_pd(id->own_pd);
     rdma_destroy_id(cid);
@@ -1101,17 +1112,49 @@ VV_EXPORT int rdma_join_multicast_ex(rdma_cm_id *, rdma_cm_join_mc_attr_ex *, vo
     return -1;
 }
 
-VV_EXPORT int rdma_create_srq(rdma_cm_id *, ibv_pd *, ibv_srq_init_attr *) {
-    errno = EOPNOTSUPP;
-    return -1;
+// An SRQ on the id (id->srq): the QP rdma_create_qp() makes on the id
+// receives from it, and rdma_post_recv() posts to it.
+VV_EXPORT int rdma_create_srq_ex(rdma_cm_id *cid, ibv_srq_init_attr_ex *attr) {
+    Id *id = to_id(cid);
+    return guarded(-1, [&] {
+        if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE))
+            throw viaduct::Error(EINVAL, "no SRQ type");
+        if (!id->ctx)
+            throw viaduct::Error(EINVAL, "the id has no device yet");
+        if (id->id.srq)
+            throw viaduct::Error(EINVAL, "the id has an SRQ");
+        if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
+            attr->pd = default_pd(id);
+            attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
+        }
+        if (attr->pd->context != id->id.verbs)
+            throw viaduct::Error(EINVAL, "the PD is of another device");
+        ibv_srq *srq = ibv_create_srq_ex(id->id.verbs, attr);
+        if (!srq)
+            throw viaduct::Error(errno, "cannot create the SRQ");
+        if (!id->id.pd)
+            id->id.pd = attr->pd;
+        id->id.srq = srq;
+        return 0;
+    });
 }
 
-VV_EXPORT int rdma_create_srq_ex(rdma_cm_id *, ibv_srq_init_attr_ex *) {
-    errno = EOPNOTSUPP;
-    return -1;
+VV_EXPORT int rdma_create_srq(rdma_cm_id *cid, ibv_pd *pd, ibv_srq_init_attr *attr) {
+    ibv_srq_init_attr_ex ex{};
+    ex.srq_context = attr->srq_context;
+    ex.attr = attr->attr;
+    ex.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
+    ex.srq_type = IBV_SRQT_BASIC;
+    ex.pd = pd;
+    int r = rdma_create_srq_ex(cid, &ex);
+    attr->attr = ex.attr;
+    return r;
 }
 
-VV_EXPORT void rdma_destroy_srq(rdma_cm_id *) {}
+VV_EXPORT void rdma_destroy_srq(rdma_cm_id *cid) {
+    if (cid->srq && ibv_destroy_srq(cid->srq) == 0)
+        cid->srq = nullptr;
+}
 
 VV_EXPORT int rdma_set_local_ece(rdma_cm_id *, ibv_ece *) {
     errno = EOPNOTSUPP;

@@ -288,6 +288,11 @@ Event *translate(EventChannel &ec, Context *ctx, viaduct::CmEvent nev) {
     auto e = std::make_unique<Event>();
     e->ev.event = to_event_type(nev.type());
     e->ev.status = status_of(nev);
+    // A connection the peer's TCP refused or reset is REJECTED on iWARP
+    // (the kernel's rdma_cm maps it so); only a timeout is UNREACHABLE.
+    if (e->ev.event == RDMA_CM_EVENT_UNREACHABLE &&
+        (e->ev.status == -ECONNREFUSED || e->ev.status == -ECONNRESET))
+        e->ev.event = RDMA_CM_EVENT_REJECTED;
     auto pd = nev.private_data();
     if (nev.type() == viaduct::CmEventType::ConnectRequest) {
         // @id is the listener; the request gets an id of its own.
@@ -296,8 +301,10 @@ Event *translate(EventChannel &ec, Context *ctx, viaduct::CmEvent nev) {
         req->ctx = ctx;
         req->native.emplace(nev.connection());
         ec.add_id(ctx, req->native->handle(), req.get());
-        req->req_ird = nev.ord(); // the peer's ORD is the IRD to grant it
-        req->req_ord = nev.ird();
+        // The peer's ORD is the IRD to grant it (and its IRD our ORD),
+        // capped by the device as librdmacm caps them: siw asks for 128.
+        req->req_ird = std::min(nev.ord(), ctx->attr.limits.max_ird);
+        req->req_ord = std::min(nev.ird(), ctx->attr.limits.max_ord);
         req->listen_parent = id;
         rdma_cm_id &r = req->id;
         r.verbs = ctx->ibv();
@@ -452,14 +459,17 @@ ibv_qp *qp_for(Id *id, const rdma_conn_param *p) {
 viaduct::ConnectionOptions options_of(const rdma_conn_param *p, std::uint32_t ird,
                                       std::uint32_t ord) {
     viaduct::ConnectionOptions o;
+    o.ird = ird;
+    o.ord = ord;
     if (p) {
         o.private_data = std::span(static_cast<const std::byte *>(p->private_data),
                                    p->private_data ? p->private_data_len : 0);
-        o.ird = p->responder_resources;
-        o.ord = p->initiator_depth;
-    } else {
-        o.ird = ird;
-        o.ord = ord;
+        // RDMA_MAX_RESP_RES and RDMA_MAX_INIT_DEPTH ask for the default,
+        // as without a conn_param (librdmacm's reading).
+        if (p->responder_resources != RDMA_MAX_RESP_RES)
+            o.ird = p->responder_resources;
+        if (p->initiator_depth != RDMA_MAX_INIT_DEPTH)
+            o.ord = p->initiator_depth;
     }
     return o;
 }
@@ -705,7 +715,7 @@ VV_EXPORT int rdma_create_qp(rdma_cm_id *cid, ibv_pd *pd, ibv_qp_init_attr *attr
             id->own_cqs = true;
         }
         ibv_qp *qp = create_qp(pd, &a, true);
-        attr->cap = a.cap;
+        *attr = a; // as librdmacm: the CQs and SRQ it chose, the caps made
         id->id.qp = qp;
         id->id.pd = pd;
         return 0;
@@ -858,11 +868,20 @@ VV_EXPORT int rdma_ack_cm_event(rdma_cm_event *event) {
     return 0;
 }
 
-VV_EXPORT int rdma_set_option(rdma_cm_id *, int level, int optname, void *, size_t) {
-    // TOS, REUSEADDR, AFONLY and the IB options are not settable on
+VV_EXPORT int rdma_set_option(rdma_cm_id *cid, int level, int optname, void *optval,
+                              size_t optlen) {
+    // The IB ACK timeout: the kernel takes it for any RC id and uses it
+    // only on InfiniBand and RoCE, so on an iWARP device it is accepted
+    // and changes nothing (TCP retransmits); newer perftest sets it.
+    if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_ACK_TIMEOUT) {
+        if (!optval || optlen != sizeof(std::uint8_t) || cid->qp_type != IBV_QPT_RC) {
+            errno = EINVAL;
+            return -1;
+        }
+        return 0;
+    }
+    // TOS, REUSEADDR, AFONLY and the IB path options are not settable on
     // viaduct's connections; say so as the kernel does for an unknown one.
-    (void)level;
-    (void)optname;
     errno = ENOSYS;
     return -1;
 }

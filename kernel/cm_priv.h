@@ -2,9 +2,10 @@
 /*
  * Inside the connection manager: the id and what its files share. cm.c runs
  * an id's state machine, cm_sock.c its TCP endpoint and MPA frames,
- * cm_listen.c listeners and the passive side. cm.h has the locking and
- * the lifetimes; the functions are documented at their definitions.
- * Nothing outside these three files includes this header.
+ * cm_connect.c the active side, cm_listen.c listeners and the passive
+ * side. cm.h has the locking and the lifetimes; the functions are
+ * documented at their definitions. Nothing outside these four files
+ * includes this header.
  */
 #ifndef _VD_CM_PRIV_H
 #define _VD_CM_PRIV_H
@@ -81,6 +82,8 @@ struct vd_cm_id {
 	struct vd_conn *conn;
 	/* vd_conn_closed(): 0, 1 for a FIN, or a negative errno */
 	int tp_closed;
+	/* struct vd_conn.end: enum vd_conn_end, taken by the work (cm_end.c) */
+	int end_req;
 	struct vd_cm_param param;	/* ours */
 	struct vd_mpa_params mpa;
 	struct vd_mpa_info peer_info;	/* the peer's frame, once parsed */
@@ -99,9 +102,16 @@ void vd_cm_report(struct vd_cm_id *id, u32 type, int status,
 		  const u8 *pd, u32 pd_len);
 int vd_cm_take_qp(struct vd_cm_id *id, struct vd_qp *qp);
 int vd_cm_establish(struct vd_cm_id *id);
+void vd_cm_release_qp(struct vd_cm_id *id);
 void vd_cm_teardown(struct vd_cm_id *id, bool abort);
 void vd_cm_fail(struct vd_cm_id *id, u32 type, int status);
 void vd_cm_ours(struct vd_cm_id *id, u32 flags, struct vd_mpa_ours *ours);
+
+void vd_cm_close_graceful(struct vd_cm_id *id);
+
+/* cm_end.c: connections ended for local reasons */
+void vd_cm_stream_end(struct vd_conn *conn, enum vd_conn_end how);
+bool vd_cm_end_requested(struct vd_cm_id *id);
 
 /* cm_sock.c: the id's TCP endpoint and the MPA frames on it */
 int vd_cm_sock_create(struct vd_cm_id *id, int family, struct socket **res);
@@ -116,6 +126,10 @@ int vd_cm_send_frame(struct vd_cm_id *id, const struct vd_mpa_info *info,
 		     const u8 *pd);
 int vd_cm_recv_frame(struct vd_cm_id *id, bool reply);
 const u8 *vd_cm_frame_pd(struct vd_cm_id *id);
+
+/* cm_connect.c: the active side */
+int vd_cm_send_request(struct vd_cm_id *id);
+void vd_cm_got_reply(struct vd_cm_id *id);
 
 /* cm_listen.c: listeners, their children, the passive side */
 void vd_cm_listen_work(struct vd_cm_id *l);

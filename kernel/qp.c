@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Queue pairs: creation, the state machine, taking WQEs from the shared
- * rings (copy first, then validate), and flushing. The pure rules they
- * follow (transitions, create attributes, WQE checks) are in qp_rules.c.
+ * Queue pairs: the state machine, taking WQEs from the shared rings (copy
+ * first, then validate), and flushing. Creation and destruction are in
+ * qp_create.c, the pure rules they follow (transitions, create
+ * attributes, WQE checks) in qp_rules.c.
  * qp.h has the locking rules, Documentation/qp.rst the semantics; each
  * function has kernel-doc at its definition.
  */
 #include <linux/bug.h>
 #include <linux/err.h>
-#include <linux/idr.h>
 #include <linux/lockdep.h>
 #include <linux/log2.h>
 #include <linux/minmax.h>
@@ -18,10 +18,10 @@
 #include <linux/string.h>
 #include <kunit/visibility.h>
 
+#include "conn.h"
 #include "cq.h"
 #include "doorbell.h"
 #include "event.h"
-#include "pd.h"
 #include "qp.h"
 #include "ring.h"
 #include "srq.h"
@@ -36,13 +36,6 @@ static_assert(sizeof(struct viaduct_doorbell) <= PAGE_SIZE);
 /* A private CQ has as many entries as its queue has slots. */
 static_assert(VD_MAX_QP_WR <= VD_MAX_CQE);
 static_assert(VD_MAX_MSG_SIZE <= U32_MAX);
-
-/*
- * QP numbers come from one IDA for the whole module, so they are unique
- * module-wide, across devices. The IDA frees its memory as it empties
- * and every QP is gone before the module can be unloaded.
- */
-static DEFINE_IDA(vd_qpn_ida);
 
 /* --- Work queues ---------------------------------------------------- */
 
@@ -132,9 +125,12 @@ static void wq_push_unexecuted(struct vd_qp *qp, struct vd_wq *wq,
  * with its error status and stops the queue; the caller then moves the QP
  * to Error (*@bad), which completes it in order with the others. A
  * producer index that is not within one ring of the consumer index is
- * garbage and stops the queue the same way.
+ * garbage and stops the queue the same way. Takes at most @budget: the
+ * caller holds @wq->lock with bottom halves off, and a ring holds up to
+ * 8 MiB of WQEs (VD_WQ_TAKE_BATCH).
  */
-static int wq_take(struct vd_qp *qp, struct vd_wq *wq, bool *bad)
+static int wq_take(struct vd_qp *qp, struct vd_wq *wq, bool *bad,
+		   u32 budget)
 {
 	u32 state = qp->state, prod;
 	bool error = state == VIADUCT_QPS_ERROR;
@@ -163,7 +159,7 @@ static int wq_take(struct vd_qp *qp, struct vd_wq *wq, bool *bad)
 		return 0;
 	}
 
-	while (wq->consumer != prod) {
+	while (wq->consumer != prod && n < budget) {
 		struct vd_wqe_meta *meta;
 		void *copy;
 		u8 status;
@@ -205,8 +201,18 @@ static int wq_take(struct vd_qp *qp, struct vd_wq *wq, bool *bad)
 	return n;
 }
 
-/* Completes everything the queue holds as flushed; the QP is in Error. */
-static void wq_flush(struct vd_qp *qp, struct vd_wq *wq)
+/*
+ * WQEs taken from a ring with its lock held (bottom halves off): a ring of
+ * 16384 WQEs of 512 bytes is 8 MiB, taken in steps of 32 KiB at most.
+ */
+#define VD_WQ_TAKE_BATCH	64
+
+/*
+ * Completes everything the queue holds as flushed; the QP is in Error.
+ * Of what is still in the ring, at most @budget WQEs; whoever moved the QP
+ * to Error flushes the rest without the lock (qp_state_changed()).
+ */
+static void wq_flush(struct vd_qp *qp, struct vd_wq *wq, u32 budget)
 {
 	bool bad = false;
 
@@ -219,92 +225,19 @@ static void wq_flush(struct vd_qp *qp, struct vd_wq *wq)
 				   status ? status : VIADUCT_WC_FLUSHED);
 	}
 	/* Then what is still in the ring, up to the producer index. */
-	wq_take(qp, wq, &bad);
-}
-
-static int wq_init(struct vd_wq *wq, bool is_rq, u32 depth, u32 size,
-		   const struct vd_wqe_limits *lim, u32 *producer,
-		   u32 *consumer_pub)
-{
-	struct vd_ring_mem *mem;
-
-	wq->is_rq = is_rq;
-	wq->depth = depth;
-	wq->wqe_size = size;
-	wq->lim = *lim;
-	wq->producer = producer;
-	wq->consumer_pub = consumer_pub;
-
-	mem = vd_ring_mem_alloc((size_t)depth * size);
-	if (IS_ERR(mem))
-		return PTR_ERR(mem);
-	wq->mem = mem;
-	wq->copies = kvcalloc(depth, size, GFP_KERNEL_ACCOUNT);
-	wq->meta = kvcalloc(depth, sizeof(*wq->meta), GFP_KERNEL_ACCOUNT);
-	if (!wq->copies || !wq->meta)
-		return -ENOMEM;
-	return 0;
-}
-
-/*
- * The RQ side of a QP on an SRQ: no ring, and a FIFO of one, which holds
- * the receive of the message arriving (vd_qp_take_srq()). The doorbell
- * page's RQ indices stay unused.
- */
-static int wq_init_shared(struct vd_wq *wq, const struct vd_srq *srq,
-			  u32 *producer, u32 *consumer_pub)
-{
-	wq->is_rq = true;
-	wq->depth = 1;
-	wq->wqe_size = srq->wqe_size;
-	wq->lim = srq->lim;
-	wq->producer = producer;
-	wq->consumer_pub = consumer_pub;
-	wq->copies = kvcalloc(1, srq->wqe_size, GFP_KERNEL_ACCOUNT);
-	wq->meta = kvcalloc(1, sizeof(*wq->meta), GFP_KERNEL_ACCOUNT);
-	if (!wq->copies || !wq->meta)
-		return -ENOMEM;
-	return 0;
-}
-
-static void wq_free(struct vd_wq *wq)
-{
-	kvfree(wq->meta);
-	kvfree(wq->copies);
-	vd_ring_mem_put(wq->mem);
-	vd_cq_put(wq->cq);
-}
-
-static int wq_attach_cq(struct vd_qp *qp, struct vd_wq *wq,
-			struct vd_cq *cq)
-{
-	int err;
-
-	if (cq) {
-		err = vd_cq_attach(cq);
-		if (err)
-			return err;
-		wq->cq = vd_cq_get(cq);
-		return 0;
-	}
-	cq = vd_cq_create_private(wq->depth, qp->handle, qp->user_data,
-				  qp->aq);
-	if (IS_ERR(cq))
-		return PTR_ERR(cq);
-	wq->cq = cq;
-	wq->private_cq = true;
-	return 0;
-}
-
-static void wq_detach_cq(struct vd_wq *wq)
-{
-	if (!wq->private_cq)
-		vd_cq_detach(wq->cq);
+	wq_take(qp, wq, &bad, budget);
 }
 
 /* --- State ---------------------------------------------------------- */
 
-static void qp_lock_all(struct vd_qp *qp)
+/**
+ * vd_qp_lock_all() - take the QP's three locks in their order
+ * @qp: the QP
+ *
+ * @qp->lock (with bottom halves disabled), then @qp->sq.lock and
+ * @qp->rq.lock, as the locking rules of qp.h say.
+ */
+void vd_qp_lock_all(struct vd_qp *qp)
 	__acquires(&qp->lock) __acquires(&qp->sq.lock) __acquires(&qp->rq.lock)
 {
 	spin_lock_bh(&qp->lock);
@@ -312,7 +245,11 @@ static void qp_lock_all(struct vd_qp *qp)
 	spin_lock(&qp->rq.lock);
 }
 
-static void qp_unlock_all(struct vd_qp *qp)
+/**
+ * vd_qp_unlock_all() - release what vd_qp_lock_all() took
+ * @qp: the QP
+ */
+void vd_qp_unlock_all(struct vd_qp *qp)
 	__releases(&qp->rq.lock) __releases(&qp->sq.lock) __releases(&qp->lock)
 {
 	spin_unlock(&qp->rq.lock);
@@ -333,8 +270,8 @@ static void qp_set_state(struct vd_qp *qp, u32 state)
 /* Entering Error: every outstanding WR completes, in post order per queue. */
 static void qp_flush(struct vd_qp *qp)
 {
-	wq_flush(qp, &qp->sq);
-	wq_flush(qp, &qp->rq);
+	wq_flush(qp, &qp->sq, VD_WQ_TAKE_BATCH);
+	wq_flush(qp, &qp->rq, VD_WQ_TAKE_BATCH);
 }
 
 /*
@@ -348,14 +285,22 @@ static void qp_last_wqe(struct vd_qp *qp)
 				    qp->handle, qp->user_data, 0);
 }
 
+static int qp_consume(struct vd_qp *qp, unsigned int which, bool direct,
+		      u32 budget);
+
 /*
  * Tells the transport and the polling worker that the state changed: the
  * transport may have to start, stop or close; WQEs that waited in the ring
- * may be takeable now.
+ * may be takeable now (in Error: are flushed, here).
  */
 static void qp_state_changed(struct vd_qp *qp)
 {
 	vd_qp_sq_work(qp);
+	/* Error: what qp_flush() left in the rings, in batches */
+	if (READ_ONCE(qp->state) == VIADUCT_QPS_ERROR) {
+		qp_consume(qp, VD_QP_SQ, false, qp->sq.depth);
+		qp_consume(qp, VD_QP_RQ, false, qp->rq.depth);
+	}
 	if (qp->worker)
 		vd_doorbell_kick(qp->worker);
 }
@@ -377,7 +322,7 @@ void vd_qp_enter_error(struct vd_qp *qp, u32 event, u32 detail)
 {
 	bool changed = false;
 
-	qp_lock_all(qp);
+	vd_qp_lock_all(qp);
 	if (!qp->destroyed && qp->state != VIADUCT_QPS_ERROR) {
 		qp_set_state(qp, VIADUCT_QPS_ERROR);
 		qp_flush(qp);
@@ -387,7 +332,7 @@ void vd_qp_enter_error(struct vd_qp *qp, u32 event, u32 detail)
 		qp_last_wqe(qp);
 		changed = true;
 	}
-	qp_unlock_all(qp);
+	vd_qp_unlock_all(qp);
 	if (changed)
 		qp_state_changed(qp);
 }
@@ -409,13 +354,13 @@ int vd_qp_enter_rts(struct vd_qp *qp, struct vd_conn *conn)
 
 	if (!conn)
 		return -EINVAL;
-	qp_lock_all(qp);
+	vd_qp_lock_all(qp);
 	if (!qp->destroyed && qp->state == VIADUCT_QPS_IDLE) {
 		qp->conn = conn;
 		qp_set_state(qp, VIADUCT_QPS_RTS);
 		err = 0;
 	}
-	qp_unlock_all(qp);
+	vd_qp_unlock_all(qp);
 	if (!err)
 		qp_state_changed(qp);
 	return err;
@@ -441,7 +386,7 @@ void vd_qp_llp_closed(struct vd_qp *qp, struct vd_conn *conn)
 	bool changed = false;
 	u32 next;
 
-	qp_lock_all(qp);
+	vd_qp_lock_all(qp);
 	if (qp->conn != conn)
 		goto out;
 	qp->conn = NULL;
@@ -466,7 +411,7 @@ void vd_qp_llp_closed(struct vd_qp *qp, struct vd_conn *conn)
 	}
 	changed = true;
 out:
-	qp_unlock_all(qp);
+	vd_qp_unlock_all(qp);
 	if (changed)
 		qp_state_changed(qp);
 }
@@ -477,9 +422,11 @@ EXPORT_SYMBOL_IF_KUNIT(vd_qp_llp_closed);
  * @qp: the QP
  * @m: the request: the attributes of @m->mask, checked as at creation
  *
- * All or nothing. Neither Closing nor Terminate touches the stream
- * (Documentation/qp.rst); Error flushes; Error -> Idle forgets the stream
- * and the last Terminate, and restarts the queues at the current indices.
+ * All or nothing. Leaving RTS asks the CM to end the stream
+ * (struct vd_conn.end: a graceful close for Closing, a Terminate and our FIN
+ * for Terminate and Error; Documentation/qp.rst); Error flushes; Error ->
+ * Idle forgets the stream and the last Terminate, and restarts the queues
+ * at the current indices.
  *
  * Context: Process context.
  * Return: 0; -EINVAL for a transition or value the rules forbid (nothing
@@ -491,7 +438,7 @@ int vd_qp_modify(struct vd_qp *qp, const struct viaduct_modify_qp *m)
 	bool changed = false;
 	int err;
 
-	qp_lock_all(qp);
+	vd_qp_lock_all(qp);
 	if (qp->destroyed) {
 		err = -ENOENT;
 		goto out;
@@ -514,6 +461,11 @@ int vd_qp_modify(struct vd_qp *qp, const struct viaduct_modify_qp *m)
 	if (next == cur)
 		goto out;
 
+	/* leaving RTS ends the stream: the CM closes it (conn.h) */
+	if (qp->conn && cur == VIADUCT_QPS_RTS && next != VIADUCT_QPS_IDLE)
+		qp->conn->end(qp->conn, next == VIADUCT_QPS_CLOSING ?
+			      VD_CONN_END_CLOSE : VD_CONN_END_TERMINATE);
+
 	switch (next) {
 	case VIADUCT_QPS_ERROR:
 		qp_set_state(qp, next);
@@ -526,7 +478,8 @@ int vd_qp_modify(struct vd_qp *qp, const struct viaduct_modify_qp *m)
 		 * are empty already), then the queues start afresh at the
 		 * current indices, which userspace keeps.
 		 */
-		qp_flush(qp);
+		wq_flush(qp, &qp->sq, qp->sq.depth);
+		wq_flush(qp, &qp->rq, qp->rq.depth);
 		qp->sq.stopped = false;
 		qp->rq.stopped = false;
 		qp->conn = NULL;
@@ -540,7 +493,7 @@ int vd_qp_modify(struct vd_qp *qp, const struct viaduct_modify_qp *m)
 	}
 	changed = true;
 out:
-	qp_unlock_all(qp);
+	vd_qp_unlock_all(qp);
 	if (changed)
 		qp_state_changed(qp);
 	return err;
@@ -556,7 +509,7 @@ EXPORT_SYMBOL_IF_KUNIT(vd_qp_modify);
  */
 void vd_qp_query(struct vd_qp *qp, struct viaduct_query_qp *q)
 {
-	qp_lock_all(qp);
+	vd_qp_lock_all(qp);
 	q->state = qp->state;
 	q->access = qp->access;
 	q->ord = qp->ord;
@@ -568,7 +521,7 @@ void vd_qp_query(struct vd_qp *qp, struct viaduct_query_qp *q)
 	q->rq_outstanding = qp->rq.tail - qp->rq.head;
 	q->terminate = qp->terminate;
 	q->reserved = 0;
-	qp_unlock_all(qp);
+	vd_qp_unlock_all(qp);
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_qp_query);
 
@@ -577,23 +530,31 @@ EXPORT_SYMBOL_IF_KUNIT(vd_qp_query);
 static void qp_sq_send(struct vd_qp *qp);
 
 /*
- * @direct: the caller is a posting context (DOORBELL, the polling worker)
- * that may send the new SQ WRs itself (qp_sq_send()).
+ * Takes at most @budget WQEs, VD_WQ_TAKE_BATCH at a time with the queue's
+ * lock dropped (bottom halves on) in between. @direct: the caller is a
+ * posting context (DOORBELL, the polling worker) that may send the new SQ
+ * WRs itself (qp_sq_send()).
  */
-static int qp_consume(struct vd_qp *qp, unsigned int which, bool direct)
+static int qp_consume(struct vd_qp *qp, unsigned int which, bool direct,
+		      u32 budget)
 {
 	struct vd_wq *wq = qp_wq(qp, which);
-	bool bad = false, work;
-	int n;
+	bool bad = false, work = false;
+	int n = 0, got;
+	u32 step;
 
-	spin_lock_bh(&wq->lock);
-	if (unlikely(qp->destroyed)) {
+	do {
+		step = min_t(u32, budget - n, VD_WQ_TAKE_BATCH);
+		spin_lock_bh(&wq->lock);
+		if (unlikely(qp->destroyed)) {
+			spin_unlock_bh(&wq->lock);
+			return -ENOENT;
+		}
+		got = wq_take(qp, wq, &bad, step);
+		work |= got && !wq->is_rq && qp->state == VIADUCT_QPS_RTS;
 		spin_unlock_bh(&wq->lock);
-		return -ENOENT;
-	}
-	n = wq_take(qp, wq, &bad);
-	work = n && !wq->is_rq && qp->state == VIADUCT_QPS_RTS;
-	spin_unlock_bh(&wq->lock);
+		n += got;
+	} while (got == step && n < budget && !bad);
 
 	if (unlikely(bad))
 		vd_qp_enter_error(qp, VIADUCT_EVENT_QP_REQ_ERR, 0);
@@ -620,7 +581,7 @@ static int qp_consume(struct vd_qp *qp, unsigned int which, bool direct)
  */
 int vd_qp_consume(struct vd_qp *qp, unsigned int which)
 {
-	return qp_consume(qp, which, false);
+	return qp_consume(qp, which, false, qp_wq(qp, which)->depth);
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_qp_consume);
 
@@ -705,7 +666,7 @@ int vd_qp_complete(struct vd_qp *qp, unsigned int which,
 	    ((const struct viaduct_sqe *)copy)->flags & VIADUCT_SQE_SIGNALED)
 		overflow = wq_push(qp, wq, copy, cqe, solicited) == -ENOSPC;
 	wq->head++;
-	work = wq_take(qp, wq, &bad) && !wq->is_rq &&
+	work = wq_take(qp, wq, &bad, VD_WQ_TAKE_BATCH) && !wq->is_rq &&
 	       qp->state == VIADUCT_QPS_RTS;
 out:
 	spin_unlock_bh(&wq->lock);
@@ -795,7 +756,7 @@ int vd_qp_doorbell(struct vd_qp *qp, u32 flags)
 	if (qp->worker)
 		vd_doorbell_kick(qp->worker);
 	if (flags & VIADUCT_DOORBELL_SQ) {
-		n = qp_consume(qp, VD_QP_SQ, true);
+		n = qp_consume(qp, VD_QP_SQ, true, qp->sq.depth);
 		if (n < 0)
 			return n;
 	}
@@ -808,266 +769,27 @@ int vd_qp_doorbell(struct vd_qp *qp, u32 flags)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_qp_doorbell);
 
-/* struct vd_db_client.poll: one pass of the worker over a POLLED QP. */
-static bool qp_db_poll(struct vd_db_client *c)
+/**
+ * vd_qp_db_poll() - struct vd_db_client.poll of a POLLED QP
+ * @c: the QP's doorbell client
+ * @budget: the most WQEs to take from each queue
+ *
+ * One turn of the worker at the QP: takes what the user posted, at most
+ * @budget per queue. WQEs flushed into a QP in Error are taken, but are
+ * not work: they must not keep the worker spinning for whoever posts them.
+ *
+ * Return: whether WQEs to execute were taken.
+ */
+bool vd_qp_db_poll(struct vd_db_client *c, unsigned int budget)
 {
 	struct vd_qp *qp = container_of(c, struct vd_qp, db_client);
 	bool work = false;
 
-	if (vd_qp_db_pending(qp, VD_QP_SQ) && qp_consume(qp, VD_QP_SQ, true) > 0)
+	if (vd_qp_db_pending(qp, VD_QP_SQ) &&
+	    qp_consume(qp, VD_QP_SQ, true, budget) > 0)
 		work = true;
-	if (vd_qp_db_pending(qp, VD_QP_RQ) && vd_qp_consume(qp, VD_QP_RQ) > 0)
+	if (vd_qp_db_pending(qp, VD_QP_RQ) &&
+	    qp_consume(qp, VD_QP_RQ, false, budget) > 0)
 		work = true;
-	return work;
+	return work && READ_ONCE(qp->state) != VIADUCT_QPS_ERROR;
 }
-
-/* --- Life ----------------------------------------------------------- */
-
-static void vd_qp_free(struct kref *ref)
-{
-	struct vd_qp *qp = container_of(ref, struct vd_qp, ref);
-
-	wq_free(&qp->sq);
-	wq_free(&qp->rq);
-	vd_srq_put(qp->srq);
-	vd_ring_mem_put(qp->db_mem);
-	vd_pd_put(qp->pd);
-	vd_async_queue_put(qp->aq);
-	ida_free(&vd_qpn_ida, qp->qpn);
-	vd_stat_dec(qps);
-	kfree(qp);
-}
-
-/**
- * vd_qp_put() - drop a reference
- * @qp: the QP, or NULL (a no-op)
- *
- * The last put frees the QP number, the private copies, and the
- * references to PD, SRQ, CQs, async queue and ring memory (mappings hold
- * their own).
- *
- * Context: Process or softirq context, no spinlock held (the rules of
- * vd_cq_put()).
- */
-void vd_qp_put(struct vd_qp *qp)
-{
-	if (qp)
-		kref_put(&qp->ref, vd_qp_free);
-}
-EXPORT_SYMBOL_IF_KUNIT(vd_qp_put);
-
-static void fill_reply(struct vd_qp *qp, const struct vd_qp_caps *c,
-		       struct viaduct_create_qp *a)
-{
-	a->sq_depth = c->sq_depth;
-	a->rq_depth = c->rq_depth;
-	a->max_send_sge = c->sq.max_sge;
-	a->max_recv_sge = c->rq.max_sge;
-	a->max_inline = c->sq.max_inline;
-	a->max_msg_size = c->sq.max_msg_size;
-	a->handle = qp->handle;
-	a->qpn = qp->qpn;
-	a->sq_wqe_size = c->sq_wqe_size;
-	a->rq_wqe_size = c->rq_wqe_size;
-	a->db_key = 0;
-	a->sq_key = 0;
-	a->rq_key = 0;
-	a->scq_key = 0;
-	a->rcq_key = 0;
-	a->db_size = qp->db_mem->size;
-	a->sq_size = qp->sq.mem->size;
-	a->rq_size = qp->rq.mem ? qp->rq.mem->size : 0;
-	a->scq_size = 0;
-	a->scq_entries = 0;
-	a->rcq_size = 0;
-	a->rcq_entries = 0;
-	if (qp->sq.private_cq) {
-		a->scq_size = vd_cq_mem(qp->sq.cq)->size;
-		a->scq_entries = vd_cq_entries(qp->sq.cq);
-	}
-	if (qp->rq.private_cq) {
-		a->rcq_size = vd_cq_mem(qp->rq.cq)->size;
-		a->rcq_entries = vd_cq_entries(qp->rq.cq);
-	}
-}
-
-/**
- * vd_qp_create() - a new queue pair
- * @init: what it is made of; @init->attr (struct viaduct_create_qp) is the
- *        request in and the reply out
- *
- * Validates @init->attr, allocates the doorbell page, the SQ and RQ rings
- * and the private in-flight copies, attaches to the PD, the SRQ and the
- * CQs (creating private CQs for the queues whose CQ is NULL), registers
- * with the polling worker if the QP is VIADUCT_QP_F_POLLED, and fills the
- * reply fields of @init->attr (everything but the mmap keys, which the
- * caller owns). The QP number comes from one IDA for the whole module.
- *
- * Context: Process context.
- * Return: the QP in Idle with one reference, the creator's; or ERR_PTR()
- * of -EINVAL (bad attributes, an SRQ of another PD or without a receive
- * CQ), -ENOENT (the PD, the SRQ or a CQ was destroyed), -EOPNOTSUPP
- * (POLLED without a worker, or Reliable Reception, which the module does
- * not give), -ENODEV (the worker was stopped), -ENOSPC (QP numbers),
- * -ENOMEM.
- */
-struct vd_qp *vd_qp_create(const struct vd_qp_init *init)
-{
-	struct viaduct_create_qp *a = init->attr;
-	struct vd_ring_mem *db_mem;
-	struct vd_qp_caps caps;
-	struct vd_qp *qp;
-	int qpn, err;
-
-	err = vd_qp_caps(a, &caps);
-	if (err)
-		return ERR_PTR(err);
-	if (a->flags & VIADUCT_QP_F_POLLED && !init->worker)
-		return ERR_PTR(-EOPNOTSUPP);
-	/* an SRQ of the QP's PD, and receive completions in a CQ */
-	if (init->srq && (init->srq->pd != init->pd || !init->recv_cq))
-		return ERR_PTR(-EINVAL);
-
-	qp = kzalloc(sizeof(*qp), GFP_KERNEL_ACCOUNT);
-	if (!qp)
-		return ERR_PTR(-ENOMEM);
-	qpn = ida_alloc_range(&vd_qpn_ida, 1, VD_QPN_MAX, GFP_KERNEL);
-	if (qpn < 0) {
-		kfree(qp);
-		return ERR_PTR(qpn);
-	}
-	/* From here on vd_qp_put() undoes whatever was done. */
-	kref_init(&qp->ref);
-	vd_stat_inc(qps);
-	/* Three init sites: three lock classes, so lockdep sees the order. */
-	spin_lock_init(&qp->lock);
-	spin_lock_init(&qp->sq.lock);
-	spin_lock_init(&qp->rq.lock);
-	qp->qpn = qpn;
-	qp->dev = init->dev;
-	qp->handle = init->handle;
-	qp->user_data = a->user_data;
-	qp->flags = a->flags;
-	qp->reliability = a->reliability;
-	qp->access = a->access;
-	qp->ord = a->ord;
-	qp->ird = a->ird;
-	qp->state = VIADUCT_QPS_IDLE;
-	if (init->aq)
-		qp->aq = vd_async_queue_get(init->aq);
-
-	db_mem = vd_ring_mem_alloc(PAGE_SIZE);
-	if (IS_ERR(db_mem)) {
-		err = PTR_ERR(db_mem);
-		goto put;
-	}
-	qp->db_mem = db_mem;
-	qp->db = db_mem->va;
-
-	err = wq_init(&qp->sq, false, caps.sq_depth, caps.sq_wqe_size,
-		      &caps.sq, &qp->db->sq_producer, &qp->db->sq_consumer);
-	if (err)
-		goto put;
-	if (init->srq)
-		err = wq_init_shared(&qp->rq, init->srq, &qp->db->rq_producer,
-				     &qp->db->rq_consumer);
-	else
-		err = wq_init(&qp->rq, true, caps.rq_depth, caps.rq_wqe_size,
-			      &caps.rq, &qp->db->rq_producer,
-			      &qp->db->rq_consumer);
-	if (err)
-		goto put;
-
-	err = vd_pd_attach(init->pd);
-	if (err)
-		goto put;
-	qp->pd = vd_pd_get(init->pd);
-	if (init->srq) {
-		err = vd_srq_attach(init->srq);
-		if (err)
-			goto detach_pd;
-		qp->srq = vd_srq_get(init->srq);
-	}
-	err = wq_attach_cq(qp, &qp->sq, init->send_cq);
-	if (err)
-		goto detach_srq;
-	err = wq_attach_cq(qp, &qp->rq, init->recv_cq);
-	if (err)
-		goto detach_scq;
-
-	/* Last: once registered, the worker may consume from the rings. */
-	if (a->flags & VIADUCT_QP_F_POLLED) {
-		qp->worker = init->worker;
-		qp->db_client.db = qp->db;
-		qp->db_client.poll = qp_db_poll;
-		qp->db_client.id = qp->qpn;
-		err = vd_doorbell_register(qp->worker, &qp->db_client);
-		if (err)
-			goto detach_rcq;
-	}
-
-	fill_reply(qp, &caps, a);
-	vd_dbg_qp(qp, "created: sq %u x %u, rq %u x %u\n", caps.sq_depth,
-		  caps.sq_wqe_size, caps.rq_depth, caps.rq_wqe_size);
-	return qp;
-
-detach_rcq:
-	wq_detach_cq(&qp->rq);
-detach_scq:
-	wq_detach_cq(&qp->sq);
-detach_srq:
-	if (qp->srq)
-		vd_srq_detach(qp->srq);
-detach_pd:
-	vd_pd_detach(qp->pd);
-put:
-	vd_qp_put(qp);
-	return ERR_PTR(err);
-}
-EXPORT_SYMBOL_IF_KUNIT(vd_qp_create);
-
-/**
- * vd_qp_destroy() - destroy a QP
- * @qp: the QP; the creator's reference is consumed
- *
- * Unregisters from the worker (after that the worker no longer looks at
- * the QP), discards every outstanding WR without writing CQEs, stops
- * raising events, detaches from the PD, the SRQ and the CQs, and drops the
- * reference. Later calls on the QP by holders of other references fail or
- * do nothing. Cannot fail.
- *
- * Context: Process context.
- */
-void vd_qp_destroy(struct vd_qp *qp)
-{
-	struct vd_async_queue *aq;
-
-	/* First the worker: once this returns it no longer polls the QP. */
-	if (qp->worker)
-		vd_doorbell_unregister(qp->worker, &qp->db_client);
-
-	/*
-	 * Outstanding WRs are dropped without CQEs: the CQs may be destroyed
-	 * right after (contexts tear down QPs before CQs), and the consumer
-	 * that destroys a QP no longer waits for its completions. Nothing
-	 * writes to the CQs or raises events for this QP after this.
-	 */
-	qp_lock_all(qp);
-	WRITE_ONCE(qp->destroyed, true);
-	qp->sq.head = qp->sq.tail;
-	qp->rq.head = qp->rq.tail;
-	aq = qp->aq;
-	qp->aq = NULL;
-	qp_unlock_all(qp);
-	vd_async_queue_put(aq);
-	vd_qp_sq_work(qp);
-
-	wq_detach_cq(&qp->sq);
-	wq_detach_cq(&qp->rq);
-	if (qp->srq)
-		vd_srq_detach(qp->srq);
-	vd_pd_detach(qp->pd);
-	vd_dbg_qp(qp, "destroyed\n");
-	vd_qp_put(qp);
-}
-EXPORT_SYMBOL_IF_KUNIT(vd_qp_destroy);

@@ -120,6 +120,7 @@ struct VIADUCT_API DeviceAttributes {
     std::array<std::uint8_t, 6> hw_addr{};
     std::vector<Address> addresses;
     DeviceLimits limits;
+    std::uint32_t caps = 0; // VIADUCT_DEV_CAP_*: what the module does
 
     bool up() const noexcept { return (flags & VIADUCT_DEV_F_UP) != 0; }
     bool running() const noexcept { return (flags & VIADUCT_DEV_F_RUNNING) != 0; }

@@ -18,6 +18,7 @@
 #include <linux/string.h>
 #include <kunit/visibility.h>
 
+#include "conn.h"
 #include "cq.h"
 #include "doorbell.h"
 #include "event.h"
@@ -73,6 +74,8 @@ static u8 vd_sq_wc_opcode(u8 op)
 		return VIADUCT_WC_LOCAL_INV;
 	case VIADUCT_OP_FAST_REG:
 		return VIADUCT_WC_FAST_REG;
+	case VIADUCT_OP_BIND_MW:
+		return VIADUCT_WC_BIND_MW;
 	default:
 		return op;
 	}
@@ -421,9 +424,11 @@ EXPORT_SYMBOL_IF_KUNIT(vd_qp_llp_closed);
  * @qp: the QP
  * @m: the request: the attributes of @m->mask, checked as at creation
  *
- * All or nothing. Neither Closing nor Terminate touches the stream
- * (Documentation/qp.rst); Error flushes; Error -> Idle forgets the stream
- * and the last Terminate, and restarts the queues at the current indices.
+ * All or nothing. Leaving RTS asks the CM to end the stream
+ * (struct vd_conn.end: a graceful close for Closing, a Terminate and our FIN
+ * for Terminate and Error; Documentation/qp.rst); Error flushes; Error ->
+ * Idle forgets the stream and the last Terminate, and restarts the queues
+ * at the current indices.
  *
  * Context: Process context.
  * Return: 0; -EINVAL for a transition or value the rules forbid (nothing
@@ -457,6 +462,11 @@ int vd_qp_modify(struct vd_qp *qp, const struct viaduct_modify_qp *m)
 		qp->ird = m->ird;
 	if (next == cur)
 		goto out;
+
+	/* leaving RTS ends the stream: the CM closes it (conn.h) */
+	if (qp->conn && cur == VIADUCT_QPS_RTS && next != VIADUCT_QPS_IDLE)
+		qp->conn->end(qp->conn, next == VIADUCT_QPS_CLOSING ?
+			      VD_CONN_END_CLOSE : VD_CONN_END_TERMINATE);
 
 	switch (next) {
 	case VIADUCT_QPS_ERROR:

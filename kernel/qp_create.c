@@ -12,6 +12,7 @@
 #include <linux/slab.h>
 #include <kunit/visibility.h>
 
+#include "conn.h"
 #include "cq.h"
 #include "doorbell.h"
 #include "event.h"
@@ -324,7 +325,8 @@ EXPORT_SYMBOL_IF_KUNIT(vd_qp_create);
  * @qp: the QP; the creator's reference is consumed
  *
  * Unregisters from the worker (after that the worker no longer looks at
- * the QP), discards every outstanding WR without writing CQEs, stops
+ * the QP), asks the CM to end a stream still bound with a Terminate
+ * (struct vd_conn.end), discards every outstanding WR without writing CQEs, stops
  * raising events, detaches from the PD, the SRQ and the CQs, and drops the
  * reference. Later calls on the QP by holders of other references fail or
  * do nothing. Cannot fail.
@@ -346,6 +348,9 @@ void vd_qp_destroy(struct vd_qp *qp)
 	 * writes to the CQs or raises events for this QP after this.
 	 */
 	vd_qp_lock_all(qp);
+	/* a stream still bound ends with a Terminate: the peer learns */
+	if (qp->conn)
+		qp->conn->end(qp->conn, VD_CONN_END_TERMINATE);
 	WRITE_ONCE(qp->destroyed, true);
 	qp->sq.head = qp->sq.tail;
 	qp->rq.head = qp->rq.tail;

@@ -320,6 +320,9 @@ static void tp_stop(struct vd_conn *conn, bool abort)
 	/* rx may have armed it again; firing now, it queues nothing */
 	del_timer_sync(&tp->rx_stall);
 	cancel_work_sync(&tp->tx_work);
+	/* our side ends the stream: the peer learns why (conn.h) */
+	if (conn->terminate && !abort)
+		vd_tx_final_terminate(tp, vd_term_code(VD_IW_RDMAP_CATASTROPHIC));
 	/* WRs whose pages TCP released before: they are done */
 	if (tp->zc)
 		vd_tx_zc_retire(tp);

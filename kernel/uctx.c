@@ -23,6 +23,7 @@
 #include <linux/uaccess.h>
 
 #include "device.h"
+#include "event.h"
 #include "stats.h"
 #include "uctx.h"
 #include "zcopy.h"
@@ -117,6 +118,12 @@ static VD_IOCTL_HANDLER(ioctl_select_device)
 	ret = -ENODEV;
 	if (!vd)
 		goto out_unlock;
+	/* removal stops what the context does on the device */
+	ret = vd_device_client_add(vd, &ctx->dev_client);
+	if (ret) {
+		vd_device_put(vd);
+		goto out_unlock;
+	}
 	/* The context's reference, dropped in release(). */
 	vd_device_ctx_attach(vd);
 	/* publishes the device; pairs with smp_load_acquire() in vd_uctx_device() */
@@ -151,7 +158,8 @@ static VD_IOCTL_HANDLER(ioctl_query_device)
 	attr->caps = VIADUCT_DEV_CAP_POLLED_DOORBELL | VIADUCT_DEV_CAP_IMM_DATA |
 		     VIADUCT_DEV_CAP_CONVERT_SOCKET | VIADUCT_DEV_CAP_P2P |
 		     VIADUCT_DEV_CAP_SEND_INV | VIADUCT_DEV_CAP_FAST_REG |
-		     VIADUCT_DEV_CAP_LOCAL_FENCE | VIADUCT_DEV_CAP_SRQ;
+		     VIADUCT_DEV_CAP_LOCAL_FENCE | VIADUCT_DEV_CAP_SRQ |
+		     VIADUCT_DEV_CAP_MW;
 	if (vd_zc_min())
 		attr->caps |= VIADUCT_DEV_CAP_ZERO_COPY;
 	return vd_uarg_reply(uarg, attr, sizeof(*attr));
@@ -159,6 +167,13 @@ static VD_IOCTL_HANDLER(ioctl_query_device)
 
 /* The command needs the selected device, live: -ENODEV otherwise. */
 #define VD_IOCTL_DEV		BIT(0)
+/*
+ * With VD_IOCTL_DEV: the command also works once the selected device was
+ * removed (destroying, acknowledging, querying), so that a program can
+ * tear down what it built without closing the file.
+ */
+#define VD_IOCTL_GONE		BIT(1)
+#define VD_IOCTL_DEV_GONE	(VD_IOCTL_DEV | VD_IOCTL_GONE)
 
 struct vd_ioctl {
 	unsigned int cmd;	/* the module's command: its size is ours */
@@ -199,34 +214,37 @@ static const struct vd_ioctl vd_ioctls[] = {
 	VD_IOCTL(SELECT_DEVICE, ioctl_select_device, 0),
 	VD_IOCTL(QUERY_DEVICE, ioctl_query_device, 0),
 	VD_IOCTL(CREATE_PD, vd_uobj_create_pd, VD_IOCTL_DEV),
-	VD_IOCTL(DESTROY_PD, vd_uobj_destroy_pd, VD_IOCTL_DEV),
+	VD_IOCTL(DESTROY_PD, vd_uobj_destroy_pd, VD_IOCTL_DEV_GONE),
 	VD_IOCTL(REG_MR, vd_umr_reg_mr, VD_IOCTL_DEV),
-	VD_IOCTL(DEREG_MR, vd_uobj_dereg_mr, VD_IOCTL_DEV),
+	VD_IOCTL(DEREG_MR, vd_uobj_dereg_mr, VD_IOCTL_DEV_GONE),
 	VD_IOCTL(CREATE_CQ, vd_uobj_create_cq, VD_IOCTL_DEV),
 	VD_IOCTL(RESIZE_CQ, vd_uobj_resize_cq, VD_IOCTL_DEV),
-	VD_IOCTL(DESTROY_CQ, vd_uobj_destroy_cq, VD_IOCTL_DEV),
+	VD_IOCTL(DESTROY_CQ, vd_uobj_destroy_cq, VD_IOCTL_DEV_GONE),
 	VD_IOCTL(ARM_CQ, vd_uobj_arm_cq, VD_IOCTL_DEV),
 	VD_IOCTL(CREATE_QP, vd_uobj_create_qp, VD_IOCTL_DEV),
 	VD_IOCTL(MODIFY_QP, vd_uobj_modify_qp, VD_IOCTL_DEV),
-	VD_IOCTL(QUERY_QP, vd_uobj_query_qp, VD_IOCTL_DEV),
-	VD_IOCTL(DESTROY_QP, vd_uobj_destroy_qp, VD_IOCTL_DEV),
+	VD_IOCTL(QUERY_QP, vd_uobj_query_qp, VD_IOCTL_DEV_GONE),
+	VD_IOCTL(DESTROY_QP, vd_uobj_destroy_qp, VD_IOCTL_DEV_GONE),
 	VD_IOCTL(DOORBELL, vd_uobj_doorbell, VD_IOCTL_DEV),
 	VD_IOCTL(CREATE_COMP_CHANNEL, vd_uobj_create_comp_channel, VD_IOCTL_DEV),
 	VD_IOCTL(CREATE_CM_CHANNEL, vd_ucm_create_channel, VD_IOCTL_DEV),
 	VD_IOCTL(CM_CREATE_ID, vd_ucm_create_id, VD_IOCTL_DEV),
-	VD_IOCTL(CM_DESTROY_ID, vd_ucm_destroy_id, VD_IOCTL_DEV),
+	VD_IOCTL(CM_DESTROY_ID, vd_ucm_destroy_id, VD_IOCTL_DEV_GONE),
 	VD_IOCTL(CM_LISTEN, vd_ucm_listen, VD_IOCTL_DEV),
 	VD_IOCTL(CM_CONNECT, vd_ucm_connect, VD_IOCTL_DEV),
 	VD_IOCTL(CM_ACCEPT, vd_ucm_accept, VD_IOCTL_DEV),
 	VD_IOCTL(CM_REJECT, vd_ucm_reject, VD_IOCTL_DEV),
 	VD_IOCTL(CM_DISCONNECT, vd_ucm_disconnect, VD_IOCTL_DEV),
 	VD_IOCTL(CM_CONVERT_SOCKET, vd_ucm_convert, VD_IOCTL_DEV),
-	VD_IOCTL(CM_ACK_EVENT, vd_ucm_ack, VD_IOCTL_DEV),
+	VD_IOCTL(CM_ACK_EVENT, vd_ucm_ack, VD_IOCTL_DEV_GONE),
 	VD_IOCTL(ALLOC_MR, vd_umr_alloc_mr, VD_IOCTL_DEV),
+	VD_IOCTL(ALLOC_MW, vd_umw_alloc_mw, VD_IOCTL_DEV),
+	VD_IOCTL(DEALLOC_MW, vd_uobj_dealloc_mw, VD_IOCTL_DEV),
+	VD_IOCTL(BIND_MW, vd_umw_bind_mw, VD_IOCTL_DEV),
 	VD_IOCTL(CREATE_SRQ, vd_usrq_create, VD_IOCTL_DEV),
 	VD_IOCTL(MODIFY_SRQ, vd_usrq_modify, VD_IOCTL_DEV),
 	VD_IOCTL(QUERY_SRQ, vd_usrq_query, VD_IOCTL_DEV),
-	VD_IOCTL(DESTROY_SRQ, vd_usrq_destroy, VD_IOCTL_DEV),
+	VD_IOCTL(DESTROY_SRQ, vd_usrq_destroy, VD_IOCTL_DEV_GONE),
 };
 
 /* Arguments up to this size live on the stack, larger ones are allocated. */
@@ -275,7 +293,11 @@ static long vd_uctx_ioctl(struct file *file, unsigned int cmd,
 	}
 	if (ioc->flags & VD_IOCTL_DEV) {
 		ret = -ENODEV;
-		vd = vd_uctx_device(ctx);
+		if (ioc->flags & VD_IOCTL_GONE)
+			/* pairs with smp_store_release() in ioctl_select_device() */
+			vd = smp_load_acquire(&ctx->dev);
+		else
+			vd = vd_uctx_device(ctx);
 		if (!vd)
 			goto out;
 	}
@@ -284,6 +306,21 @@ out:
 	if (karg != stack)
 		kfree(karg);
 	return ret;
+}
+
+/*
+ * struct vd_device_client.removed: the selected device is gone. Every
+ * connection ends, every QP enters Error with its WRs flushed (uobj.c),
+ * then the context learns it from VIADUCT_EVENT_DEVICE_FATAL, after the
+ * completions are in place. The context stays usable for destroying.
+ */
+static void vd_uctx_device_removed(struct vd_device_client *c)
+{
+	struct vd_uctx *ctx = container_of(c, struct vd_uctx, dev_client);
+
+	vd_dbg_ctx(ctx, "device removed: stopping\n");
+	vd_uobj_device_removed(&ctx->objs);
+	vd_async_queue_push(ctx->objs.aq, VIADUCT_EVENT_DEVICE_FATAL, 0, 0, 0);
 }
 
 static int vd_uctx_open(struct inode *inode, struct file *file)
@@ -305,6 +342,8 @@ static int vd_uctx_open(struct inode *inode, struct file *file)
 	get_task_comm(ctx->comm, current);
 	mutex_init(&ctx->lock);
 	refcount_set(&ctx->ref, 1);
+	INIT_LIST_HEAD(&ctx->dev_client.node);
+	ctx->dev_client.removed = vd_uctx_device_removed;
 	/* last: the context is complete once reports can find it */
 	ret = xa_alloc_cyclic(&vd_uctxs, &ctx->id, ctx, xa_limit_32b,
 			      &vd_uctx_next_id, GFP_KERNEL);
@@ -337,6 +376,9 @@ static int vd_uctx_release(struct inode *inode, struct file *file)
 	mutex_lock(&ctx->lock);
 	ctx->closed = true;
 	mutex_unlock(&ctx->lock);
+	/* waits for the device's removal if it is stopping this context */
+	if (ctx->dev)
+		vd_device_client_del(ctx->dev, &ctx->dev_client);
 	vd_uobj_table_destroy(&ctx->objs);
 	if (ctx->dev)
 		vd_device_ctx_detach(ctx->dev);

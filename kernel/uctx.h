@@ -8,8 +8,11 @@
  * sees only that namespace's devices, and selects at most one device, once;
  * it then holds a reference on that device and counts as one of its
  * contexts until release. A selected device that is removed stays
- * referenced (memory only) and the context answers -ENODEV for everything
- * that needs it. release() undoes everything the context did.
+ * referenced (memory only); its removal stops the context's connections
+ * and moves its QPs to Error (a struct vd_device_client), and the context
+ * then answers -ENODEV for everything that needs the device but destroying,
+ * acknowledging CM events and QUERY_QP. release() undoes everything the
+ * context did.
  *
  * Reports (netlink) walk the open contexts with vd_uctx_walk(), which
  * holds no lock shared between contexts while it visits one: it takes a
@@ -52,6 +55,8 @@ struct vd_uctx {
 	 * referenced until the context is freed, so reports may name it.
 	 */
 	struct vd_device *dev;
+	/* registered with @dev while selected: its removal stops us */
+	struct vd_device_client dev_client;
 	/* Resources and their mmap keys; torn down before @dev is dropped. */
 	struct vd_uobj_table objs;
 };

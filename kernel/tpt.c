@@ -390,6 +390,56 @@ void vd_mr_use_end(struct vd_mr *mr)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_mr_use_end);
 
+/**
+ * vd_mr_tcp_hold() - TCP is about to hold pages of the region by reference
+ * @mr: the region, inside a use bracket (vd_mr_use_begin())
+ *
+ * For a message sent by reference (zcopy.c): its pages stay in TCP's
+ * queues until the peer acknowledged them, and TCP may send them again
+ * until then. Takes a reference and counts the message; deregistration
+ * waits until every such message let go (vd_mr_tcp_release()). Taken
+ * inside the bracket, so deregistration, which waits for the brackets
+ * first, sees every hold taken before the region died, and none after.
+ *
+ * Context: Any context; does not sleep.
+ */
+void vd_mr_tcp_hold(struct vd_mr *mr)
+{
+	vd_mr_get(mr);
+	atomic_inc(&mr->tcp_held);
+}
+
+/**
+ * vd_mr_tcp_release() - TCP let go of the pages of a message
+ * @mr: a region vd_mr_tcp_hold() counted the message in
+ *
+ * Context: Any context (the skb destructor's, softirq included); does not
+ * sleep.
+ */
+void vd_mr_tcp_release(struct vd_mr *mr)
+{
+	/* atomic_dec_and_test() is a full barrier for wake_up_var() */
+	if (atomic_dec_and_test(&mr->tcp_held))
+		wake_up_var(&mr->tcp_held);
+	vd_mr_put(mr);
+}
+
+/*
+ * TCP lets go of a message once the peer acknowledged its bytes: a round
+ * trip on a live connection. The bound is for a peer that stopped
+ * acknowledging (TCP itself gives up only after minutes); then the pages
+ * stay pinned by TCP's own references (Documentation/memory.rst).
+ */
+#define VD_MR_TCP_TIMEOUT	(30 * HZ)
+
+static void vd_mr_wait_tcp(struct vd_mr *mr)
+{
+	if (!wait_var_event_timeout(&mr->tcp_held, !atomic_read(&mr->tcp_held),
+				    VD_MR_TCP_TIMEOUT))
+		pr_warn_ratelimited("viaduct: STag 0x%08x: TCP still holds %d messages of it by reference\n",
+				    mr->stag, atomic_read(&mr->tcp_held));
+}
+
 /*
  * A bracket covers one batch of a copy (at most a transmit buffer or one
  * FPDU) and never sleeps, so this is short; the bound is for a bug.
@@ -412,7 +462,9 @@ static void vd_mr_quiesce(struct vd_mr *mr)
  *
  * Removes the STag from the table (no later lookup finds it), stops
  * counting as a user of its PD, waits until no copy is in progress in it
- * (none starts after), and drops the reference. For a fast-register MR the
+ * (none starts after) and until TCP holds none of its pages by reference
+ * (zero copy; bounded, see vd_mr_wait_tcp()), and drops the reference.
+ * For a fast-register MR the
  * registration its slot holds ends the same way. If nobody else holds the
  * region, it is released (unpinned, uncharged) before this returns.
  *
@@ -445,8 +497,11 @@ void vd_mr_deregister(struct vd_mr *mr)
 	vd_mr_quiesce(mr);
 	if (cur && cur != mr) {
 		vd_mr_quiesce(cur);
+		vd_mr_wait_tcp(cur);
 		vd_mr_put(cur);
 	}
+	/* ... and TCP holds none of its pages by reference (zero copy) */
+	vd_mr_wait_tcp(mr);
 	kref_put(&mr->ref, vd_mr_release_now);
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_mr_deregister);

@@ -66,6 +66,7 @@ void vd_tpt_init(struct vd_tpt *tpt, u32 max_mr)
 		      max_mr : VD_STAG_INDEX_MAX;
 	atomic_set(&tpt->nr_mrs, 0);
 	atomic_set(&tpt->nr_alive, 0);
+	atomic_set(&tpt->tcp_holds, 0);
 	init_llist_head(&tpt->release_list);
 	INIT_WORK(&tpt->release_work, vd_tpt_release_work);
 }
@@ -76,13 +77,17 @@ EXPORT_SYMBOL_IF_KUNIT(vd_tpt_init);
  * @tpt: the table
  *
  * Runs after every STag of the device was deregistered and every reference
- * to them dropped; waits for the releases still queued on the table's work
- * item and warns if a region is left.
+ * to them dropped, but for the messages TCP may still hold by reference
+ * (zero copy) after their regions' deregistration gave up waiting: waits
+ * for those (TCP frees them within its own timeouts), then for the
+ * releases still queued on the table's work item, and warns if a region
+ * is left.
  *
- * Context: Process context (flushes a work item).
+ * Context: Process context (sleeps).
  */
 void vd_tpt_uninit(struct vd_tpt *tpt)
 {
+	wait_var_event(&tpt->tcp_holds, !atomic_read(&tpt->tcp_holds));
 	/*
 	 * Regions whose last reference went away outside process context
 	 * are queued on release_work; once it is flushed, nothing of ours
@@ -405,6 +410,7 @@ EXPORT_SYMBOL_IF_KUNIT(vd_mr_use_end);
  */
 void vd_mr_tcp_hold(struct vd_mr *mr)
 {
+	atomic_inc(&mr->tpt->tcp_holds);
 	vd_mr_get(mr);
 	atomic_inc(&mr->tcp_held);
 }
@@ -413,15 +419,24 @@ void vd_mr_tcp_hold(struct vd_mr *mr)
  * vd_mr_tcp_release() - TCP let go of the pages of a message
  * @mr: a region vd_mr_tcp_hold() counted the message in
  *
+ * The table outlives the hold: vd_tpt_uninit() waits for every one, so
+ * a region TCP still held when its deregistration stopped waiting is
+ * released through the table's work item, not after the table is gone.
+ *
  * Context: Any context (the skb destructor's, softirq included); does not
  * sleep.
  */
 void vd_mr_tcp_release(struct vd_mr *mr)
 {
+	struct vd_tpt *tpt = mr->tpt;
+
 	/* atomic_dec_and_test() is a full barrier for wake_up_var() */
 	if (atomic_dec_and_test(&mr->tcp_held))
 		wake_up_var(&mr->tcp_held);
 	vd_mr_put(mr);
+	/* last: the table may go once this is zero (only the address hashes) */
+	if (atomic_dec_and_test(&tpt->tcp_holds))
+		wake_up_var(&tpt->tcp_holds);
 }
 
 /*

@@ -582,8 +582,8 @@ TEST_F_TIMEOUT(mem, zcopy_send_dereg_after_completion, XF_TIMEOUT_S)
  */
 TEST_F_TIMEOUT(mem, zcopy_flush_in_flight, XF_TIMEOUT_S)
 {
+	struct viaduct_cqe cqe, first;
 	unsigned char *src, *want;
-	struct viaduct_cqe cqe;
 	__u32 stag, i;
 	int mr, ok = 0;
 
@@ -606,7 +606,7 @@ TEST_F_TIMEOUT(mem, zcopy_flush_in_flight, XF_TIMEOUT_S)
 	for (i = 0; i < ZC_SENDS; i++)
 		post_raw(&self->a, 40 + i, VIADUCT_OP_SEND, VIADUCT_SQE_SIGNALED,
 			 src + i * ZC_LEN, ZC_LEN, stag, 0, 0);
-	XF_EXPECT_CQE(&self->b.q.rcq, 30, VIADUCT_WC_SUCCESS, &cqe);
+	XF_EXPECT_CQE(&self->b.q.rcq, 30, VIADUCT_WC_SUCCESS, &first);
 	ASSERT_EQ(0, xf_disconnect(&self->a, self->a.id, 0));
 
 	for (i = 0; i < ZC_SENDS; i++) {
@@ -619,6 +619,7 @@ TEST_F_TIMEOUT(mem, zcopy_flush_in_flight, XF_TIMEOUT_S)
 		memset(src + i * ZC_LEN, CANARY, ZC_LEN);
 	}
 	/* b: what arrived is whole and is the source, never the canary */
+	cqe = first;
 	for (i = 0; i < 2; i++) {
 		if (i && (vd_cring_wait(&self->b.q.rcq, &cqe, 1, XF_WAIT_MS) != 1 ||
 			  cqe.status != VIADUCT_WC_SUCCESS))

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Per-context object limits: how many PDs, MRs, CQs and QPs one context (an
- * open file of /dev/viaduct) may hold. Module parameters ctx_max_pd,
- * ctx_max_mr, ctx_max_cq and ctx_max_qp (0644); the defaults are the device
- * limits QUERY_DEVICE reports. Documentation/security.rst lists every limit.
+ * Per-context object limits: how many PDs, MRs, CQs, QPs and SRQs one
+ * context (an open file of /dev/viaduct) may hold. Module parameters
+ * ctx_max_pd, ctx_max_mr, ctx_max_cq, ctx_max_qp and ctx_max_srq (0644);
+ * the defaults are the device limits QUERY_DEVICE reports (for SRQs, as
+ * many as QPs). Documentation/security.rst lists every limit.
  */
 #ifndef _VD_LIMITS_H
 #define _VD_LIMITS_H

@@ -131,8 +131,11 @@ static void vd_zc_complete(struct sk_buff *skb, struct ubuf_info *ubuf,
 	if (!refcount_dec_and_test(&ubuf->refcnt))
 		return;
 
-	/* a stopping stream may wait for this (vd_zc_wait_idle()) */
-	if (atomic_dec_and_test(&zc->in_tcp))
+	/*
+	 * A stopping stream may wait for this (vd_zc_wait_idle()), for all
+	 * messages but its current one; a full barrier before the wake-up.
+	 */
+	if (atomic_dec_return(&zc->in_tcp) <= 1)
 		wake_up_var(&zc->in_tcp);
 	rcu_read_lock();
 	spin_lock_irqsave(&zc->lock, flags);
@@ -276,7 +279,9 @@ struct vd_zc_msg *vd_zc_msg_new(struct vd_zc *zc, bool wr, u32 seq, u32 len,
  * deregistration waits for that. Once per region and message.
  *
  * Context: The transmitter of the stream.
- * Return: 0, or -ENOSPC if the message names more regions than it said.
+ * Return: 0, or -ENOSPC if the message names more regions than it said
+ * (its SGEs' memory was deregistered and registered again under the same
+ * STags while it was being sent: the message fails).
  */
 int vd_zc_msg_hold(struct vd_zc_msg *zm, struct vd_mr *mr)
 {
@@ -285,7 +290,7 @@ int vd_zc_msg_hold(struct vd_zc_msg *zm, struct vd_mr *mr)
 	for (i = zm->nr_mrs; i--; )
 		if (zm->mrs[i] == mr)
 			return 0;
-	if (WARN_ON_ONCE(zm->nr_mrs >= zm->max_mrs))
+	if (zm->nr_mrs >= zm->max_mrs)
 		return -ENOSPC;
 	vd_mr_tcp_hold(mr);
 	zm->mrs[zm->nr_mrs++] = mr;

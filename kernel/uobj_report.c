@@ -63,6 +63,7 @@ static void uobj_describe(const struct vd_uobj *u, u32 handle,
 		info->srq.qps = sq.num_qps;
 		break;
 	case VD_UOBJ_CM_ID:
+	case VD_UOBJ_MW:
 		/* never reported: the walk skips them */
 		break;
 	}

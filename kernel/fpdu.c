@@ -37,7 +37,7 @@ int vd_fpdu_walk_payload(struct vd_tp *tp, u32 off, u32 len,
 		/* per batch: the source may have been invalidated or gone */
 		if (!vd_mr_use_begin(msg->mr))
 			return -ESTALE;
-		ret = fn(tp, msg->mr->umem,
+		ret = fn(tp, msg->mr, msg->mr->umem,
 			 vd_mr_offset(msg->mr, msg->mr_addr + off), len, arg);
 		vd_mr_use_end(msg->mr);
 		return ret;
@@ -56,8 +56,8 @@ int vd_fpdu_walk_payload(struct vd_tp *tp, u32 off, u32 len,
 			return -EACCES;
 		ret = -EFAULT;
 		if (!WARN_ON_ONCE(!mr->umem) && vd_mr_use_begin(mr)) {
-			ret = fn(tp, mr->umem, vd_mr_offset(mr, s->addr + off),
-				 n, arg);
+			ret = fn(tp, mr, mr->umem,
+				 vd_mr_offset(mr, s->addr + off), n, arg);
 			vd_mr_use_end(mr);
 		}
 		vd_mr_put(mr);
@@ -70,8 +70,9 @@ int vd_fpdu_walk_payload(struct vd_tp *tp, u32 off, u32 len,
 }
 
 /* vd_fpdu_walk_payload() for fpdu_copy(): @arg is where the bytes go next. */
-static int fpdu_copy_umem(struct vd_tp *tp, const struct vd_umem *umem,
-			  u64 umem_off, u32 len, void *arg)
+static int fpdu_copy_umem(struct vd_tp *tp, struct vd_mr *mr,
+			  const struct vd_umem *umem, u64 umem_off, u32 len,
+			  void *arg)
 {
 	u8 **dst = arg;
 	int ret = vd_umem_copy_from(umem, umem_off, *dst, len);

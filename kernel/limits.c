@@ -24,13 +24,16 @@ MODULE_PARM_DESC(ctx_max_cq, "Completion queues per context");
 static unsigned int ctx_max_qp = VD_MAX_QP;
 module_param(ctx_max_qp, uint, 0644);
 MODULE_PARM_DESC(ctx_max_qp, "Queue pairs per context");
+static unsigned int ctx_max_srq = VD_MAX_SRQ;
+module_param(ctx_max_srq, uint, 0644);
+MODULE_PARM_DESC(ctx_max_srq, "Shared receive queues per context");
 static unsigned int ctx_max_mw = VD_MAX_MR;
 module_param(ctx_max_mw, uint, 0644);
 MODULE_PARM_DESC(ctx_max_mw, "Memory windows per context");
 
 /**
  * vd_limit_objs() - whether a context may create one more object
- * @res_type: VIADUCT_RES_PD, _MR, _CQ or _QP
+ * @res_type: VIADUCT_RES_PD, _MR, _CQ, _QP or _SRQ
  * @held: how many of that type the context holds now
  *
  * Return: 0, or -ENOSPC when @held is at the type's limit. Other types
@@ -43,6 +46,7 @@ int vd_limit_objs(u32 res_type, long held)
 		[VIADUCT_RES_MR] = &ctx_max_mr,
 		[VIADUCT_RES_CQ] = &ctx_max_cq,
 		[VIADUCT_RES_QP] = &ctx_max_qp,
+		[VIADUCT_RES_SRQ] = &ctx_max_srq,
 	};
 
 	if (res_type >= ARRAY_SIZE(limit) || !limit[res_type])

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Per-context object limits: how many PDs, MRs, CQs, QPs and memory windows
- * one context (an open file of /dev/viaduct) may hold. Module parameters
- * ctx_max_pd, ctx_max_mr, ctx_max_cq, ctx_max_qp and ctx_max_mw (0644); the
- * defaults are the device limits QUERY_DEVICE reports (windows: max_mr,
- * whose STags they share). Documentation/security.rst lists every limit.
+ * Per-context object limits: how many PDs, MRs, CQs, QPs, SRQs and memory
+ * windows one context (an open file of /dev/viaduct) may hold. Module
+ * parameters ctx_max_pd, ctx_max_mr, ctx_max_cq, ctx_max_qp, ctx_max_srq
+ * and ctx_max_mw (0644); the defaults are the device limits QUERY_DEVICE
+ * reports (SRQs: as many as QPs; windows: max_mr, whose STags they share).
+ * Documentation/security.rst lists every limit.
  */
 #ifndef _VD_LIMITS_H
 #define _VD_LIMITS_H

@@ -50,7 +50,7 @@ static const struct nla_policy vd_nl_policy[VIADUCT_A_MAX + 1] = {
 	[VIADUCT_A_IFINDEX]	= NLA_POLICY_MIN(NLA_U32, 1),
 	[VIADUCT_A_IFNAME]	= { .type = NLA_NUL_STRING, .len = IFNAMSIZ - 1 },
 	[VIADUCT_A_RES_TYPE]	= NLA_POLICY_RANGE(NLA_U32, VIADUCT_RES_PD,
-						   VIADUCT_RES_QP),
+						   VIADUCT_RES_SRQ),
 };
 
 static struct genl_family vd_nl_family;
@@ -458,6 +458,7 @@ static int stats_ctx(struct vd_uctx *ctx, void *arg)
 	    put_stat(skb, VIADUCT_A_STAT_MRS, c.objs[VIADUCT_RES_MR - 1]) ||
 	    put_stat(skb, VIADUCT_A_STAT_CQS, c.objs[VIADUCT_RES_CQ - 1]) ||
 	    put_stat(skb, VIADUCT_A_STAT_QPS, c.objs[VIADUCT_RES_QP - 1]) ||
+	    put_stat(skb, VIADUCT_A_STAT_SRQS, c.objs[VIADUCT_RES_SRQ - 1]) ||
 	    put_stat(skb, VIADUCT_A_STAT_PINNED_PAGES, c.pinned_pages) ||
 	    put_stat(skb, VIADUCT_A_STAT_DOORBELLS, c.doorbells))
 		goto cancel;
@@ -548,6 +549,17 @@ static int put_res_attrs(struct sk_buff *skb, const struct vd_uobj_info *info,
 			return -EMSGSIZE;
 		if (info->qp.recv_cq &&
 		    nla_put_u32(skb, VIADUCT_A_RES_RECV_CQ, info->qp.recv_cq))
+			return -EMSGSIZE;
+		if (info->qp.srq &&
+		    nla_put_u32(skb, VIADUCT_A_RES_SRQ, info->qp.srq))
+			return -EMSGSIZE;
+		return 0;
+	case VIADUCT_RES_SRQ:
+		if (nla_put_u32(skb, VIADUCT_A_RES_PD_HANDLE, info->pd_handle) ||
+		    nla_put_u32(skb, VIADUCT_A_RES_PDN, info->pdn) ||
+		    nla_put_u32(skb, VIADUCT_A_RES_RQ_DEPTH, info->srq.depth) ||
+		    nla_put_u32(skb, VIADUCT_A_RES_SRQ_LIMIT, info->srq.limit) ||
+		    nla_put_u32(skb, VIADUCT_A_RES_SRQ_QPS, info->srq.qps))
 			return -EMSGSIZE;
 		return 0;
 	}

@@ -136,6 +136,26 @@ static void tp_zc_ready(struct vd_tp *tp)
 	vd_tp_queue_tx(tp);
 }
 
+/*
+ * A stream that stops gracefully waits until TCP let go of the pages of
+ * the messages it sent by reference: their WRs then complete (the peer
+ * acknowledged them) and none is flushed while TCP may still send its
+ * pages. The current message (@zmsg) is the stream's own and is not
+ * waited for: its WR is flushed, after the last FPDU of it that TCP has.
+ * An abortive stop does not wait: the RST that follows drops what TCP
+ * still holds. The wait is bounded for a peer that stopped acknowledging
+ * (Documentation/memory.rst).
+ */
+#define VD_TP_ZC_STOP_TIMEOUT	(10 * HZ)
+
+static void tp_zc_wait(struct vd_tp *tp, bool abort)
+{
+	if (!abort &&
+	    !vd_zc_wait_idle(tp->zc, tp->zmsg ? 1 : 0, VD_TP_ZC_STOP_TIMEOUT))
+		pr_debug("qp%u: TCP still holds messages sent by reference\n",
+			 tp->qp->qpn);
+}
+
 static void tp_write_space(struct sock *sk)
 {
 	struct vd_tp *tp;
@@ -311,9 +331,6 @@ static void tp_stop(struct vd_conn *conn, bool abort)
 	/* posting contexts that found the stream before it was unpublished */
 	wait_var_event(&tp->tx_direct_users,
 		       !atomic_read(&tp->tx_direct_users));
-	/* completions of messages sent by reference no longer queue tx */
-	if (tp->zc)
-		vd_zc_detach(tp->zc);
 	/* rx queues tx, tx never queues rx; each may requeue itself */
 	del_timer_sync(&tp->rx_stall);
 	cancel_work_sync(&tp->rx_work);
@@ -323,6 +340,13 @@ static void tp_stop(struct vd_conn *conn, bool abort)
 	/* our side ends the stream: the peer learns why (conn.h) */
 	if (conn->terminate && !abort)
 		vd_tx_final_terminate(tp, vd_term_code(VD_IW_RDMAP_CATASTROPHIC));
+	if (tp->zc) {
+		tp_zc_wait(tp, abort);
+		/* completions no longer reach the stream */
+		vd_zc_detach(tp->zc);
+		/* one that came meanwhile may have queued it */
+		cancel_work_sync(&tp->tx_work);
+	}
 	/* WRs whose pages TCP released before: they are done */
 	if (tp->zc)
 		vd_tx_zc_retire(tp);

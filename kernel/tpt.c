@@ -68,6 +68,7 @@ void vd_tpt_init(struct vd_tpt *tpt, u32 max_mr)
 		      max_mr : VD_STAG_INDEX_MAX;
 	atomic_set(&tpt->nr_mrs, 0);
 	atomic_set(&tpt->nr_alive, 0);
+	atomic_set(&tpt->tcp_holds, 0);
 	init_llist_head(&tpt->release_list);
 	INIT_WORK(&tpt->release_work, vd_tpt_release_work);
 }
@@ -78,13 +79,17 @@ EXPORT_SYMBOL_IF_KUNIT(vd_tpt_init);
  * @tpt: the table
  *
  * Runs after every STag of the device was deregistered and every reference
- * to them dropped; waits for the releases still queued on the table's work
- * item and warns if a region is left.
+ * to them dropped, but for the messages TCP may still hold by reference
+ * (zero copy) after their regions' deregistration gave up waiting: waits
+ * for those (TCP frees them within its own timeouts), then for the
+ * releases still queued on the table's work item, and warns if a region
+ * is left.
  *
- * Context: Process context (flushes a work item).
+ * Context: Process context (sleeps).
  */
 void vd_tpt_uninit(struct vd_tpt *tpt)
 {
+	wait_var_event(&tpt->tcp_holds, !atomic_read(&tpt->tcp_holds));
 	/*
 	 * Regions whose last reference went away outside process context
 	 * are queued on release_work; once it is flushed, nothing of ours
@@ -394,6 +399,66 @@ void vd_mr_use_end(struct vd_mr *mr)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_mr_use_end);
 
+/**
+ * vd_mr_tcp_hold() - TCP is about to hold pages of the region by reference
+ * @mr: the region, inside a use bracket (vd_mr_use_begin())
+ *
+ * For a message sent by reference (zcopy.c): its pages stay in TCP's
+ * queues until the peer acknowledged them, and TCP may send them again
+ * until then. Takes a reference and counts the message; deregistration
+ * waits until every such message let go (vd_mr_tcp_release()). Taken
+ * inside the bracket, so deregistration, which waits for the brackets
+ * first, sees every hold taken before the region died, and none after.
+ *
+ * Context: Any context; does not sleep.
+ */
+void vd_mr_tcp_hold(struct vd_mr *mr)
+{
+	atomic_inc(&mr->tpt->tcp_holds);
+	vd_mr_get(mr);
+	atomic_inc(&mr->tcp_held);
+}
+
+/**
+ * vd_mr_tcp_release() - TCP let go of the pages of a message
+ * @mr: a region vd_mr_tcp_hold() counted the message in
+ *
+ * The table outlives the hold: vd_tpt_uninit() waits for every one, so
+ * a region TCP still held when its deregistration stopped waiting is
+ * released through the table's work item, not after the table is gone.
+ *
+ * Context: Any context (the skb destructor's, softirq included); does not
+ * sleep.
+ */
+void vd_mr_tcp_release(struct vd_mr *mr)
+{
+	struct vd_tpt *tpt = mr->tpt;
+
+	/* atomic_dec_and_test() is a full barrier for wake_up_var() */
+	if (atomic_dec_and_test(&mr->tcp_held))
+		wake_up_var(&mr->tcp_held);
+	vd_mr_put(mr);
+	/* last: the table may go once this is zero (only the address hashes) */
+	if (atomic_dec_and_test(&tpt->tcp_holds))
+		wake_up_var(&tpt->tcp_holds);
+}
+
+/*
+ * TCP lets go of a message once the peer acknowledged its bytes: a round
+ * trip on a live connection. The bound is for a peer that stopped
+ * acknowledging (TCP itself gives up only after minutes); then the pages
+ * stay pinned by TCP's own references (Documentation/memory.rst).
+ */
+#define VD_MR_TCP_TIMEOUT	(30 * HZ)
+
+static void vd_mr_wait_tcp(struct vd_mr *mr)
+{
+	if (!wait_var_event_timeout(&mr->tcp_held, !atomic_read(&mr->tcp_held),
+				    VD_MR_TCP_TIMEOUT))
+		pr_warn_ratelimited("viaduct: STag 0x%08x: TCP still holds %d messages of it by reference\n",
+				    mr->stag, atomic_read(&mr->tcp_held));
+}
+
 /*
  * A bracket covers one batch of a copy (at most a transmit buffer or one
  * FPDU) and never sleeps, so this is short; the bound is for a bug.
@@ -435,7 +500,9 @@ EXPORT_SYMBOL_IF_KUNIT(vd_mr_instance_end);
  *
  * Removes the STag from the table (no later lookup finds it), stops
  * counting as a user of its PD, waits until no copy is in progress in it
- * (none starts after), and drops the reference. For a fast-register MR the
+ * (none starts after) and until TCP holds none of its pages by reference
+ * (zero copy; bounded, see vd_mr_wait_tcp()), and drops the reference.
+ * For a fast-register MR the
  * registration its slot holds ends the same way. If nobody else holds the
  * region, it is released (unpinned, uncharged) before this returns.
  *
@@ -466,8 +533,15 @@ void vd_mr_deregister(struct vd_mr *mr)
 	if (cur && cur != mr)
 		WRITE_ONCE(cur->dead, true);
 	vd_mr_quiesce(mr);
-	if (cur && cur != mr)
+	if (cur && cur != mr) {
+		/* kept until TCP let go of it too */
+		vd_mr_get(cur);
 		vd_mr_instance_end(cur);
+		vd_mr_wait_tcp(cur);
+		vd_mr_put(cur);
+	}
+	/* ... and TCP holds none of its pages by reference (zero copy) */
+	vd_mr_wait_tcp(mr);
 	kref_put(&mr->ref, vd_mr_release_now);
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_mr_deregister);

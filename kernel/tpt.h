@@ -113,6 +113,7 @@ struct vd_tpt {
 	u32 max_mr;
 	atomic_t nr_mrs;		/* registered (not yet deregistered) */
 	atomic_t nr_alive;		/* not yet freed */
+	atomic_t tcp_holds;		/* vd_mr_tcp_hold()s not yet released */
 	struct llist_head release_list;	/* last put outside process context */
 	struct work_struct release_work;
 };
@@ -150,6 +151,7 @@ struct vd_mr {
 	/* access ends: vd_mr_use_begin()/end() against deregistration */
 	bool dead;			/* deregistered; READ_ONCE/WRITE_ONCE */
 	atomic_t users;			/* copies in progress */
+	atomic_t tcp_held;		/* zero-copy messages TCP still holds */
 	u64 addr;			/* base: the address of the first byte */
 	u64 length;			/* bytes, > 0 */
 	struct vd_umem *umem;		/* owned; NULL for table-only tests */
@@ -191,6 +193,8 @@ static inline struct vd_mr *vd_mr_get(struct vd_mr *mr)
 
 bool vd_mr_use_begin(struct vd_mr *mr);
 void vd_mr_use_end(struct vd_mr *mr);
+void vd_mr_tcp_hold(struct vd_mr *mr);
+void vd_mr_tcp_release(struct vd_mr *mr);
 enum vd_access_status vd_tpt_invalidate_sync(struct vd_tpt *tpt, u32 stag,
 					     const struct vd_pd *pd, u32 qpn,
 					     bool remote);

@@ -227,8 +227,10 @@ extern struct workqueue_struct *vd_tp_wq;
 void vd_tx_work(struct work_struct *work);
 void vd_tx_direct(struct vd_tp *tp);
 void vd_tx_zc_retire(struct vd_tp *tp);
-typedef int (*vd_fpdu_umem_fn)(struct vd_tp *tp, const struct vd_umem *umem,
-			       u64 umem_off, u32 len, void *arg);
+/* @mr: the region the bytes are in, inside its use bracket; @umem: its pages */
+typedef int (*vd_fpdu_umem_fn)(struct vd_tp *tp, struct vd_mr *mr,
+			       const struct vd_umem *umem, u64 umem_off,
+			       u32 len, void *arg);
 int vd_fpdu_walk_payload(struct vd_tp *tp, u32 off, u32 len,
 			 vd_fpdu_umem_fn fn, void *arg);
 void vd_fpdu_seg_hdr(const struct vd_tx_msg *msg,

@@ -39,7 +39,8 @@
 /* reports name the types VIADUCT_RES_* = enum vd_uobj_type + 1 */
 static_assert(VD_UOBJ_PD + 1 == VIADUCT_RES_PD);
 static_assert(VD_UOBJ_QP + 1 == VIADUCT_RES_QP);
-static_assert(VD_UOBJ_QP + 1 == VD_UOBJ_NR_TYPES);
+static_assert(VD_UOBJ_SRQ + 1 == VIADUCT_RES_SRQ);
+static_assert(VD_UOBJ_SRQ + 1 == VD_UOBJ_NR_TYPES);
 
 /**
  * vd_uobj_table_init() - an empty table and the context's async queue
@@ -440,8 +441,8 @@ long vd_uobj_create(struct vd_uobj_table *t, enum vd_uobj_type type,
 
 	mutex_lock(&t->lock);
 	/*
-	 * The limits are per reported type (SRQs have none yet) and count
-	 * the creations in progress, which run without the lock.
+	 * The limits are per reported type (limits.c; CM ids have none) and
+	 * count the creations in progress, which run without the lock.
 	 */
 	if (type < VD_UOBJ_NR_TYPES) {
 		ret = vd_limit_objs(type + 1,

@@ -74,7 +74,7 @@ struct viaduct_create_srq;
 struct vd_uctx;
 
 /* Published objects of a table, by VIADUCT_RES_* - 1. */
-#define VD_UOBJ_NR_TYPES	4
+#define VD_UOBJ_NR_TYPES	5
 
 struct vd_uobj_table {
 	struct mutex lock;		/* create, destroy, resize */
@@ -115,7 +115,13 @@ struct vd_uobj_info {
 			u32 rq_depth;
 			u32 send_cq;	/* 0: private completion ring */
 			u32 recv_cq;
+			u32 srq;	/* 0: an RQ of its own */
 		} qp;
+		struct {
+			u32 depth;
+			u32 limit;	/* armed limit, 0: none */
+			u32 qps;	/* QPs attached */
+		} srq;
 	};
 };
 

@@ -25,8 +25,8 @@ enum vd_uobj_type {
 	VD_UOBJ_MR,
 	VD_UOBJ_CQ,
 	VD_UOBJ_QP,
+	VD_UOBJ_SRQ,
 	VD_UOBJ_CM_ID,		/* not reported: no VIADUCT_RES_* type */
-	VD_UOBJ_SRQ,		/* not reported either */
 	VD_UOBJ_MW,		/* a memory window (umw.c); not reported */
 };
 

@@ -12,12 +12,14 @@
 #include "cq.h"
 #include "pd.h"
 #include "qp.h"
+#include "srq.h"
 #include "tpt.h"
 #include "uobj_priv.h"
 
 static void uobj_describe(const struct vd_uobj *u, u32 handle,
 			  struct vd_uobj_info *info)
 {
+	struct viaduct_query_srq sq;
 	struct viaduct_query_qp q;
 	struct vd_qp *qp;
 
@@ -51,9 +53,16 @@ static void uobj_describe(const struct vd_uobj *u, u32 handle,
 		/* fixed at creation, and the table holds the QP */
 		info->qp.send_cq = qp->sq.private_cq ? 0 : qp->sq.cq->handle;
 		info->qp.recv_cq = qp->rq.private_cq ? 0 : qp->rq.cq->handle;
+		info->qp.srq = qp->srq ? qp->srq->handle : 0;
+		break;
+	case VD_UOBJ_SRQ:
+		vd_srq_query(u->srq, &sq);
+		info->pdn = u->srq->pd->pdn;
+		info->srq.depth = sq.depth;
+		info->srq.limit = sq.limit;
+		info->srq.qps = sq.num_qps;
 		break;
 	case VD_UOBJ_CM_ID:
-	case VD_UOBJ_SRQ:
 	case VD_UOBJ_MW:
 		/* never reported: the walk skips them */
 		break;
@@ -70,7 +79,7 @@ static void uobj_describe(const struct vd_uobj *u, u32 handle,
  *      non-zero stops the walk
  * @arg: passed to @fn
  *
- * PDs, MRs, CQs and QPs are reported; CM ids, SRQs and reserved handles
+ * PDs, MRs, CQs, QPs and SRQs are reported; CM ids and reserved handles
  * are skipped. @fn runs with @lock held: the objects cannot go away and
  * @fn must not sleep. Never call it on a table that
  * vd_uobj_table_destroy() may be destroying (vd_uctx_walk() sees to

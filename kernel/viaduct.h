@@ -21,6 +21,7 @@
 #define VD_MAX_CQ		16384U
 #define VD_MAX_CQE		65536U		/* entries per CQ */
 #define VD_MAX_QP		16384U
+#define VD_MAX_SRQ		16384U		/* per context (limits.c) */
 #define VD_MAX_QP_WR		16384U		/* WQEs per SQ or RQ */
 #define VD_MAX_SGE		16U
 #define VD_MAX_INLINE		256U		/* bytes */

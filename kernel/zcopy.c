@@ -15,13 +15,16 @@
 #include <linux/mm.h>
 #include <linux/moduleparam.h>
 #include <linux/netdev_features.h>
+#include <linux/overflow.h>
 #include <linux/rcupdate.h>
 #include <linux/slab.h>
 #include <linux/wait.h>
+#include <linux/wait_bit.h>
 #include <net/sock.h>
 
 #include "mem.h"
 #include "stats.h"
+#include "tpt.h"
 #include "transport.h"
 #include "zcopy.h"
 
@@ -80,12 +83,17 @@ void vd_zc_release(struct vd_zc *zc)
  *      stopped)
  *
  * Counts it (tx_zcopy_msgs, and tx_zcopy_copied if its pages were copied
- * after all or never held by an skb) and drops its context reference.
+ * after all or never held by an skb), lets its regions go (their
+ * deregistration may be waiting for that) and drops its context reference.
  *
  * Context: Any context.
  */
 void vd_zc_msg_free(struct vd_zc_msg *zm)
 {
+	u32 i;
+
+	for (i = 0; i < zm->nr_mrs; i++)
+		vd_mr_tcp_release(zm->mrs[i]);
 	vd_stat_inc(tx_zcopy_msgs);
 	if (zm->copied || !zm->used)
 		vd_stat_inc(tx_zcopy_copied);
@@ -123,6 +131,12 @@ static void vd_zc_complete(struct sk_buff *skb, struct ubuf_info *ubuf,
 	if (!refcount_dec_and_test(&ubuf->refcnt))
 		return;
 
+	/*
+	 * A stopping stream may wait for this (vd_zc_wait_idle()), for all
+	 * messages but its current one; a full barrier before the wake-up.
+	 */
+	if (atomic_dec_return(&zc->in_tcp) <= 1)
+		wake_up_var(&zc->in_tcp);
 	rcu_read_lock();
 	spin_lock_irqsave(&zc->lock, flags);
 	if (zc->tp) {
@@ -226,17 +240,22 @@ void vd_zc_take_done(struct vd_zc *zc, struct list_head *done)
  * @wr: the message completes an SQ WR
  * @seq: that WR, if @wr
  * @len: its bytes
+ * @max_mrs: how many regions its payload may come from
  *
  * Context: Process context.
  * Return: the message with the sender's reference, or NULL when out of
  * memory.
  */
-struct vd_zc_msg *vd_zc_msg_new(struct vd_zc *zc, bool wr, u32 seq, u32 len)
+struct vd_zc_msg *vd_zc_msg_new(struct vd_zc *zc, bool wr, u32 seq, u32 len,
+				u32 max_mrs)
 {
-	struct vd_zc_msg *zm = kzalloc(sizeof(*zm), GFP_KERNEL);
+	struct vd_zc_msg *zm = kzalloc(struct_size(zm, mrs, max_mrs),
+				       GFP_KERNEL);
 
 	if (!zm)
 		return NULL;
+	zm->max_mrs = max_mrs;
+	atomic_inc(&zc->in_tcp);
 	vd_zc_ubuf_init(&zm->ubuf);
 	/* as io_uring's and MSG_ZEROCOPY's: keep the frags when forwarded */
 	zm->ubuf.flags = SKBFL_ZEROCOPY_FRAG | SKBFL_DONT_ORPHAN;
@@ -249,6 +268,52 @@ struct vd_zc_msg *vd_zc_msg_new(struct vd_zc *zc, bool wr, u32 seq, u32 len)
 	INIT_LIST_HEAD(&zm->node);
 	atomic_inc(&vd_zc_live);
 	return zm;
+}
+
+/**
+ * vd_zc_msg_hold() - the message is about to hand pages of a region to TCP
+ * @zm: the message
+ * @mr: the region, inside its use bracket
+ *
+ * The message holds the region (vd_mr_tcp_hold()) until TCP let go of it:
+ * deregistration waits for that. Once per region and message.
+ *
+ * Context: The transmitter of the stream.
+ * Return: 0, or -ENOSPC if the message names more regions than it said
+ * (its SGEs' memory was deregistered and registered again under the same
+ * STags while it was being sent: the message fails).
+ */
+int vd_zc_msg_hold(struct vd_zc_msg *zm, struct vd_mr *mr)
+{
+	u32 i;
+
+	for (i = zm->nr_mrs; i--; )
+		if (zm->mrs[i] == mr)
+			return 0;
+	if (zm->nr_mrs >= zm->max_mrs)
+		return -ENOSPC;
+	vd_mr_tcp_hold(mr);
+	zm->mrs[zm->nr_mrs++] = mr;
+	return 0;
+}
+
+/**
+ * vd_zc_wait_idle() - wait until TCP let go of a stream's messages
+ * @zc: the stream's context
+ * @held: messages the stream itself still holds (its current one)
+ * @timeout: in jiffies
+ *
+ * For a stopping stream, before its outstanding WRs are flushed: a WR
+ * sent by reference completes only when TCP no longer holds its pages.
+ *
+ * Context: Process context; sleeps.
+ * Return: true if TCP holds none, false on timeout.
+ */
+bool vd_zc_wait_idle(struct vd_zc *zc, int held, unsigned long timeout)
+{
+	return wait_var_event_timeout(&zc->in_tcp,
+				      atomic_read(&zc->in_tcp) <= held,
+				      timeout);
 }
 
 /**
@@ -320,9 +385,12 @@ static int zc_add(struct vd_tp *tp, struct page *page, u32 off, u32 len)
 	return 0;
 }
 
-/* Bytes [@off, @off + @len) of @umem into the batch, and into the CRC. */
-static int zc_umem(struct vd_tp *tp, const struct vd_umem *umem, u64 off,
-		   u32 len, void *arg)
+/*
+ * Bytes [@off, @off + @len) of @umem (@mr's) into the batch, and into the
+ * CRC; the message holds @mr until TCP lets go of the pages.
+ */
+static int zc_umem(struct vd_tp *tp, struct vd_mr *mr,
+		   const struct vd_umem *umem, u64 off, u32 len, void *arg)
 {
 	u32 *crc = arg;
 	unsigned int poff;
@@ -332,6 +400,9 @@ static int zc_umem(struct vd_tp *tp, const struct vd_umem *umem, u64 off,
 
 	if (off > umem->length || len > umem->length - off)
 		return -EFAULT;
+	ret = vd_zc_msg_hold(tp->zmsg, mr);
+	if (ret)
+		return ret;
 	while (len) {
 		page = vd_umem_page(umem, off, &poff);
 		n = min_t(u32, len, PAGE_SIZE - poff);
@@ -494,7 +565,8 @@ void vd_zc_begin(struct vd_tp *tp)
 	if (tp->zc && (READ_ONCE(tp->sk->sk_route_caps) & NETIF_F_SG))
 		tp->zmsg = vd_zc_msg_new(tp->zc, msg->wr &&
 					 msg->hdr.opcode != VD_OP_READ_REQ,
-					 msg->seq, msg->len);
+					 msg->seq, msg->len,
+					 msg->mr ? 1 : msg->num_sge);
 	if (!tp->zmsg)
 		vd_stat_inc(tx_zcopy_fallbacks);
 }

@@ -25,6 +25,7 @@
 #include <linux/spinlock.h>
 #include <linux/types.h>
 
+struct vd_mr;
 struct vd_tp;
 
 struct vd_zc {
@@ -33,6 +34,7 @@ struct vd_zc {
 	struct vd_tp *tp;	/* NULL once the stream stopped */
 	void (*ready)(struct vd_tp *tp);
 	struct list_head done;	/* vd_zc_msg that TCP let go of */
+	atomic_t in_tcp;	/* messages TCP (or their sender) holds */
 };
 
 struct vd_zc_msg {
@@ -44,13 +46,19 @@ struct vd_zc_msg {
 	bool wr;
 	bool used;		/* an skb held its pages until it was freed */
 	bool copied;		/* the stack copied the pages of an skb */
+	/* the regions whose pages TCP holds, vd_mr_tcp_hold() each */
+	u32 nr_mrs, max_mrs;
+	struct vd_mr *mrs[];
 };
 
 u32 vd_zc_min(void);
 struct vd_zc *vd_zc_create(struct vd_tp *tp, void (*ready)(struct vd_tp *tp));
 void vd_zc_detach(struct vd_zc *zc);
 void vd_zc_release(struct vd_zc *zc);
-struct vd_zc_msg *vd_zc_msg_new(struct vd_zc *zc, bool wr, u32 seq, u32 len);
+struct vd_zc_msg *vd_zc_msg_new(struct vd_zc *zc, bool wr, u32 seq, u32 len,
+				u32 max_mrs);
+int vd_zc_msg_hold(struct vd_zc_msg *zm, struct vd_mr *mr);
+bool vd_zc_wait_idle(struct vd_zc *zc, int held, unsigned long timeout);
 void vd_zc_msg_put(struct vd_zc_msg *zm);
 void vd_zc_take_done(struct vd_zc *zc, struct list_head *done);
 void vd_zc_msg_free(struct vd_zc_msg *zm);

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Per-context object limits: the module parameters ctx_max_pd, ctx_max_mr,
- * ctx_max_cq and ctx_max_qp bound how many objects one open file of
- * /dev/viaduct may hold. The test lowers each (and restores it), fills a
+ * ctx_max_cq, ctx_max_qp and ctx_max_srq bound how many objects one open
+ * file of /dev/viaduct may hold. The test lowers each (and restores it), fills a
  * context up to the limit, and checks that one more fails with ENOSPC
  * (twice: the failed attempt took nothing), that freeing one makes room
  * for exactly one, and that another context is not affected. The
- * defaults are the device limits that QUERY_DEVICE reports.
+ * defaults are the device limits that QUERY_DEVICE reports (for SRQs, as
+ * many as QPs).
  *
  * Ring memory is charged to the memory cgroup of the process that creates
  * the ring: in a cgroup of its own, the test's memory.current grows by
@@ -22,12 +23,16 @@
 
 #define LIM	3
 
-static const char *const params[] = { "ctx_max_pd", "ctx_max_mr", "ctx_max_cq", "ctx_max_qp" };
+static const char *const params[] = {
+	"ctx_max_pd", "ctx_max_mr", "ctx_max_cq", "ctx_max_qp", "ctx_max_srq",
+};
+
+#define NKINDS	((int)(sizeof(params) / sizeof(params[0])))
 
 FIXTURE(lim)
 {
 	struct vd_testdev d;
-	long saved[4];
+	long saved[NKINDS];
 	unsigned char *buf;
 };
 
@@ -56,7 +61,7 @@ FIXTURE_SETUP(lim)
 {
 	int i;
 
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < NKINDS; i++)
 		self->saved[i] = -1;
 	self->buf = NULL;
 	ASSERT_EQ(0, vd_testdev_up(&self->d, "lim"));
@@ -69,7 +74,7 @@ FIXTURE_TEARDOWN(lim)
 {
 	int i;
 
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < NKINDS; i++)
 		if (self->saved[i] >= 0)
 			lim_param(params[i], self->saved[i]);
 	vd_testdev_down(&self->d);
@@ -83,11 +88,13 @@ TEST_F(lim, defaults_are_the_device_limits)
 	EXPECT_EQ((long)self->d.attr.max_mr, lim_param("ctx_max_mr", -1));
 	EXPECT_EQ((long)self->d.attr.max_cq, lim_param("ctx_max_cq", -1));
 	EXPECT_EQ((long)self->d.attr.max_qp, lim_param("ctx_max_qp", -1));
+	EXPECT_EQ((long)self->d.attr.max_qp, lim_param("ctx_max_srq", -1));
 }
 
 /* Creates an object of kind @k in @fd (on PD @pd): its handle or -errno. */
 static int lim_create(FIXTURE_DATA(lim) *self, int fd, int k, __u32 pd)
 {
+	struct viaduct_create_srq srq;
 	struct viaduct_create_cq cq;
 	struct vd_qp q;
 	int ret;
@@ -100,6 +107,13 @@ static int lim_create(FIXTURE_DATA(lim) *self, int fd, int k, __u32 pd)
 	case 2:
 		ret = vd_create_cq(fd, 16, -1, 0, &cq);
 		return ret ? ret : (int)cq.handle;
+	case 4:
+		memset(&srq, 0, sizeof(srq));
+		srq.pd_handle = pd;
+		srq.depth = 16;
+		srq.max_sge = 1;
+		ret = vd_ioctl(fd, VIADUCT_IOCTL_CREATE_SRQ, &srq);
+		return ret ? ret : (int)srq.handle;
 	default:
 		memset(&q, 0, sizeof(q));
 		vd_qp_args(&q.c, pd, 0, 0);
@@ -113,7 +127,7 @@ static int lim_create(FIXTURE_DATA(lim) *self, int fd, int k, __u32 pd)
 
 static const unsigned long destroy_cmd[] = {
 	VIADUCT_IOCTL_DESTROY_PD, VIADUCT_IOCTL_DEREG_MR, VIADUCT_IOCTL_DESTROY_CQ,
-	VIADUCT_IOCTL_DESTROY_QP,
+	VIADUCT_IOCTL_DESTROY_QP, VIADUCT_IOCTL_DESTROY_SRQ,
 };
 
 TEST_F(lim, each_limit_holds_per_context)
@@ -122,8 +136,8 @@ TEST_F(lim, each_limit_holds_per_context)
 
 	other = vd_testdev_open_selected(&self->d);
 	ASSERT_LE(0, other);
-	for (k = 0; k < 4; k++) {
-		/* the PD the MRs and QPs need, before the PD limit is low */
+	for (k = 0; k < NKINDS; k++) {
+		/* the PD the MRs, QPs and SRQs need, before the PD limit is low */
 		pd = k ? vd_create_pd(self->d.fd) : 0;
 		ASSERT_LE(0, pd);
 		self->saved[k] = lim_param(params[k], LIM);

@@ -38,10 +38,12 @@ FIXTURE(mem)
 	struct xf_side a;	/* active: connects */
 	struct xf_side b;	/* passive: listens, accepts */
 	int up;
+	long zc_saved;		/* zcopy_tx_min to restore, or -1 */
 };
 
 FIXTURE_SETUP(mem)
 {
+	self->zc_saved = -1;
 	xf_pair_up(_metadata, &self->a, &self->b, &self->up);
 	xf_pair_connect(_metadata, &self->a, &self->b, VIADUCT_CM_F_CRC, NULL, NULL, NULL);
 }
@@ -49,6 +51,17 @@ FIXTURE_SETUP(mem)
 FIXTURE_TEARDOWN(mem)
 {
 	xf_pair_down(&self->a, &self->b, self->up);
+	if (self->zc_saved >= 0)
+		xf_zc_set(self->zc_saved);
+}
+
+/* Zero copy on for messages of at least @min bytes, until the teardown. */
+static void zc_on(struct __test_metadata *_metadata, FIXTURE_DATA(mem) *self,
+		  long min)
+{
+	self->zc_saved = xf_zc_get();
+	ASSERT_LE(0, self->zc_saved) TH_LOG("no zcopy_tx_min parameter");
+	ASSERT_EQ(0, xf_zc_set(min));
 }
 
 /*
@@ -443,12 +456,16 @@ static void post_raw(struct xf_side *s, __u64 wr_id, __u8 opcode, __u8 flags,
  * being streamed to a, then writes a canary over the memory: no canary
  * byte ever reaches a, whatever part of the response got there. The Read
  * completes in full (if it was all out before) or fails with b's
- * Terminate: invalid STag.
+ * Terminate: invalid STag. With zero copy on, the response's pages are
+ * in TCP's queues by reference: DEREG_MR returns only once TCP let go of
+ * them, so the canary cannot be sent (or sent again) either.
  */
-TEST_F_TIMEOUT(mem, dereg_during_read_response, XF_TIMEOUT_S)
+static void dereg_during_read_response(struct __test_metadata *_metadata,
+				       FIXTURE_DATA(mem) *self, long zc_min)
 {
+	long long st0[VD_ST_NR], st[VD_ST_NR];
 	unsigned char *src, *sink;
-	__u32 src_stag, sink_stag;
+	__u32 src_stag = 0, sink_stag = 0;
 	struct viaduct_cqe cqe;
 	int src_mr, sink_mr, spins;
 	size_t i, got = 0, bad = 0;
@@ -464,6 +481,9 @@ TEST_F_TIMEOUT(mem, dereg_during_read_response, XF_TIMEOUT_S)
 	ASSERT_LT(0, src_mr);
 	sink_mr = vd_reg_mr(self->a.fd, self->a.pd, sink, BIG, XF_ACCESS, &sink_stag);
 	ASSERT_LT(0, sink_mr);
+	if (zc_min)
+		zc_on(_metadata, self, zc_min);
+	ASSERT_EQ(0, vd_stats_read(st0));
 
 	post_raw(&self->a, 1, VIADUCT_OP_RDMA_READ, VIADUCT_SQE_SIGNALED, sink,
 		 BIG, sink_stag, src_stag, (unsigned long)src);
@@ -494,8 +514,135 @@ TEST_F_TIMEOUT(mem, dereg_during_read_response, XF_TIMEOUT_S)
 	if (cqe.status == VIADUCT_WC_SUCCESS)
 		EXPECT_EQ(BIG, got);
 	TH_LOG("%zu of %lu bytes arrived before the deregistration", got, BIG);
+	ASSERT_EQ(0, vd_stats_read(st));
+	/* the response went by reference */
+	if (zc_min) {
+		EXPECT_EQ(st0[VD_ST_TX_ZCOPY_FALLBACKS], st[VD_ST_TX_ZCOPY_FALLBACKS]);
+		EXPECT_LT(st0[VD_ST_TX_ZCOPY_MSGS], st[VD_ST_TX_ZCOPY_MSGS]);
+	}
 	munmap(src, BIG);
 	munmap(sink, BIG);
+}
+
+TEST_F_TIMEOUT(mem, dereg_during_read_response, XF_TIMEOUT_S)
+{
+	dereg_during_read_response(_metadata, self, 0);
+}
+
+TEST_F_TIMEOUT(mem, dereg_during_read_response_zcopy, XF_TIMEOUT_S)
+{
+	dereg_during_read_response(_metadata, self, 1);
+}
+
+#define ZC_LEN		(1U << 20)
+#define ZC_SENDS	8
+
+/*
+ * Zero copy: a 1 MiB Send from its own MR completes only once TCP let go
+ * of its pages, so deregistering right after the completion and writing
+ * a canary over the memory changes nothing the peer receives.
+ */
+TEST_F_TIMEOUT(mem, zcopy_send_dereg_after_completion, XF_TIMEOUT_S)
+{
+	long long st0[VD_ST_NR], st[VD_ST_NR];
+	struct xf_sge dst = { 0, ZC_LEN };
+	struct viaduct_cqe cqe;
+	unsigned char *src;
+	__u32 stag;
+	int mr, i;
+
+	src = mmap(NULL, ZC_LEN, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	ASSERT_NE(MAP_FAILED, src);
+	mr = vd_reg_mr(self->a.fd, self->a.pd, src, ZC_LEN, XF_ACCESS, &stag);
+	ASSERT_LT(0, mr);
+	zc_on(_metadata, self, 16384);
+	ASSERT_EQ(0, vd_stats_read(st0));
+
+	for (i = 0; i < 4; i++) {
+		xf_fill(src, ZC_LEN, 90 + i);
+		memset(self->b.buf, 0, ZC_LEN);
+		xf_post_recv(&self->b, 10 + i, &dst, 1);
+		post_raw(&self->a, 20 + i, VIADUCT_OP_SEND, VIADUCT_SQE_SIGNALED,
+			 src, ZC_LEN, stag, 0, 0);
+		XF_EXPECT_CQE(&self->a.q.scq, 20 + i, VIADUCT_WC_SUCCESS, &cqe);
+		/* the last: its memory goes right after the completion */
+		if (i == 3)
+			ASSERT_EQ(0, vd_dereg_mr(self->a.fd, mr));
+		memset(src, CANARY, ZC_LEN);
+		XF_EXPECT_CQE(&self->b.q.rcq, 10 + i, VIADUCT_WC_SUCCESS, &cqe);
+		EXPECT_EQ(ZC_LEN, cqe.byte_len);
+		xf_fill(src, ZC_LEN, 90 + i);
+		EXPECT_EQ(0, memcmp(self->b.buf, src, ZC_LEN)) TH_LOG("send %d", i);
+	}
+	ASSERT_EQ(0, vd_stats_read(st));
+	EXPECT_EQ(st0[VD_ST_TX_ZCOPY_FALLBACKS], st[VD_ST_TX_ZCOPY_FALLBACKS]);
+	EXPECT_LE(st0[VD_ST_TX_ZCOPY_MSGS] + 4, st[VD_ST_TX_ZCOPY_MSGS]);
+	munmap(src, ZC_LEN);
+}
+
+/*
+ * Zero copy: eight 1 MiB Sends in flight when a closes the connection,
+ * right after b received the first. Every WR completes, in order, as sent
+ * or flushed; either only once TCP let go of its pages, so a canary
+ * written over a WR's memory as soon as it completed never reaches b,
+ * which receives only whole, correct messages.
+ */
+TEST_F_TIMEOUT(mem, zcopy_flush_in_flight, XF_TIMEOUT_S)
+{
+	struct viaduct_cqe cqe, first;
+	unsigned char *src, *want;
+	__u32 stag, i;
+	int mr, ok = 0;
+
+	src = mmap(NULL, ZC_SENDS * ZC_LEN, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	ASSERT_NE(MAP_FAILED, src);
+	want = malloc(ZC_LEN);
+	ASSERT_NE(NULL, want);
+	mr = vd_reg_mr(self->a.fd, self->a.pd, src, ZC_SENDS * ZC_LEN, XF_ACCESS, &stag);
+	ASSERT_LT(0, mr);
+	zc_on(_metadata, self, 16384);
+	/* b takes the first two */
+	for (i = 0; i < ZC_SENDS; i++) {
+		struct xf_sge dst = { i * ZC_LEN, ZC_LEN };
+
+		xf_fill(src + i * ZC_LEN, ZC_LEN, 100 + i);
+		if (i < 2)
+			xf_post_recv(&self->b, 30 + i, &dst, 1);
+	}
+	for (i = 0; i < ZC_SENDS; i++)
+		post_raw(&self->a, 40 + i, VIADUCT_OP_SEND, VIADUCT_SQE_SIGNALED,
+			 src + i * ZC_LEN, ZC_LEN, stag, 0, 0);
+	XF_EXPECT_CQE(&self->b.q.rcq, 30, VIADUCT_WC_SUCCESS, &first);
+	ASSERT_EQ(0, xf_disconnect(&self->a, self->a.id, 0));
+
+	for (i = 0; i < ZC_SENDS; i++) {
+		ASSERT_EQ(1U, vd_cring_wait(&self->a.q.scq, &cqe, 1, XF_WAIT_MS));
+		EXPECT_EQ(40U + i, cqe.wr_id);
+		EXPECT_TRUE(cqe.status == VIADUCT_WC_SUCCESS ||
+			    cqe.status == VIADUCT_WC_FLUSHED)
+			TH_LOG("wr %u status %u", i, cqe.status);
+		/* its pages are the application's again */
+		memset(src + i * ZC_LEN, CANARY, ZC_LEN);
+	}
+	/* b: what arrived is whole and is the source, never the canary */
+	cqe = first;
+	for (i = 0; i < 2; i++) {
+		if (i && (vd_cring_wait(&self->b.q.rcq, &cqe, 1, XF_WAIT_MS) != 1 ||
+			  cqe.status != VIADUCT_WC_SUCCESS))
+			break;
+		EXPECT_EQ(30U + i, cqe.wr_id);
+		EXPECT_EQ(ZC_LEN, cqe.byte_len);
+		xf_fill(want, ZC_LEN, 100 + i);
+		EXPECT_EQ(0, memcmp(self->b.buf + i * ZC_LEN, want, ZC_LEN))
+			TH_LOG("message %u", i);
+		ok++;
+	}
+	TH_LOG("%d of 2 receives completed", ok);
+	ASSERT_EQ(0, vd_dereg_mr(self->a.fd, mr));
+	free(want);
+	munmap(src, ZC_SENDS * ZC_LEN);
 }
 
 /* A plain MR is not invalidated locally either. */

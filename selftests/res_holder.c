@@ -2,10 +2,11 @@
 /*
  * Helper of res_show_test.sh, not a test: opens /dev/viaduct, selects the
  * device named by argv[1] and creates one PD, one 64 KiB MR, one CQ and one
- * QP (polled doorbell, SQ and RQ on the CQ), plus argv[2] extra PDs (0 if
- * absent) to make the resource dump span many messages. It then prints
+ * QP (polled doorbell, SQ and RQ on the CQ), an SRQ (limit 4 armed) and a
+ * second QP on it, plus argv[2] extra PDs (0 if absent) to make the
+ * resource dump span many messages. It then prints
  *
- *   ready pid PID pd H mr H cq H qp H qpn N
+ *   ready pid PID pd H mr H cq H qp H qpn N srq H srqqp H srqwr N
  *
  * on stdout and sleeps until it is killed. Exit status 1 and a message on
  * stderr if anything fails.
@@ -27,7 +28,9 @@ static int die(const char *what, int err)
 int main(int argc, char **argv)
 {
 	struct viaduct_select_device sel = {};
-	struct viaduct_create_qp qp = {};
+	struct viaduct_create_qp qp = {}, sqp = {};
+	struct viaduct_create_srq srq = {};
+	struct viaduct_modify_srq msrq = {};
 	struct viaduct_create_cq cq = {};
 	struct viaduct_reg_mr mr = {};
 	struct viaduct_handle pd = {}, extra;
@@ -83,6 +86,31 @@ int main(int argc, char **argv)
 	if (r)
 		return die("CREATE_QP", r);
 
+	/* an SRQ with its limit armed, and a second QP on it */
+	srq.pd_handle = pd.handle;
+	srq.depth = 32;
+	srq.max_sge = 1;
+	r = vd_ioctl(fd, VIADUCT_IOCTL_CREATE_SRQ, &srq);
+	if (r)
+		return die("CREATE_SRQ", r);
+	msrq.handle = srq.handle;
+	msrq.mask = VIADUCT_SRQ_ATTR_LIMIT;
+	msrq.limit = 4;
+	r = vd_ioctl(fd, VIADUCT_IOCTL_MODIFY_SRQ, &msrq);
+	if (r)
+		return die("MODIFY_SRQ", r);
+	sqp.pd_handle = pd.handle;
+	sqp.send_cq = cq.handle;
+	sqp.recv_cq = cq.handle;
+	sqp.srq_handle = srq.handle;
+	sqp.flags = VIADUCT_QP_F_POLLED;
+	sqp.reliability = VIADUCT_RELIABILITY_RELIABLE_DELIVERY;
+	sqp.sq_depth = 16;
+	sqp.max_send_sge = 1;
+	r = vd_ioctl(fd, VIADUCT_IOCTL_CREATE_QP, &sqp);
+	if (r)
+		return die("CREATE_QP (on the SRQ)", r);
+
 	for (i = 0; i < nextra; i++) {
 		memset(&extra, 0, sizeof(extra));
 		r = vd_ioctl(fd, VIADUCT_IOCTL_CREATE_PD, &extra);
@@ -90,8 +118,9 @@ int main(int argc, char **argv)
 			return die("CREATE_PD (extra)", r);
 	}
 
-	printf("ready pid %d pd %u mr %u cq %u qp %u qpn %u\n", (int)getpid(),
-	       pd.handle, mr.handle, cq.handle, qp.handle, qp.qpn);
+	printf("ready pid %d pd %u mr %u cq %u qp %u qpn %u srq %u srqqp %u srqwr %u\n",
+	       (int)getpid(), pd.handle, mr.handle, cq.handle, qp.handle, qp.qpn,
+	       srq.handle, sqp.handle, srq.depth);
 	fflush(stdout);
 	for (;;)
 		pause();

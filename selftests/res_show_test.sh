@@ -6,7 +6,7 @@
 #   +--------------------------------------+      +-------------------+
 #   | netns vdr$$                          |      | initial netns     |
 #   |  veth0 <- vdres0                     |      |  (sees none of    |
-#   |  res_holder: PD, 64 KiB MR, CQ, QP   |      |   the left side)  |
+#   |  res_holder: PD, MR, CQ, QP, SRQ+QP  |      |   the left side)  |
 #   +--------------------------------------+      +-------------------+
 #
 # The holder's objects must be listed with its pid in its namespace and not
@@ -22,7 +22,7 @@ holder=${VD_RES_HOLDER:-$here/helpers/res_holder}
 NS=vdr$$
 DEV=vdres0
 MANY=3000
-plan=22
+plan=25
 hpid=
 hpid2=
 
@@ -96,20 +96,34 @@ ok $? "stats --json reports the module-wide pinned pages ($global0)"
 
 start_holder hpid "$tmp/holder" 0
 ok $? "holder is ready (pid $hpid)"
-read -r _ _ pid _ pd _ mr _ cq _ qp _ qpn <"$tmp/holder"
+read -r _ _ pid _ pd _ mr _ cq _ qp _ qpn _ srq _ srqqp _ srqwr <"$tmp/holder"
 [ "$pid" = "$hpid" ]
 ok $? "holder reports the pid we started"
 
 json=$(in_ns "$ctl" --json res)
-check "res --json lists exactly the holder's PD, MR, CQ and QP" '
+check "res --json lists exactly the holder's PD, MR, CQ, QPs and SRQ" '
 pid = int(sys.argv[2])
 mine = [r for r in d if r["pid"] == pid]
-assert sorted(r["type"] for r in mine) == ["cq", "mr", "pd", "qp"], mine
+assert sorted(r["type"] for r in mine) == ["cq", "mr", "pd", "qp", "qp", "srq"], mine
 assert all(r["ifname"] == "vdres0" and r["comm"] == "res_holder" for r in mine), mine
-h = {r["type"]: r["handle"] for r in mine}
-assert h == dict(pd=int(sys.argv[3]), mr=int(sys.argv[4]), cq=int(sys.argv[5]),
-                 qp=int(sys.argv[6])), h
-' "$json" "$hpid" "$pd" "$mr" "$cq" "$qp"
+h = sorted((r["type"], r["handle"]) for r in mine)
+assert h == sorted([("pd", int(sys.argv[3])), ("mr", int(sys.argv[4])), ("cq", int(sys.argv[5])),
+                    ("qp", int(sys.argv[6])), ("srq", int(sys.argv[7])),
+                    ("qp", int(sys.argv[8]))]), h
+' "$json" "$hpid" "$pd" "$mr" "$cq" "$qp" "$srq" "$srqqp"
+
+check "SRQ: its slots, the armed limit 4, one QP on it, its PD" '
+s = [r for r in d if r["pid"] == int(sys.argv[2]) and r["type"] == "srq"][0]
+assert s["max_wr"] == int(sys.argv[3]) and s["limit"] == 4 and s["qps"] == 1, s
+assert s["pd"] == int(sys.argv[4]), s
+' "$json" "$hpid" "$srqwr" "$pd"
+
+check "the QP on the SRQ names it and has no RQ of its own" '
+q = [r for r in d if r["pid"] == int(sys.argv[2]) and r["handle"] == int(sys.argv[3])][0]
+assert q["type"] == "qp" and q["srq"] == int(sys.argv[4]) and q["rq_depth"] == 0, q
+other = [r for r in d if r["pid"] == int(sys.argv[2]) and r["type"] == "qp" and r is not q][0]
+assert "srq" not in other, other
+' "$json" "$hpid" "$srqqp" "$srq"
 
 check "MR: 64 KiB, $pages pinned pages, on the PD, STag shown to root" '
 mr = [r for r in d if r["pid"] == int(sys.argv[2]) and r["type"] == "mr"][0]
@@ -120,7 +134,7 @@ assert mr["stag"].startswith("0x"), mr
 ' "$json" "$hpid" "$pages" "$pd"
 
 check "QP: qpn, IDLE, depths 16, polled doorbell, its PD and CQ" '
-qp = [r for r in d if r["pid"] == int(sys.argv[2]) and r["type"] == "qp"][0]
+qp = [r for r in d if r["pid"] == int(sys.argv[2]) and r.get("lqpn") == int(sys.argv[3])][0]
 assert qp["lqpn"] == int(sys.argv[3]) and qp["state"] == "IDLE", qp
 assert qp["sq_depth"] == 16 and qp["rq_depth"] == 16, qp
 assert qp["doorbell"] == "polled", qp
@@ -136,8 +150,11 @@ assert cq["cqe"] >= 64, cq
 out=$(in_ns "$ctl" res qp)
 printf '%s\n' "$out" | grep -Eq "^qp $DEV pid $hpid comm res_holder ctx [0-9]+ handle $qp lqpn $qpn state IDLE sq 16 rq 16 doorbell polled pd $pd scq $cq rcq $cq\$"
 ok $? "res qp prints the rdma-style line"
-[ "$(printf '%s\n' "$out" | grep -c "pid $hpid ")" -eq 1 ] && ! printf '%s\n' "$out" | grep -q '^pd\|^mr\|^cq'
+[ "$(printf '%s\n' "$out" | grep -c "pid $hpid ")" -eq 2 ] && ! printf '%s\n' "$out" | grep -q '^pd\|^mr\|^cq\|^srq'
 ok $? "res qp lists QPs only"
+out=$(in_ns "$ctl" res srq)
+printf '%s\n' "$out" | grep -Eq "^srq $DEV pid $hpid comm res_holder ctx [0-9]+ handle $srq wr $srqwr limit 4 qps 1 pd $pd\$"
+ok $? "res srq prints the SRQ's line"
 
 json=$(in_ns setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$ctl" --json res mr)
 check "an unprivileged reader sees the MR without its STag" '
@@ -151,12 +168,12 @@ assert not [r for r in d if r["pid"] == int(sys.argv[2])], d
 ' "$json" "$hpid"
 
 json=$(in_ns "$ctl" --json stats)
-check "stats: the holder's context has 1 PD, MR, CQ, QP and $pages pinned pages" '
+check "stats: the holder's context has 1 PD, MR, CQ, 2 QPs, 1 SRQ and $pages pinned pages" '
 c = [c for c in d["contexts"] if c["pid"] == int(sys.argv[2])]
 assert len(c) == 1, d["contexts"]
 c = c[0]
 assert c["ifname"] == "vdres0" and c["comm"] == "res_holder", c
-assert (c["pds"], c["mrs"], c["cqs"], c["qps"]) == (1, 1, 1, 1), c
+assert (c["pds"], c["mrs"], c["cqs"], c["qps"], c["srqs"]) == (1, 1, 1, 2, 1), c
 assert c["pinned_pages"] == int(sys.argv[3]) and c["doorbells"] == 0, c
 ' "$json" "$hpid" "$pages"
 
@@ -203,8 +220,8 @@ assert len(pd) == int(sys.argv[3]) + 1, len(pd)
 assert len(set(pd)) == len(pd) and pd == sorted(pd), "repeated or out of order"
 assert all(r["type"] == "pd" for r in d), "type filter"
 ' "$json" "$hpid2" "$MANY"
-[ "$(in_ns "$ctl" res | grep -c "pid $hpid2 ")" -eq $((MANY + 4)) ]
-ok $? "res text: one line per object ($((MANY + 4)))"
+[ "$(in_ns "$ctl" res | grep -c "pid $hpid2 ")" -eq $((MANY + 6)) ]
+ok $? "res text: one line per object ($((MANY + 6)))"
 json=$(in_ns "$ctl" --json stats)
 check "stats counts $((MANY + 1)) PDs for the second holder" '
 c = [c for c in d["contexts"] if c["pid"] == int(sys.argv[2])][0]

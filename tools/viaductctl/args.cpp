@@ -20,9 +20,10 @@ const char *const dev_usage = "       viaductctl dev [show] [NAME]\n"
                               "       viaductctl dev help\n";
 const char *const stats_usage = "       viaductctl stats [show]\n"
                                 "       viaductctl stats help\n";
-const char *const res_usage = "       viaductctl res [show] [pd | mr | cq | qp] [FILTER VALUE]...\n"
-                              "       viaductctl res help\n"
-                              "FILTER := { ifname | pid | comm | ctxn | handle | lqpn }\n";
+const char *const res_usage =
+    "       viaductctl res [show] [pd | mr | cq | qp | srq] [FILTER VALUE]...\n"
+    "       viaductctl res help\n"
+    "FILTER := { ifname | pid | comm | ctxn | handle | lqpn }\n";
 const char *const limits_usage = "       viaductctl limits [show]\n"
                                  "       viaductctl limits help\n";
 const char *const options_usage = "Options:\n"
@@ -165,7 +166,7 @@ Command parse_res(const std::vector<std::string> &w, Command cmd) {
     if (i < w.size() && !filter_key(w[i])) {
         cmd.res_type = res_type_from_name(w[i]);
         if (!cmd.res_type)
-            throw UsageError("unknown resource type '" + w[i] + "': pd, mr, cq or qp");
+            throw UsageError("unknown resource type '" + w[i] + "': pd, mr, cq, qp or srq");
         ++i;
     }
     for (; i < w.size(); i += 2) {

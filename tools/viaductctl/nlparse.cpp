@@ -131,6 +131,7 @@ const char *const stat_names[VIADUCT_A_STAT_MAX + 1] = {
     "tx_deferred",
     "rx_upcall",
     "rx_deferred",
+    "srqs",
 };
 
 } // namespace
@@ -190,6 +191,9 @@ ResInfo parse_res(nlattr **tb) {
     r.rq_depth = opt_u32(tb[VIADUCT_A_RES_RQ_DEPTH]);
     r.send_cq = opt_u32(tb[VIADUCT_A_RES_SEND_CQ]);
     r.recv_cq = opt_u32(tb[VIADUCT_A_RES_RECV_CQ]);
+    r.srq = opt_u32(tb[VIADUCT_A_RES_SRQ]);
+    r.srq_limit = opt_u32(tb[VIADUCT_A_RES_SRQ_LIMIT]);
+    r.srq_qps = opt_u32(tb[VIADUCT_A_RES_SRQ_QPS]);
     return r;
 }
 

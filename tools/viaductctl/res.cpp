@@ -66,6 +66,13 @@ std::vector<Row> rows(const ResInfo &r) {
         num("pd", "pd", r.pd);
         num("scq", "send_cq", r.send_cq);
         num("rcq", "recv_cq", r.recv_cq);
+        num("srq", "srq", r.srq);
+        break;
+    case VIADUCT_RES_SRQ:
+        num("wr", "max_wr", r.rq_depth);
+        num("limit", "limit", r.srq_limit);
+        num("qps", "qps", r.srq_qps);
+        num("pd", "pd", r.pd);
         break;
     default:
         break;
@@ -85,13 +92,15 @@ std::string res_type_name(std::uint32_t type) {
         return "cq";
     case VIADUCT_RES_QP:
         return "qp";
+    case VIADUCT_RES_SRQ:
+        return "srq";
     default:
         return "res";
     }
 }
 
 std::uint32_t res_type_from_name(const std::string &name) {
-    for (std::uint32_t t = VIADUCT_RES_PD; t <= VIADUCT_RES_QP; ++t)
+    for (std::uint32_t t = VIADUCT_RES_PD; t <= VIADUCT_RES_SRQ; ++t)
         if (res_type_name(t) == name)
             return t;
     return 0;

@@ -57,9 +57,13 @@ struct ResInfo {
     std::optional<std::uint32_t> rq_depth;
     std::optional<std::uint32_t> send_cq;
     std::optional<std::uint32_t> recv_cq;
+    std::optional<std::uint32_t> srq; // QP: handle of its SRQ
+    // SRQ (and rq_depth, pd, pdn)
+    std::optional<std::uint32_t> srq_limit;
+    std::optional<std::uint32_t> srq_qps;
 };
 
-// "pd", "mr", "cq", "qp"; "res" for a type this tool does not know.
+// "pd", "mr", "cq", "qp", "srq"; "res" for a type this tool does not know.
 std::string res_type_name(std::uint32_t type);
 // VIADUCT_RES_* for a name above, 0 if none.
 std::uint32_t res_type_from_name(const std::string &name);

@@ -37,8 +37,8 @@
  *       id in the reader's pid namespace, 0 if not visible there), COMM (the
  *       opener's name at open()), DEV_INDEX and DEV_NAME if the context
  *       selected a device, and VIADUCT_A_STATS with the context's own
- *       PDS, MRS, CQS, QPS, PINNED_PAGES and DOORBELLS. A context belongs to
- *       the namespace its opener was in at open().
+ *       PDS, MRS, CQS, QPS, SRQS, PINNED_PAGES and DOORBELLS. A context
+ *       belongs to the namespace its opener was in at open().
  *
  *   VIADUCT_CMD_RES_GET  (NLM_F_REQUEST | NLM_F_DUMP)
  *       One message per resource of the namespace's contexts: contexts in
@@ -54,7 +54,11 @@
  *         QP: RES_PD_HANDLE, RES_PDN, RES_QPN, RES_QP_STATE (VIADUCT_QPS_*),
  *             RES_QP_FLAGS (VIADUCT_QP_F_*: POLLED is the doorbell mode),
  *             RES_SQ_DEPTH, RES_RQ_DEPTH, and RES_SEND_CQ / RES_RECV_CQ
- *             (CQ handles; absent for a private completion ring)
+ *             (CQ handles; absent for a private completion ring), RES_SRQ
+ *             (the SRQ's handle) for a QP on an SRQ (its RES_RQ_DEPTH is 0)
+ *         SRQ: RES_PD_HANDLE, RES_PDN, RES_RQ_DEPTH (ring slots),
+ *             RES_SRQ_LIMIT (the armed limit, 0 if none), RES_SRQ_QPS
+ *             (QPs created on it)
  *       Objects created or destroyed while a dump runs may or may not be
  *       listed; none is listed twice.
  */
@@ -109,6 +113,9 @@ enum viaduct_attr {
 	VIADUCT_A_RES_RQ_DEPTH,		/* u32 */
 	VIADUCT_A_RES_SEND_CQ,		/* u32 */
 	VIADUCT_A_RES_RECV_CQ,		/* u32 */
+	VIADUCT_A_RES_SRQ,		/* u32, an SRQ handle */
+	VIADUCT_A_RES_SRQ_LIMIT,	/* u32 */
+	VIADUCT_A_RES_SRQ_QPS,		/* u32 */
 	__VIADUCT_A_MAX,
 };
 
@@ -168,6 +175,7 @@ enum viaduct_stat_attr {
 	VIADUCT_A_STAT_TX_DEFERRED,	/* messages sent by the transmit work */
 	VIADUCT_A_STAT_RX_UPCALL,	/* FPDUs handled in the data_ready upcall */
 	VIADUCT_A_STAT_RX_DEFERRED,	/* FPDUs handled by the receive work */
+	VIADUCT_A_STAT_SRQS,		/* a context's SRQs */
 	__VIADUCT_A_STAT_MAX,
 };
 
@@ -178,5 +186,6 @@ enum viaduct_stat_attr {
 #define VIADUCT_RES_MR			2
 #define VIADUCT_RES_CQ			3
 #define VIADUCT_RES_QP			4
+#define VIADUCT_RES_SRQ			5
 
 #endif /* _VIADUCT_NL_H */

@@ -86,7 +86,9 @@ TEST(Res, Names) {
     EXPECT_EQ("qp", res_type_name(VIADUCT_RES_QP));
     EXPECT_EQ("res", res_type_name(99));
     EXPECT_EQ(static_cast<std::uint32_t>(VIADUCT_RES_MR), res_type_from_name("mr"));
-    EXPECT_EQ(0u, res_type_from_name("srq"));
+    EXPECT_EQ("srq", res_type_name(VIADUCT_RES_SRQ));
+    EXPECT_EQ(static_cast<std::uint32_t>(VIADUCT_RES_SRQ), res_type_from_name("srq"));
+    EXPECT_EQ(0u, res_type_from_name("srqs"));
     EXPECT_EQ("IDLE", qp_state_name(VIADUCT_QPS_IDLE));
     EXPECT_EQ("ERROR", qp_state_name(VIADUCT_QPS_ERROR));
     EXPECT_EQ("17", qp_state_name(17));
@@ -114,6 +116,29 @@ TEST(Res, TextStagAndSyscallDoorbell) {
     std::string out = res(r, {});
     EXPECT_NE(std::string::npos, out.find("access LOCAL_WRITE,REMOTE_READ stag 0x1234\n"));
     EXPECT_NE(std::string::npos, out.find("doorbell syscall pd 1 rcq 3\n"));
+}
+
+TEST(Res, SrqAndQpOnIt) {
+    ResInfo srq;
+    srq.type = VIADUCT_RES_SRQ;
+    srq.owner = owner();
+    srq.handle = 6;
+    srq.pd = 1;
+    srq.pdn = 9;
+    srq.rq_depth = 128;
+    srq.srq_limit = 10;
+    srq.srq_qps = 2;
+    auto r = sample_res();
+    r[3].srq = 6;
+    r[3].rq_depth = 0;
+    r.push_back(srq);
+    std::string out = res(r, {});
+    EXPECT_NE(std::string::npos, out.find("sq 16 rq 0 doorbell polled pd 1 scq 3 rcq 3 srq 6\n"));
+    EXPECT_NE(std::string::npos,
+              out.find("srq vd0 pid 123 comm foo ctx 4 handle 6 wr 128 limit 10 qps 2 pd 1\n"));
+    std::string json = res({srq}, {true, false});
+    EXPECT_NE(std::string::npos, json.find(R"("type":"srq")"));
+    EXPECT_NE(std::string::npos, json.find(R"("max_wr":128,"limit":10,"qps":2,"pd":1})"));
 }
 
 TEST(Res, Json) {
@@ -164,7 +189,8 @@ TEST(Args, StatsAndRes) {
     EXPECT_EQ(0u, c.res_type);
     EXPECT_EQ(static_cast<std::uint32_t>(VIADUCT_RES_QP), parse({"res", "show", "qp"}).res_type);
     EXPECT_EQ(static_cast<std::uint32_t>(VIADUCT_RES_MR), parse({"res", "mr", "-j"}).res_type);
-    EXPECT_THROW(parse({"res", "srq"}), UsageError);
+    EXPECT_EQ(static_cast<std::uint32_t>(VIADUCT_RES_SRQ), parse({"res", "srq"}).res_type);
+    EXPECT_THROW(parse({"res", "srqs"}), UsageError);
     EXPECT_THROW(parse({"res", "qp", "cq"}), UsageError);
 }
 

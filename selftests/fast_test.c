@@ -54,7 +54,7 @@ FIXTURE_VARIANT_ADD(fast, nocrc)
 
 FIXTURE_SETUP(fast)
 {
-	xf_pair_up(_metadata, &self->a, &self->b, &self->up);
+	xf_pair_share(_metadata, &self->a, &self->b, &self->up);
 	xf_pair_connect(_metadata, &self->a, &self->b, variant->flags, NULL, NULL, NULL);
 }
 

@@ -44,7 +44,7 @@ FIXTURE(mem)
 FIXTURE_SETUP(mem)
 {
 	self->zc_saved = -1;
-	xf_pair_up(_metadata, &self->a, &self->b, &self->up);
+	xf_pair_share(_metadata, &self->a, &self->b, &self->up);
 	xf_pair_connect(_metadata, &self->a, &self->b, VIADUCT_CM_F_CRC, NULL, NULL, NULL);
 }
 

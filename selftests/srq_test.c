@@ -140,7 +140,7 @@ FIXTURE_SETUP(srq)
 	self->nqp = 0;
 	memset(self->aq, 0, sizeof(self->aq));
 	memset(self->bq, 0, sizeof(self->bq));
-	xf_pair_up(_metadata, &self->a, &self->b, &self->up);
+	xf_pair_share(_metadata, &self->a, &self->b, &self->up);
 	ASSERT_NE(0, self->b.attr.caps & VIADUCT_DEV_CAP_SRQ);
 
 	ASSERT_EQ(0, sq_create_srq(self->b.fd, self->b.pd, SQ_DEPTH, 1, &self->srq));

@@ -70,7 +70,7 @@ FIXTURE_SETUP(xfer)
 {
 	struct viaduct_cm_event ea, eb;
 
-	xf_pair_up(_metadata, &self->a, &self->b, &self->up);
+	xf_pair_share(_metadata, &self->a, &self->b, &self->up);
 	xf_pair_connect(_metadata, &self->a, &self->b, variant->flags, &self->conn_id, &ea, &eb);
 	/* two viaduct ends negotiate immediate data (immediate_data uses it) */
 	EXPECT_NE(0, ea.flags & VIADUCT_CM_F_IMM_DATA);

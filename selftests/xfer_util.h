@@ -319,12 +319,14 @@ static inline void xf_net_down(const char *a, const char *b)
 static inline int xf_net_share(struct xf_side *a, struct xf_side *b)
 {
 	int id = vd_harness_pid % 100000;
-	char mark[64];
+	char mark[64], path[2][64];
 	int fd;
 
 	xf_sides_init(a, b, id);
 	snprintf(mark, sizeof(mark), XF_NET_MARK, id);
-	if (!access(mark, F_OK))
+	snprintf(path[0], sizeof(path[0]), "/run/netns/%s", a->ns);
+	snprintf(path[1], sizeof(path[1]), "/run/netns/%s", b->ns);
+	if (!access(mark, F_OK) && !access(path[0], F_OK) && !access(path[1], F_OK))
 		return 0;
 	if (xf_net_up(a->ns, b->ns, id))
 		return -1;
@@ -402,11 +404,28 @@ static inline int xf_zc_set(long v)
 } while (0)
 
 /*
- * The two sides of a transfer suite, each up in its namespace of the
- * shared pair (xf_net_share()); *@up stays 0: the pair outlives the test.
+ * The two sides of a transfer suite, each up in its namespace, joined by
+ * a veth pair; *@up says the namespaces exist (for xf_pair_down()).
  */
 static inline void xf_pair_up(struct __test_metadata *_metadata, struct xf_side *a,
 			      struct xf_side *b, int *up)
+{
+	int id = getpid() % 100000;
+
+	xf_sides_init(a, b, id);
+	ASSERT_EQ(0, xf_net_up(a->ns, b->ns, id));
+	*up = 1;
+	ASSERT_EQ(0, xf_in_ns(a->ns, xf_side_up, a));
+	ASSERT_EQ(0, xf_in_ns(b->ns, xf_side_up, b));
+}
+
+/*
+ * As xf_pair_up(), in the shared pair of xf_net_share(); *@up stays 0:
+ * the pair outlives the test. For suites whose tests leave the
+ * namespaces and the veth pair alone.
+ */
+static inline void xf_pair_share(struct __test_metadata *_metadata, struct xf_side *a,
+				 struct xf_side *b, int *up)
 {
 	*up = 0;
 	ASSERT_EQ(0, xf_net_share(a, b));

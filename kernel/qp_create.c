@@ -7,6 +7,7 @@
  */
 #include <linux/err.h>
 #include <linux/idr.h>
+#include <linux/memcontrol.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
 #include <kunit/visibility.h>
@@ -123,6 +124,7 @@ static void vd_qp_free(struct kref *ref)
 	vd_ring_mem_put(qp->db_mem);
 	vd_pd_put(qp->pd);
 	vd_async_queue_put(qp->aq);
+	mem_cgroup_put(qp->memcg);
 	ida_free(&vd_qpn_ida, qp->qpn);
 	vd_stat_dec(qps);
 	kfree(qp);
@@ -228,6 +230,8 @@ struct vd_qp *vd_qp_create(const struct vd_qp_init *init)
 	}
 	/* From here on vd_qp_put() undoes whatever was done. */
 	kref_init(&qp->ref);
+	/* its stream's buffers are charged here, whoever allocates them */
+	qp->memcg = get_mem_cgroup_from_mm(current->mm);
 	vd_stat_inc(qps);
 	/* Three init sites: three lock classes, so lockdep sees the order. */
 	spin_lock_init(&qp->lock);

@@ -30,12 +30,29 @@
 
 /*
  * Every open context by id, for reports. Entries are added at the end of
- * open() and removed under vd_uctxs_lock at the start of release(), so
- * whoever holds the lock and finds a context may use it (vd_uctx_walk()).
+ * open() and removed at the start of release(); a report takes a reference
+ * on what it finds under RCU (vd_uctx_walk()). No lock here is ever held
+ * while a context is visited.
  */
 static DEFINE_XARRAY_ALLOC1(vd_uctxs);
-static DEFINE_MUTEX(vd_uctxs_lock);
-static u32 vd_uctx_next_id;
+static u32 vd_uctx_next_id;	/* under the xarray's lock */
+
+static void vd_uctx_free(struct vd_uctx *ctx)
+{
+	if (ctx->dev)
+		vd_device_put(ctx->dev);
+	put_pid(ctx->owner);
+	put_net_track(ctx->net, &ctx->net_tracker);
+	mutex_destroy(&ctx->lock);
+	/* a report may still be looking at it under RCU */
+	kfree_rcu(ctx, rcu);
+}
+
+static void vd_uctx_put(struct vd_uctx *ctx)
+{
+	if (refcount_dec_and_test(&ctx->ref))
+		vd_uctx_free(ctx);
+}
 
 /* The selected device if it is still there, else NULL; no reference taken. */
 static struct vd_device *vd_uctx_device(struct vd_uctx *ctx)
@@ -141,7 +158,8 @@ static VD_IOCTL_HANDLER(ioctl_query_device)
 	attr->caps = VIADUCT_DEV_CAP_POLLED_DOORBELL | VIADUCT_DEV_CAP_IMM_DATA |
 		     VIADUCT_DEV_CAP_CONVERT_SOCKET | VIADUCT_DEV_CAP_P2P |
 		     VIADUCT_DEV_CAP_SEND_INV | VIADUCT_DEV_CAP_FAST_REG |
-		     VIADUCT_DEV_CAP_LOCAL_FENCE | VIADUCT_DEV_CAP_SRQ;
+		     VIADUCT_DEV_CAP_LOCAL_FENCE | VIADUCT_DEV_CAP_SRQ |
+		     VIADUCT_DEV_CAP_MW;
 	if (vd_zc_min())
 		attr->caps |= VIADUCT_DEV_CAP_ZERO_COPY;
 	return vd_uarg_reply(uarg, attr, sizeof(*attr));
@@ -220,6 +238,9 @@ static const struct vd_ioctl vd_ioctls[] = {
 	VD_IOCTL(CM_CONVERT_SOCKET, vd_ucm_convert, VD_IOCTL_DEV),
 	VD_IOCTL(CM_ACK_EVENT, vd_ucm_ack, VD_IOCTL_DEV_GONE),
 	VD_IOCTL(ALLOC_MR, vd_umr_alloc_mr, VD_IOCTL_DEV),
+	VD_IOCTL(ALLOC_MW, vd_umw_alloc_mw, VD_IOCTL_DEV),
+	VD_IOCTL(DEALLOC_MW, vd_uobj_dealloc_mw, VD_IOCTL_DEV),
+	VD_IOCTL(BIND_MW, vd_umw_bind_mw, VD_IOCTL_DEV),
 	VD_IOCTL(CREATE_SRQ, vd_usrq_create, VD_IOCTL_DEV),
 	VD_IOCTL(MODIFY_SRQ, vd_usrq_modify, VD_IOCTL_DEV),
 	VD_IOCTL(QUERY_SRQ, vd_usrq_query, VD_IOCTL_DEV),
@@ -320,6 +341,7 @@ static int vd_uctx_open(struct inode *inode, struct file *file)
 	ctx->owner = get_task_pid(current, PIDTYPE_TGID);
 	get_task_comm(ctx->comm, current);
 	mutex_init(&ctx->lock);
+	refcount_set(&ctx->ref, 1);
 	INIT_LIST_HEAD(&ctx->dev_client.node);
 	ctx->dev_client.removed = vd_uctx_device_removed;
 	/* last: the context is complete once reports can find it */
@@ -330,7 +352,7 @@ static int vd_uctx_open(struct inode *inode, struct file *file)
 		put_pid(ctx->owner);
 		put_net_track(ctx->net, &ctx->net_tracker);
 		mutex_destroy(&ctx->lock);
-		kfree(ctx);
+		kfree(ctx);	/* never published */
 		return ret;
 	}
 	file->private_data = ctx;
@@ -345,23 +367,24 @@ static int vd_uctx_release(struct inode *inode, struct file *file)
 	struct vd_uctx *ctx = file->private_data;
 
 	vd_dbg_ctx(ctx, "released\n");
-	/* waits for a report that is looking at the context */
-	mutex_lock(&vd_uctxs_lock);
 	xa_erase(&vd_uctxs, ctx->id);
-	mutex_unlock(&vd_uctxs_lock);
+	/*
+	 * Waits only for a report visiting this context, which waits for
+	 * nothing but this context's table lock, which nobody holds: no
+	 * command of this file runs any more.
+	 */
+	mutex_lock(&ctx->lock);
+	ctx->closed = true;
+	mutex_unlock(&ctx->lock);
 	/* waits for the device's removal if it is stopping this context */
 	if (ctx->dev)
 		vd_device_client_del(ctx->dev, &ctx->dev_client);
 	vd_uobj_table_destroy(&ctx->objs);
-	if (ctx->dev) {
+	if (ctx->dev)
 		vd_device_ctx_detach(ctx->dev);
-		vd_device_put(ctx->dev);
-	}
-	put_pid(ctx->owner);
-	put_net_track(ctx->net, &ctx->net_tracker);
-	mutex_destroy(&ctx->lock);
-	kfree(ctx);
 	vd_stat_dec(contexts);
+	/* reports may still hold it: they read the owner and device only */
+	vd_uctx_put(ctx);
 	return 0;
 }
 
@@ -373,11 +396,14 @@ static int vd_uctx_release(struct inode *inode, struct file *file)
  * @fn: called for each context, in id order; non-zero stops the walk
  * @arg: passed to @fn
  *
- * @fn runs with vd_uctxs_lock held: release() waits for the lock before it
- * tears a context down, so @fn may read the context and walk its table
- * (vd_uobj_table_walk()). @fn must not sleep for long and must not open
- * or close a context. Ids come from one cyclic allocator, so a resumed
- * walk visits contexts opened meanwhile only if their ids are higher.
+ * @fn runs with a reference on the context and its @lock held, and only
+ * while the context is not closed: release() marks it closed under that
+ * lock before it tears the resources down, so @fn may read the context and
+ * walk its table (vd_uobj_table_walk()). No lock shared between contexts
+ * is held, so a context whose table lock is taken for long delays only
+ * this walk. @fn must not open or close a context. Ids come from one
+ * cyclic allocator, so a resumed walk visits contexts opened meanwhile
+ * only if their ids are higher.
  *
  * Context: Process context.
  * Return: the non-zero value of @fn that stopped the walk, leaving the
@@ -390,17 +416,33 @@ int vd_uctx_walk(struct net *net, u32 *id,
 	struct vd_uctx *ctx;
 	int ret = 0;
 
-	mutex_lock(&vd_uctxs_lock);
-	xa_for_each_start(&vd_uctxs, idx, ctx, *id) {
-		if (!net_eq(ctx->net, net))
-			continue;
-		ret = fn(ctx, arg);
+	for (;; idx++) {
+		rcu_read_lock();
+		for (;;) {
+			ctx = xa_find(&vd_uctxs, &idx, U32_MAX, XA_PRESENT);
+			if (!ctx || refcount_inc_not_zero(&ctx->ref))
+				break;
+			/* its last reference went: it is being freed */
+			idx++;
+		}
+		rcu_read_unlock();
+		if (!ctx)
+			break;
+		if (net_eq(ctx->net, net)) {
+			mutex_lock(&ctx->lock);
+			if (!ctx->closed)
+				ret = fn(ctx, arg);
+			mutex_unlock(&ctx->lock);
+		}
+		vd_uctx_put(ctx);
 		if (ret) {
-			*id = ctx->id;
+			*id = idx;
 			break;
 		}
+		if (idx == U32_MAX)
+			break;
+		cond_resched();
 	}
-	mutex_unlock(&vd_uctxs_lock);
 	return ret;
 }
 

@@ -77,6 +77,9 @@ static void uobj_account(struct vd_uobj_table *t, const struct vd_uobj *u,
 			 long sign)
 {
 	lockdep_assert_held(&t->lock);
+	/* a window counts from its reservation on (vd_uobj_create()) */
+	if (u->type == VD_UOBJ_MW && sign < 0)
+		atomic_long_dec(&t->nr_mws);
 	if (u->type >= VD_UOBJ_NR_TYPES)
 		return;
 	atomic_long_add(sign, &t->nr_objs[u->type]);
@@ -128,6 +131,22 @@ static void uobj_drop_keys(struct vd_uobj_table *t, struct vd_uobj *u)
 }
 
 /*
+ * Destroys a QP and invalidates the type-2 windows bound to it, so that
+ * none opens to a later QP that gets its number: before, so that no
+ * window is usable while the QP goes, and after, for a bind the QP's
+ * transmit work was still executing.
+ */
+static void uobj_destroy_qp(struct vd_qp *qp)
+{
+	struct vd_tpt *tpt = &qp->dev->tpt;
+	u32 qpn = qp->qpn;
+
+	vd_mw_qp_gone(tpt, qpn);
+	vd_qp_destroy(qp);
+	vd_mw_qp_gone(tpt, qpn);
+}
+
+/*
  * Releases the object of @u, whose handle is no longer in the table and
  * whose PD or CQ was marked destroyed, and frees @u. Process context.
  */
@@ -139,13 +158,14 @@ static void uobj_release(struct vd_uobj_table *t, struct vd_uobj *u)
 		vd_pd_put(u->pd);
 		break;
 	case VD_UOBJ_MR:
+	case VD_UOBJ_MW:
 		vd_mr_deregister(u->mr);
 		break;
 	case VD_UOBJ_CQ:
 		vd_cq_put(u->cq);
 		break;
 	case VD_UOBJ_QP:
-		vd_qp_destroy(u->qp);
+		uobj_destroy_qp(u->qp);
 		break;
 	case VD_UOBJ_CM_ID:
 		/* never with @t->lock held: the id's lock comes first */
@@ -158,12 +178,17 @@ static void uobj_release(struct vd_uobj_table *t, struct vd_uobj *u)
 	kfree(u);
 }
 
-/* Marks a PD or CQ destroyed: -EBUSY while it has users. */
+/*
+ * Marks a PD or CQ destroyed: -EBUSY while it has users; an MR: -EBUSY
+ * while windows are bound to it.
+ */
 static int uobj_try_destroy(struct vd_uobj *u)
 {
 	switch (u->type) {
 	case VD_UOBJ_PD:
 		return vd_pd_try_destroy(u->pd);
+	case VD_UOBJ_MR:
+		return vd_mr_refuse_binds(u->mr);
 	case VD_UOBJ_CQ:
 		return vd_cq_try_destroy(u->cq);
 	case VD_UOBJ_SRQ:
@@ -224,6 +249,8 @@ void vd_uobj_table_destroy(struct vd_uobj_table *t)
 	uobj_destroy_type(t, VD_UOBJ_QP);
 	uobj_destroy_type(t, VD_UOBJ_SRQ);
 	uobj_destroy_type(t, VD_UOBJ_CQ);
+	/* windows before the regions they are bound to */
+	uobj_destroy_type(t, VD_UOBJ_MW);
 	uobj_destroy_type(t, VD_UOBJ_MR);
 	uobj_destroy_type(t, VD_UOBJ_PD);
 	WARN_ON_ONCE(!xa_empty(&t->handles));
@@ -289,6 +316,37 @@ struct vd_uobj *vd_uobj_find(struct vd_uobj_table *t, u32 handle,
 	return u && u->type == type ? u : NULL;
 }
 
+/**
+ * vd_uobj_hold() - a PD, CQ or SRQ for a create command's build
+ * @t: the table, not locked
+ * @handle: the handle
+ * @type: VD_UOBJ_PD, VD_UOBJ_CQ or VD_UOBJ_SRQ
+ *
+ * A build runs without the table's lock (vd_uobj_create()): it holds what
+ * the new object will use by reference, memory only. The new object
+ * attaches to it (vd_pd_attach() and the like), which fails if it was
+ * destroyed meanwhile.
+ *
+ * Context: Process context; takes the table's lock.
+ * Return: the object, referenced (the caller puts it), or NULL.
+ */
+void *vd_uobj_hold(struct vd_uobj_table *t, u32 handle, enum vd_uobj_type type)
+{
+	struct vd_uobj *u;
+	void *obj = NULL;
+
+	mutex_lock(&t->lock);
+	u = vd_uobj_find(t, handle, type);
+	if (u && type == VD_UOBJ_PD)
+		obj = vd_pd_get(u->pd);
+	else if (u && type == VD_UOBJ_CQ)
+		obj = vd_cq_get(u->cq);
+	else if (u && type == VD_UOBJ_SRQ)
+		obj = vd_srq_get(u->srq);
+	mutex_unlock(&t->lock);
+	return obj;
+}
+
 /*
  * Reserves a handle for a new entry of @type; lookups do not find it until
  * uobj_publish().
@@ -313,21 +371,6 @@ static struct vd_uobj *uobj_reserve(struct vd_uobj_table *t,
 	return u;
 }
 
-/* Forgets a reservation whose object was never created. */
-static void uobj_unreserve(struct vd_uobj_table *t, struct vd_uobj *u,
-			   u32 handle)
-{
-	xa_erase(&t->handles, handle);
-	kfree(u);
-}
-
-/* Forgets a reservation and destroys the object that was created for it. */
-static void uobj_abort(struct vd_uobj_table *t, struct vd_uobj *u, u32 handle)
-{
-	xa_erase(&t->handles, handle);
-	uobj_destroy(t, u);
-}
-
 static void uobj_publish(struct vd_uobj_table *t, struct vd_uobj *u,
 			 u32 handle)
 {
@@ -336,7 +379,7 @@ static void uobj_publish(struct vd_uobj_table *t, struct vd_uobj *u,
 	uobj_account(t, u, 1);
 }
 
-/* DESTROY_PD, DEREG_MR, DESTROY_CQ, DESTROY_QP */
+/* DESTROY_PD, DEREG_MR, DESTROY_CQ, DESTROY_QP, DEALLOC_MW */
 static int uobj_remove(struct vd_uobj_table *t, u32 handle,
 		       enum vd_uobj_type type)
 {
@@ -353,9 +396,11 @@ static int uobj_remove(struct vd_uobj_table *t, u32 handle,
 		goto out;
 	xa_erase(&t->handles, handle);
 	uobj_account(t, u, -1);
-	uobj_release(t, u);
 out:
 	mutex_unlock(&t->lock);
+	/* nobody can name it any more: released without the lock */
+	if (!ret)
+		uobj_release(t, u);
 	return ret;
 }
 
@@ -363,8 +408,9 @@ out:
  * vd_uobj_create() - the create commands' one helper
  * @t: the table
  * @type: the type of the new object
- * @build: creates the object (and enters its mmap keys) under the table's
- *         lock; sets the entry's object only once it exists
+ * @build: creates the object (and enters its mmap keys) without the
+ *         table's lock, taking what it uses with vd_uobj_hold(); sets the
+ *         entry's object only once it exists
  * @arg: passed to @build
  * @reply: the reply, passed to @build
  * @handle: a field of @reply, set to the new handle
@@ -373,7 +419,11 @@ out:
  *
  * Reserves a handle for an object of @type, lets @build make the object,
  * copies the reply to @uarg and publishes the handle only then; whatever
- * @build did is undone if it or the copy fails.
+ * @build did is undone if it or the copy fails. The lock is held only to
+ * reserve and to publish: a registration pins pages, which may wait for a
+ * page fault as long as the file behind the mapping pleases (a FUSE
+ * daemon that does not answer), and the reply may fault the same way;
+ * neither may hold up the context's other commands or a report.
  *
  * Context: Process context.
  * Return: 0; the limit's error; -ENOSPC or -ENOMEM for the handle; the
@@ -389,28 +439,57 @@ long vd_uobj_create(struct vd_uobj_table *t, enum vd_uobj_type type,
 	long ret;
 
 	mutex_lock(&t->lock);
-	/* the limits are per reported type: SRQs have none (yet) */
+	/*
+	 * The limits are per reported type (SRQs have none yet) and count
+	 * the creations in progress, which run without the lock.
+	 */
 	if (type < VD_UOBJ_NR_TYPES) {
 		ret = vd_limit_objs(type + 1,
-				    atomic_long_read(&t->nr_objs[type]));
+				    atomic_long_read(&t->nr_objs[type]) +
+				    t->creating[type]);
 		if (ret)
-			goto out;
+			goto out_unlock;
+	}
+	/* windows count from their reservation, creations in progress too */
+	if (type == VD_UOBJ_MW) {
+		ret = vd_limit_mws(atomic_long_read(&t->nr_mws));
+		if (ret)
+			goto out_unlock;
 	}
 	u = uobj_reserve(t, type, handle);
 	if (IS_ERR(u)) {
 		ret = PTR_ERR(u);
-		goto out;
+		goto out_unlock;
 	}
+	if (type < VD_UOBJ_NR_TYPES)
+		t->creating[type]++;
+	if (type == VD_UOBJ_MW)
+		atomic_long_inc(&t->nr_mws);
+	mutex_unlock(&t->lock);
+
+	/* nobody can name the handle yet */
 	ret = build(t, u, reply, arg);
 	if (!ret && vd_uarg_reply(uarg, reply, size))
 		ret = -EFAULT;
+
+	mutex_lock(&t->lock);
+	if (type < VD_UOBJ_NR_TYPES)
+		t->creating[type]--;
+	if (ret && type == VD_UOBJ_MW)
+		atomic_long_dec(&t->nr_mws);
 	if (!ret)
 		uobj_publish(t, u, *handle);
-	else if (u->obj)
-		uobj_abort(t, u, *handle);
 	else
-		uobj_unreserve(t, u, *handle);
-out:
+		xa_erase(&t->handles, *handle);
+	mutex_unlock(&t->lock);
+	/* a failed one's object, which nobody could name, goes now */
+	if (ret && u->obj)
+		uobj_destroy(t, u);
+	else if (ret)
+		kfree(u);
+	return ret;
+
+out_unlock:
 	mutex_unlock(&t->lock);
 	return ret;
 }
@@ -419,7 +498,7 @@ out:
  * vd_uobj_get() - the object a handle names, referenced
  * @t: the table
  * @handle: the handle
- * @type: VD_UOBJ_CQ, VD_UOBJ_QP, VD_UOBJ_CM_ID or VD_UOBJ_SRQ
+ * @type: VD_UOBJ_CQ, VD_UOBJ_QP, VD_UOBJ_CM_ID, VD_UOBJ_SRQ or VD_UOBJ_MW
  *
  * For the commands that do not change the table.
  *
@@ -442,12 +521,14 @@ void *vd_uobj_get(struct vd_uobj_table *t, u32 handle, enum vd_uobj_type type)
 			obj = vd_cm_id_get(u->cm_id);
 		else if (type == VD_UOBJ_SRQ)
 			obj = vd_srq_get(u->srq);
+		else if (type == VD_UOBJ_MW)
+			obj = vd_mr_get(u->mr);
 	}
 	xa_unlock(&t->handles);
 	return obj;
 }
 
-/* DESTROY_PD, DEREG_MR, DESTROY_CQ, DESTROY_QP */
+/* DESTROY_PD, DEREG_MR, DESTROY_CQ, DESTROY_QP, DEALLOC_MW */
 static long uobj_destroy_cmd(struct vd_uctx *ctx, void *karg,
 			     enum vd_uobj_type type)
 {
@@ -468,6 +549,27 @@ long vd_uobj_dereg_mr(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 		      const struct vd_uarg *uarg)
 {
 	return uobj_destroy_cmd(ctx, karg, VD_UOBJ_MR);
+}
+
+long vd_uobj_dealloc_mw(struct vd_uctx *ctx, struct vd_device *vd,
+			void *karg, const struct vd_uarg *uarg)
+{
+	return uobj_destroy_cmd(ctx, karg, VD_UOBJ_MW);
+}
+
+/**
+ * vd_uobj_get_mw() - the window a handle names, referenced
+ * @t: the table
+ * @handle: the window's handle (ALLOC_MW)
+ *
+ * For BIND_MW (umw.c), which binds without the table's lock.
+ *
+ * Context: Any context.
+ * Return: the window's slot with a reference (vd_mr_put()), or NULL.
+ */
+struct vd_mr *vd_uobj_get_mw(struct vd_uobj_table *t, u32 handle)
+{
+	return vd_uobj_get(t, handle, VD_UOBJ_MW);
 }
 
 long vd_uobj_destroy_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
@@ -504,21 +606,24 @@ long vd_uobj_create_pd(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 }
 
 /*
- * The MR create commands (umr.c): @req->make creates the region on the PD
- * @req->pd_handle names, under the table's lock; its STag goes to
+ * The MR create commands (umr.c) and ALLOC_MW (umw.c, @req->window):
+ * @req->make creates the region or window on the PD @req->pd_handle
+ * names, without the table's lock (it pins pages); its STag goes to
  * *@req->stag, which is in the reply.
  */
 static int build_mr(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 		    void *arg)
 {
 	const struct vd_uobj_mr_req *req = arg;
-	struct vd_uobj *pdu;
+	struct vd_pd *pd;
 	struct vd_mr *mr;
 
-	pdu = vd_uobj_find(t, req->pd_handle, VD_UOBJ_PD);
-	if (!pdu)
+	pd = vd_uobj_hold(t, req->pd_handle, VD_UOBJ_PD);
+	if (!pd)
 		return -ENOENT;
-	mr = req->make(req->vd, pdu->pd, reply);
+	/* attaches to the PD, or fails if it was destroyed meanwhile */
+	mr = req->make(req->vd, pd, reply);
+	vd_pd_put(pd);
 	if (IS_ERR(mr))
 		return PTR_ERR(mr);
 	u->mr = mr;
@@ -531,8 +636,9 @@ long vd_uobj_create_mr(struct vd_uctx *ctx, const struct vd_uobj_mr_req *req,
 		       void *reply, u32 *handle, size_t size,
 		       const struct vd_uarg *uarg)
 {
-	return vd_uobj_create(&ctx->objs, VD_UOBJ_MR, build_mr, (void *)req,
-			      reply, handle, size, uarg);
+	return vd_uobj_create(&ctx->objs,
+			      req->window ? VD_UOBJ_MW : VD_UOBJ_MR, build_mr,
+			      (void *)req, reply, handle, size, uarg);
 }
 
 /* For usrq.c: the table's side of the SRQ commands. */
@@ -540,13 +646,15 @@ static int build_srq(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 		     void *arg)
 {
 	struct viaduct_create_srq *a = reply;
-	struct vd_uobj *pdu;
 	struct vd_srq *srq;
+	struct vd_pd *pd;
 
-	pdu = vd_uobj_find(t, a->pd_handle, VD_UOBJ_PD);
-	if (!pdu)
+	pd = vd_uobj_hold(t, a->pd_handle, VD_UOBJ_PD);
+	if (!pd)
 		return -ENOENT;
-	srq = vd_srq_create(pdu->pd, t->aq, a->handle, a);
+	/* attaches to the PD, or fails if it was destroyed meanwhile */
+	srq = vd_srq_create(pd, t->aq, a->handle, a);
+	vd_pd_put(pd);
 	if (IS_ERR(srq))
 		return PTR_ERR(srq);
 	u->srq = srq;
@@ -761,9 +869,8 @@ out:
  * @ctx: the context
  * @vma: the mapping; its offset is an mmap key
  *
- * Runs with mmap_lock held and so never takes @lock (REG_MR pins pages,
- * which takes mmap_lock, with @lock held): it takes a ring reference under
- * the xarray's spinlock instead.
+ * Runs with mmap_lock held and never takes @lock: it takes a ring
+ * reference under the xarray's spinlock instead.
  *
  * Context: Process context, mmap_lock held.
  * Return: 0; -EINVAL for an unknown key or a mapping larger than the ring;
@@ -775,7 +882,7 @@ int vd_uobj_mmap(struct vd_uctx *ctx, struct vm_area_struct *vma)
 	struct vd_ring_mem *mem;
 	int ret;
 
-	/* never @t->lock here: REG_MR takes mmap_lock while holding it */
+	/* a ring reference of our own, without @t->lock */
 	xa_lock(&t->mmap_keys);
 	mem = xa_load(&t->mmap_keys, vma->vm_pgoff);
 	if (mem)

@@ -23,16 +23,20 @@
  * and QPs report their handle in events) and published afterwards.
  * Every create command goes through one helper (vd_uobj_create()), which
  * reserves, lets the type's build function make the object, copies the
- * reply out and publishes. Commands that use an object without changing
+ * reply out and publishes. @lock is held to reserve and to publish, never
+ * across the build or the copy: a registration pins pages, which may wait
+ * for a page fault that never completes, and no command may hold up the
+ * context's others or a report that way. A build holds what it uses by
+ * reference (vd_uobj_hold()); a destroy releases its object after it has
+ * dropped @lock. Commands that use an object without changing
  * the table (ARM_CQ, MODIFY_QP, QUERY_QP, DOORBELL, the CM's) take an
  * object reference under the xarray's spinlock (vd_uobj_get()) and run
  * without @lock; a concurrent destroy makes them fail through the
  * object's own checks.
  *
  * @mmap_keys holds one referenced struct vd_ring_mem per key (index <<
- * PAGE_SHIFT). ->mmap() runs with mmap_lock held and so never takes @lock
- * (REG_MR pins pages, which takes mmap_lock, with @lock held): it takes a
- * ring reference under the xarray's spinlock instead. A key disappears
+ * PAGE_SHIFT). ->mmap() runs with mmap_lock held and never takes @lock:
+ * it takes a ring reference under the xarray's spinlock instead. A key disappears
  * when its object is destroyed (or its CQ resized); mappings made before
  * hold references of their own.
  *
@@ -78,8 +82,11 @@ struct vd_uobj_table {
 	struct xarray mmap_keys;	/* key >> PAGE_SHIFT -> vd_ring_mem */
 	struct vd_async_queue *aq;
 	bool cm_closed;			/* under @lock: no CM id is added */
+	/* under @lock: handles reserved, objects not yet published */
+	u32 creating[VD_UOBJ_NR_TYPES];
 	/* for reports only: changed under @lock, read without it */
 	atomic_long_t nr_objs[VD_UOBJ_NR_TYPES];
+	atomic_long_t nr_mws;		/* memory windows, for their limit */
 	atomic_long_t pinned_pages;
 	atomic64_t doorbells;
 };
@@ -184,6 +191,7 @@ struct vd_uobj_mr_req {
 	u32 *stag;		/* in the reply */
 	struct vd_mr *(*make)(struct vd_device *vd, struct vd_pd *pd,
 			      void *reply);
+	bool window;		/* ALLOC_MW: a window's handle, not an MR's */
 };
 
 long vd_uobj_create_mr(struct vd_uctx *ctx, const struct vd_uobj_mr_req *req,
@@ -191,6 +199,11 @@ long vd_uobj_create_mr(struct vd_uctx *ctx, const struct vd_uobj_mr_req *req,
 		       const struct vd_uarg *uarg);
 VD_IOCTL_HANDLER(vd_umr_reg_mr);
 VD_IOCTL_HANDLER(vd_umr_alloc_mr);
+/* umw.c: memory windows (ALLOC_MW, BIND_MW); DEALLOC_MW is uobj.c's. */
+VD_IOCTL_HANDLER(vd_umw_alloc_mw);
+VD_IOCTL_HANDLER(vd_umw_bind_mw);
+VD_IOCTL_HANDLER(vd_uobj_dealloc_mw);
+struct vd_mr *vd_uobj_get_mw(struct vd_uobj_table *t, u32 handle);
 VD_IOCTL_HANDLER(vd_uobj_create_cq);
 VD_IOCTL_HANDLER(vd_uobj_resize_cq);
 VD_IOCTL_HANDLER(vd_uobj_destroy_cq);

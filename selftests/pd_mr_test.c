@@ -200,10 +200,10 @@ VD_ROW_CHECK(reg_mr_last_byte, VIADUCT_IOCTL_REG_MR, f_mr_last_byte, check_mr_st
 	     "REG_MR of the last byte before a hole");
 VD_ROW_CHECK(reg_mr_all_access, VIADUCT_IOCTL_REG_MR, f_mr_all, check_mr_stag, 0,
 	     "REG_MR with every access bit the device supports");
-VD_ROW(reg_mr_mw_bind, VIADUCT_IOCTL_REG_MR, f_mr_mw, -EOPNOTSUPP,
-       "REG_MR with MW_BIND: no memory windows");
-VD_ROW(reg_mr_ro_mw_bind, VIADUCT_IOCTL_REG_MR, f_mr_ro_mw, -EOPNOTSUPP,
-       "REG_MR of read-only memory with MW_BIND: refused before pinning");
+VD_ROW_CHECK(reg_mr_mw_bind, VIADUCT_IOCTL_REG_MR, f_mr_mw, check_mr_stag, 0,
+	     "REG_MR with MW_BIND: windows may be bound to it");
+VD_ROW_CHECK(reg_mr_ro_mw_bind, VIADUCT_IOCTL_REG_MR, f_mr_ro_mw, check_mr_stag, 0,
+	     "REG_MR of read-only memory with MW_BIND: read-only windows");
 VD_ROW_CHECK(reg_mr_ro_read, VIADUCT_IOCTL_REG_MR, f_mr_ro_read, check_mr_stag, 0,
 	     "REG_MR of read-only memory for local read");
 VD_ROW_CHECK(reg_mr_ro_remote_read, VIADUCT_IOCTL_REG_MR, f_mr_ro_rread, check_mr_stag, 0,

@@ -239,7 +239,7 @@ static const struct vd_ioctl vd_ioctls[] = {
 	VD_IOCTL(CM_ACK_EVENT, vd_ucm_ack, VD_IOCTL_DEV_GONE),
 	VD_IOCTL(ALLOC_MR, vd_umr_alloc_mr, VD_IOCTL_DEV),
 	VD_IOCTL(ALLOC_MW, vd_umw_alloc_mw, VD_IOCTL_DEV),
-	VD_IOCTL(DEALLOC_MW, vd_uobj_dealloc_mw, VD_IOCTL_DEV),
+	VD_IOCTL(DEALLOC_MW, vd_uobj_dealloc_mw, VD_IOCTL_DEV_GONE),
 	VD_IOCTL(BIND_MW, vd_umw_bind_mw, VD_IOCTL_DEV),
 	VD_IOCTL(CREATE_SRQ, vd_usrq_create, VD_IOCTL_DEV),
 	VD_IOCTL(MODIFY_SRQ, vd_usrq_modify, VD_IOCTL_DEV),

@@ -236,18 +236,22 @@ TEST_F_TIMEOUT(fast, upcall_races_dereg_mr, XF_TIMEOUT_S)
 
 TEST_F_TIMEOUT(fast, upcall_races_destroy_qp, XF_TIMEOUT_S)
 {
+	int ret;
+
 	xf_gone_n = vd_scaled(XF_GONE_WRS / 2, 4, "Writes per batch");
 	xf_fill(self->a.buf, XF_BUF, 22);
 	xf_gone_writes(&self->a, &self->b, 0, 0);
 	ASSERT_EQ(0, vd_destroy_qp(self->b.fd, self->b.q.c.handle));
 	xf_gone_writes(&self->a, &self->b, xf_gone_n, XF_GONE_LATE);
 	/*
-	 * A destroyed QP reads nothing more, so a's late Writes may wait for
-	 * socket space for good: a aborts (RST), its QP enters Error and the
-	 * rest is flushed; then b's context goes, as at exit.
+	 * Destroying b's QP ends its stream (a Terminate, then FIN), which
+	 * may have closed a's id already; if not, a aborts (RST). Either way
+	 * a's QP enters Error and the rest is flushed; then b's context goes,
+	 * as at exit.
 	 */
 	usleep(20000);
-	ASSERT_EQ(0, xf_disconnect(&self->a, self->a.id, VIADUCT_CM_DISC_ABORT));
+	ret = xf_disconnect(&self->a, self->a.id, VIADUCT_CM_DISC_ABORT);
+	ASSERT_TRUE(ret == 0 || ret == -EINVAL) TH_LOG("CM_DISCONNECT: %d", ret);
 	xf_gone_complete(_metadata, &self->a);
 	close(self->b.fd);
 	self->b.fd = -1;

@@ -27,6 +27,13 @@
 
 static int tests, failures;
 
+/*
+ * How long a wait for something that must happen may take: a bound for a
+ * hang, not a measure of speed (a loaded 2-core host is slow). Waits whose
+ * expiry is what a test checks use short timeouts of their own.
+ */
+#define LONG_MS 240000
+
 static void ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void ok(int cond, const char *fmt, ...)
 {
@@ -153,7 +160,7 @@ static void teardown(VIP_VI_HANDLE vi)
 	 * Idle, which it must become.
 	 */
 	for (int i = 0; VipDestroyVi(vi) != VIP_SUCCESS; i++) {
-		if (i == 300)
+		if (i == LONG_MS / 100)
 			bail("VipDestroyVi after teardown: the VI never became Idle");
 		usleep(100000);
 	}
@@ -169,7 +176,8 @@ static VIP_RETURN request(VIP_VI_HANDLE vi, const char *disc, VIP_ULONG timeout,
 	snprintf(mine, sizeof(mine), "client-%s", disc);
 	mkaddr(&l, na.LocalNicAddress, mine);
 	mkaddr(&r, peer_ip, disc);
-	for (int i = 0; i < 300 && ret == VIP_NO_MATCH; i++) {
+	/* the server may still be finishing the last scenario: no match yet */
+	for (int i = 0; i < LONG_MS / 100 && ret == VIP_NO_MATCH; i++) {
 		ret = VipConnectRequest(vi, &l.a, &r.a, timeout, rva);
 		if (ret == VIP_NO_MATCH)
 			usleep(100000);
@@ -206,7 +214,7 @@ static void on_error(VIP_PVOID ctx, VIP_ERROR_DESCRIPTOR *ed)
 
 static int wait_flag(atomic_int *f, int want)
 {
-	for (int i = 0; i < 200 && atomic_load(f) < want; i++)
+	for (int i = 0; i < LONG_MS / 50 && atomic_load(f) < want; i++)
 		usleep(50000);
 	return atomic_load(f) >= want;
 }
@@ -379,7 +387,7 @@ static void local_flush_and_cq(void)
 	usleep(200000);
 	ok(atomic_load(&cq_notified) == 1, "... exactly once");
 	for (int i = 1; i < 3; i++) {
-		IS(VipCQWait(cq, 2000, &who, &recv), VIP_SUCCESS);
+		IS(VipCQWait(cq, LONG_MS, &who, &recv), VIP_SUCCESS);
 		ok(who == vi && recv, "CQ entry %d: the VI's receive queue", i + 1);
 	}
 	for (unsigned i = 0; i < 3; i++) {
@@ -595,7 +603,7 @@ static void sc_basic(void)
 			ds->Length = len[i];
 		}
 		IS(VipPostRecv(vi, d, m.mh), VIP_SUCCESS);
-		IS(wait_for("basic", 30000, &rem, &rva, &conn), VIP_SUCCESS);
+		IS(wait_for("basic", LONG_MS, &rem, &rva, &conn), VIP_SUCCESS);
 		ok(rem.a.HostAddressLen == 4 && memcmp(rem.a.HostAddress, peer_ip, 4) == 0 &&
 			   rem.a.DiscriminatorLen == 12 &&
 			   memcmp(rem.a.HostAddress + 4, "client-basic", 12) == 0,
@@ -605,7 +613,7 @@ static void sc_basic(void)
 		IS(VipConnectAccept(conn, vi), VIP_SUCCESS);
 		IS(VipConnectAccept(conn, vi), VIP_INVALID_PARAMETER);
 		ok(state(vi) == VIP_STATE_CONNECTED, "the server's VI is Connected");
-		IS(VipRecvWait(vi, 30000, &d), VIP_SUCCESS);
+		IS(VipRecvWait(vi, LONG_MS, &d), VIP_SUCCESS);
 		ok(d == desc(&m, 0) && d->CS.Length == 40 && d->CS.ImmediateData == 0xdeadbeef &&
 			   d->CS.Status == (VIP_STATUS_DONE | VIP_STATUS_OP_RECEIVE | VIP_STATUS_IMMEDIATE),
 		   "the receive: Length 40, the immediate data, Status %#x", d ? d->CS.Status : 0);
@@ -621,7 +629,7 @@ static void sc_basic(void)
 		one_seg(desc(&m, 1), 0, NULL, 0, m.mh);
 		desc(&m, 1)->CS.SegCount = 0;
 		IS(VipPostSend(vi, desc(&m, 1), m.mh), VIP_SUCCESS);
-		IS(VipSendWait(vi, 30000, &d), VIP_SUCCESS);
+		IS(VipSendWait(vi, LONG_MS, &d), VIP_SUCCESS);
 		ok(d->CS.Status == (VIP_STATUS_DONE | VIP_STATUS_OP_SEND), "an empty Send: Status %#x",
 		   d->CS.Status);
 		/* the client disconnects after it */
@@ -634,7 +642,7 @@ static void sc_basic(void)
 			b[i] = (unsigned char)(i + 1);
 		one_seg(desc(&m, 1), 0, m.p + 2048, 64, m.mh);
 		IS(VipPostRecv(vi, desc(&m, 1), m.mh), VIP_SUCCESS);
-		IS(request(vi, "basic", 10000, &rva), VIP_SUCCESS);
+		IS(request(vi, "basic", LONG_MS, &rva), VIP_SUCCESS);
 		ok(rva.ReliabilityLevel == VIP_SERVICE_RELIABLE_DELIVERY && rva.MaxTransferSize == 4096,
 		   "VipConnectRequest: the server's attributes");
 		ok(state(vi) == VIP_STATE_CONNECTED, "the client's VI is Connected");
@@ -655,13 +663,13 @@ static void sc_basic(void)
 		d->CS.Next.AddressBits = 0x1122334455667788ull; /* the program's own */
 		d->CS.NextHandle = 0x99;
 		IS(VipPostSend(vi, d, m.mh), VIP_SUCCESS);
-		IS(VipSendWait(vi, 30000, &d), VIP_SUCCESS);
+		IS(VipSendWait(vi, LONG_MS, &d), VIP_SUCCESS);
 		ok(d == desc(&m, 0) && d->CS.Status == (VIP_STATUS_DONE | VIP_STATUS_OP_SEND) &&
 			   d->CS.Length == 40 && d->CS.ImmediateData == 0xdeadbeef,
 		   "the send: Status %#x, Length and ImmediateData as posted", d->CS.Status);
 		ok(d->CS.Next.AddressBits == 0x1122334455667788ull && d->CS.NextHandle == 0x99,
 		   "Next and NextHandle left to the program");
-		IS(VipRecvWait(vi, 30000, &d), VIP_SUCCESS);
+		IS(VipRecvWait(vi, LONG_MS, &d), VIP_SUCCESS);
 		ok(d->CS.Length == 0, "the empty answer: Length 0");
 		IS(VipDisconnect(vi), VIP_SUCCESS);
 		ok(state(vi) == VIP_STATE_IDLE, "VipDisconnect: Idle");
@@ -681,18 +689,18 @@ static void sc_reject_timeout(void)
 		VIP_CONN_HANDLE conn;
 		addr_t rem;
 
-		IS(wait_for("rejected", 30000, &rem, &rva, &conn), VIP_SUCCESS);
+		IS(wait_for("rejected", LONG_MS, &rem, &rva, &conn), VIP_SUCCESS);
 		IS(VipConnectReject(conn), VIP_SUCCESS);
 		IS(VipConnectReject(conn), VIP_INVALID_PARAMETER);
-		IS(wait_for("late", 30000, &rem, &rva, &conn), VIP_SUCCESS);
+		IS(wait_for("late", LONG_MS, &rem, &rva, &conn), VIP_SUCCESS);
 		sleep(3); /* the client gives up after 1 s */
 		IS(VipConnectAccept(conn, vi), VIP_TIMEOUT);
 		ok(state(vi) == VIP_STATE_IDLE, "the VI of a failed accept is Idle");
-		IS(wait_for("late2", 30000, &rem, &rva, &conn), VIP_SUCCESS);
+		IS(wait_for("late2", LONG_MS, &rem, &rva, &conn), VIP_SUCCESS);
 		sleep(3);
 		IS(VipConnectReject(conn), VIP_SUCCESS); /* after the client's timeout */
 	} else {
-		IS(request(vi, "rejected", 10000, &rva), VIP_REJECT);
+		IS(request(vi, "rejected", LONG_MS, &rva), VIP_REJECT);
 		ok(state(vi) == VIP_STATE_IDLE, "a rejected VI is Idle");
 		addr_t l, r;
 
@@ -719,7 +727,7 @@ static void sc_conflict(void)
 		VIP_DESCRIPTOR *d;
 
 		vi = mkvi(VIP_SERVICE_UNRELIABLE, 2000, 0, 0, NULL, NULL);
-		IS(wait_for("conflict", 30000, &rem, &rva, &conn), VIP_SUCCESS);
+		IS(wait_for("conflict", LONG_MS, &rem, &rva, &conn), VIP_SUCCESS);
 		IS(VipConnectAccept(conn, vi), VIP_INVALID_RELIABILITY_LEVEL);
 		va.ReliabilityLevel = VIP_SERVICE_RELIABLE_RECEPTION;
 		IS(VipSetViAttributes(vi, &va), VIP_SUCCESS);
@@ -734,7 +742,7 @@ static void sc_conflict(void)
 		ok(state(vi) == VIP_STATE_CONNECTED, "accepted after changing the attributes");
 		va.MaxTransferSize = 10;
 		IS(VipSetViAttributes(vi, &va), VIP_INVALID_STATE);
-		IS(VipRecvWait(vi, 30000, &d), VIP_SUCCESS);
+		IS(VipRecvWait(vi, LONG_MS, &d), VIP_SUCCESS);
 		ok(d->CS.Length == 16 && memcmp(rm.p + 2048, "reliable recept.", 16) == 0,
 		   "the first Reliable Reception Send arrived");
 		wait_flag(&conn_lost_seen, 2);
@@ -746,7 +754,7 @@ static void sc_conflict(void)
 		VIP_DESCRIPTOR *d;
 
 		vi = mkvi(VIP_SERVICE_RELIABLE_RECEPTION, 1000, 0, 0, NULL, NULL);
-		IS(request(vi, "conflict", 20000, &rva), VIP_SUCCESS);
+		IS(request(vi, "conflict", LONG_MS, &rva), VIP_SUCCESS);
 		ok(rva.ReliabilityLevel == VIP_SERVICE_RELIABLE_RECEPTION && rva.MaxTransferSize == 1000,
 		   "connected, Reliable Reception on both sides");
 		/* Reliable Reception: a Send completes once it is placed; here the
@@ -756,12 +764,12 @@ static void sc_conflict(void)
 		memcpy(m.p + 2048, "reliable recept.", 16);
 		one_seg(desc(&m, 0), 0, m.p + 2048, 16, m.mh);
 		IS(VipPostSend(vi, desc(&m, 0), m.mh), VIP_SUCCESS);
-		IS(VipSendWait(vi, 20000, &d), VIP_SUCCESS);
+		IS(VipSendWait(vi, LONG_MS, &d), VIP_SUCCESS);
 		ok(d->CS.Status == (VIP_STATUS_DONE | VIP_STATUS_OP_SEND),
 		   "Reliable Reception: the first Send completes once placed (%#x)", d->CS.Status);
 		one_seg(desc(&m, 0), 0, m.p + 2048, 16, m.mh);
 		IS(VipPostSend(vi, desc(&m, 0), m.mh), VIP_SUCCESS);
-		VIP_RETURN r = VipSendWait(vi, 20000, &d);
+		VIP_RETURN r = VipSendWait(vi, LONG_MS, &d);
 		ok(r == VIP_DESCRIPTOR_ERROR && d && (d->CS.Status & VIP_STATUS_ERROR_MASK),
 		   "Reliable Reception: the second, without a receive at the peer, fails in its "
 		   "descriptor (%#x)",
@@ -792,9 +800,9 @@ static void sc_protection(void)
 		/* the receive's segment runs past the registered page */
 		one_seg(desc(&m, 0), 0, m.p + 4000, 200, m.mh);
 		IS(VipPostRecv(vi, desc(&m, 0), m.mh), VIP_SUCCESS);
-		IS(wait_for("protection", 30000, &rem, &rva, &conn), VIP_SUCCESS);
+		IS(wait_for("protection", LONG_MS, &rem, &rva, &conn), VIP_SUCCESS);
 		IS(VipConnectAccept(conn, vi), VIP_SUCCESS);
-		VIP_RETURN r = VipRecvWait(vi, 30000, &d);
+		VIP_RETURN r = VipRecvWait(vi, LONG_MS, &d);
 		ok(r == VIP_DESCRIPTOR_ERROR && d == desc(&m, 0) &&
 			   (d->CS.Status & VIP_STATUS_PROTECTION_ERROR),
 		   "a receive reaching past its region: PROTECTION (%#x)", d ? d->CS.Status : 0);
@@ -803,11 +811,11 @@ static void sc_protection(void)
 		ok(good, "the unregistered page after it is untouched");
 		ok(state(vi) == VIP_STATE_ERROR, "a reliable VI is in Error after it");
 	} else {
-		IS(request(vi, "protection", 20000, &rva), VIP_SUCCESS);
+		IS(request(vi, "protection", LONG_MS, &rva), VIP_SUCCESS);
 		memset(m.p + 1024, 0x5a, 200);
 		one_seg(desc(&m, 0), 0, m.p + 1024, 200, m.mh);
 		IS(VipPostSend(vi, desc(&m, 0), m.mh), VIP_SUCCESS);
-		VipSendWait(vi, 20000, &d);
+		VipSendWait(vi, LONG_MS, &d);
 		/* a local protection error: the segment is not in the region */
 		sleep(1);
 	}
@@ -834,17 +842,17 @@ static void sc_recvq_empty(void)
 		addr_t rem;
 		int before = atomic_load(&recvq_empty_seen);
 
-		IS(wait_for("recvq-empty", 30000, &rem, &rva, &conn), VIP_SUCCESS);
+		IS(wait_for("recvq-empty", LONG_MS, &rem, &rva, &conn), VIP_SUCCESS);
 		IS(VipConnectAccept(conn, vi), VIP_SUCCESS);
 		/* no receive posted: the client's Send is dropped */
 		ok(wait_flag(&recvq_empty_seen, before + 1) && last_error_vi == vi,
 		   "a Send into an empty receive queue: VIP_ERROR_RECVQ_EMPTY for this VI");
 		ok(state(vi) == VIP_STATE_ERROR, "the reliable VI is in Error after it");
 	} else {
-		IS(request(vi, "recvq-empty", 20000, &rva), VIP_SUCCESS);
+		IS(request(vi, "recvq-empty", LONG_MS, &rva), VIP_SUCCESS);
 		one_seg(desc(&m, 0), 0, m.p, 64, m.mh);
 		IS(VipPostSend(vi, desc(&m, 0), m.mh), VIP_SUCCESS);
-		VipSendWait(vi, 20000, &d);
+		VipSendWait(vi, LONG_MS, &d);
 		sleep(1);
 	}
 	teardown(vi);
@@ -877,7 +885,7 @@ static void sc_rdma(void)
 		vi = mkvi(VIP_SERVICE_RELIABLE_DELIVERY, 4096, VIP_TRUE, VIP_TRUE, NULL, NULL);
 		one_seg(desc(&m, 0), 0, m.p + 2048, 64, m.mh);
 		IS(VipPostRecv(vi, desc(&m, 0), m.mh), VIP_SUCCESS);
-		IS(wait_for("rdma", 30000, &rem, &rva, &conn), VIP_SUCCESS);
+		IS(wait_for("rdma", LONG_MS, &rem, &rva, &conn), VIP_SUCCESS);
 		IS(VipConnectAccept(conn, vi), VIP_SUCCESS);
 		info = (void *)(m.p + 1024);
 		info->addr = (VIP_UINT64)(uintptr_t)ro.p;
@@ -887,9 +895,9 @@ static void sc_rdma(void)
 		IS(VipPostSend(vi, desc(&m, 1), m.mh), VIP_SUCCESS);
 		int before = atomic_load(&errors_seen);
 
-		IS(VipSendWait(vi, 30000, &d), VIP_SUCCESS);
+		IS(VipSendWait(vi, LONG_MS, &d), VIP_SUCCESS);
 		/* the client reads, sends, then writes where it may not */
-		IS(VipRecvWait(vi, 30000, &d), VIP_SUCCESS);
+		IS(VipRecvWait(vi, LONG_MS, &d), VIP_SUCCESS);
 		ok(wait_flag(&errors_seen, before + 1),
 		   "an RDMA Write into a region without EnableRdmaWrite: an asynchronous error");
 		for (int i = 0; i < 4096; i++)
@@ -911,8 +919,8 @@ static void sc_rdma(void)
 		vi = mkvi(VIP_SERVICE_RELIABLE_DELIVERY, 4096, 0, 0, cq, NULL);
 		one_seg(desc(&m, 0), 0, m.p + 2048, 64, m.mh);
 		IS(VipPostRecv(vi, desc(&m, 0), m.mh), VIP_SUCCESS);
-		IS(request(vi, "rdma", 20000, &rva), VIP_SUCCESS);
-		IS(VipRecvWait(vi, 30000, &d), VIP_SUCCESS);
+		IS(request(vi, "rdma", LONG_MS, &rva), VIP_SUCCESS);
+		IS(VipRecvWait(vi, LONG_MS, &d), VIP_SUCCESS);
 		info = (void *)(m.p + 2048);
 		/* RDMA Read of 4096 bytes, then a Send: CQ entries in that order */
 		d = desc(&m, 1);
@@ -928,7 +936,7 @@ static void sc_rdma(void)
 		IS(VipPostSend(vi, d, m.mh), VIP_SUCCESS);
 		one_seg(desc(&m, 2), VIP_CONTROL_QFENCE, m.p + 3000, 8, m.mh);
 		IS(VipPostSend(vi, desc(&m, 2), m.mh), VIP_SUCCESS);
-		IS(VipCQWait(cq, 30000, &who, &recv), VIP_SUCCESS);
+		IS(VipCQWait(cq, LONG_MS, &who, &recv), VIP_SUCCESS);
 		ok(who == vi && !recv, "first CQ entry: the send queue");
 		IS(VipSendDone(vi, &d), VIP_SUCCESS);
 		ok(d == desc(&m, 1) &&
@@ -937,7 +945,7 @@ static void sc_rdma(void)
 		for (int i = 0; i < 4096; i++)
 			good &= buf[i] == (unsigned char)(i * 3);
 		ok(good, "the RDMA Read brought the bytes");
-		IS(VipCQWait(cq, 30000, &who, &recv), VIP_SUCCESS);
+		IS(VipCQWait(cq, LONG_MS, &who, &recv), VIP_SUCCESS);
 		IS(VipSendDone(vi, &d), VIP_SUCCESS);
 		ok(d == desc(&m, 2), "then the fenced Send's");
 		IS(VipSendWait(vi, 10, &d), VIP_ERROR_RESOURCE);
@@ -989,7 +997,7 @@ static void *sender(void *arg)
 		memset(b, i & 0xff, 64);
 		one_seg(desc(p->m, 8 + (unsigned)(i % 8)), 0, b, 64, p->m->mh);
 		if (VipPostSend(p->vi, desc(p->m, 8 + (unsigned)(i % 8)), p->m->mh) != VIP_SUCCESS ||
-		    VipSendWait(p->vi, 30000, &d) != VIP_SUCCESS)
+		    VipSendWait(p->vi, LONG_MS, &d) != VIP_SUCCESS)
 			p->errors++;
 	}
 	return NULL;
@@ -1013,10 +1021,10 @@ static void sc_threads(void)
 		addr_t rem;
 		int errors = 0;
 
-		IS(wait_for("threads", 30000, &rem, &rva, &conn), VIP_SUCCESS);
+		IS(wait_for("threads", LONG_MS, &rem, &rva, &conn), VIP_SUCCESS);
 		IS(VipConnectAccept(conn, vi), VIP_SUCCESS);
 		for (int i = 0; i < n; i++) {
-			if (VipRecvWait(vi, 30000, &d) != VIP_SUCCESS) {
+			if (VipRecvWait(vi, LONG_MS, &d) != VIP_SUCCESS) {
 				errors++;
 				break;
 			}
@@ -1032,7 +1040,7 @@ static void sc_threads(void)
 			VipPostRecv(vi, d, m.mh);
 			one_seg(desc(&m, 8), 0, echo, 64, m.mh);
 			VipPostSend(vi, desc(&m, 8), m.mh);
-			if (VipSendWait(vi, 30000, &d) != VIP_SUCCESS)
+			if (VipSendWait(vi, LONG_MS, &d) != VIP_SUCCESS)
 				errors++;
 		}
 		ok(errors == 0, "echoed %d messages in order", n);
@@ -1044,10 +1052,10 @@ static void sc_threads(void)
 		VIP_RETURN bad_r = VIP_SUCCESS;
 
 		sem_init(&p.credits, 0, 8);
-		IS(request(vi, "threads", 20000, &rva), VIP_SUCCESS);
+		IS(request(vi, "threads", LONG_MS, &rva), VIP_SUCCESS);
 		pthread_create(&th, NULL, sender, &p);
 		for (int i = 0; i < n; i++) {
-			bad_r = VipRecvWait(vi, 30000, &d);
+			bad_r = VipRecvWait(vi, LONG_MS, &d);
 			if (bad_r != VIP_SUCCESS) {
 				first_bad = i;
 				errors++;

@@ -142,6 +142,9 @@ pair "echo: every size class to 4 MiB, verified" \
 pair "RDMA Write with and without immediate data, every size class to 4 MiB" \
 	"$A" "$ex/vipl-rdma-write" -s -S 4194304 -- \
 	"$B" "$ex/vipl-rdma-write" -c $IPA -S 4194304
+pair "stream: 100 RDMA Writes of 64 KiB, 16 in flight, every byte of the target verified" \
+	"$A" "$ex/vipl-stream" -s -S 65536 -- \
+	"$B" "$ex/vipl-stream" -c $IPA -S 65536 -n 100 -t 16
 pair "peer-to-peer from both sides at once, PeerDone and PeerWait" \
 	"$A" "$ex/vipl-peer" -a 192.0.2.2 -l alpha -r beta -w -- \
 	"$B" "$ex/vipl-peer" -a $IPA -l beta -r alpha

@@ -27,6 +27,9 @@ using Clock = std::chrono::steady_clock;
 // Descriptors per work queue; the send ring has room for the trailing
 // Reads of Reliable Reception too.
 constexpr std::uint32_t queue_depth = 256;
+// Data segments per descriptor: the guide's minimum (5.4), which the
+// device's SGE limit meets; every VI's slots hold that many (4 KiB each).
+constexpr std::uint32_t max_data_segments = 252;
 constexpr auto wait_slice = 100ms;
 
 Registry &registry() {
@@ -420,7 +423,7 @@ std::unique_ptr<viaduct::QueuePair> make_qp(Nic &nic, Vi &vi, const VIP_VI_ATTRI
     cfg.recv_cq = &vi.rq.ncq->cq;
     cfg.sq_depth = 2 * queue_depth;
     cfg.rq_depth = queue_depth;
-    cfg.max_send_sge = std::min(nic.attr.limits.max_sge, 16u);
+    cfg.max_send_sge = std::min(nic.attr.limits.max_sge, max_data_segments);
     cfg.max_recv_sge = cfg.max_send_sge;
     // Reliable Reception is this library's (a zero-length RDMA Read behind
     // each Send and Write, Documentation/vipl.rst); the module refuses it
@@ -555,7 +558,7 @@ VIP_RETURN VipQueryNic(VIP_NIC_HANDLE NicHandle, VIP_NIC_ATTRIBUTES *a) {
     a->MaxRegisterBlockBytes = static_cast<VIP_ULONG>(l.max_mr_size);
     a->MaxVI = l.max_qp;
     a->MaxDescriptorsPerQueue = queue_depth;
-    a->MaxSegmentsPerDesc = std::min(l.max_sge, 16u) + 1; // and the address segment
+    a->MaxSegmentsPerDesc = std::min(l.max_sge, max_data_segments) + 1; // and the AS
     a->MaxCQ = l.max_cq;
     a->MaxCQEntries = l.max_cqe / 2;
     a->MaxTransferSize = static_cast<VIP_ULONG>(l.max_msg_size);
@@ -959,9 +962,11 @@ static VIP_RETURN post(Vi &vi, WorkQueue &wq, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE 
     const unsigned segs = static_cast<unsigned>(std::min<std::uint64_t>(
         (mem->addr + mem->length - at - sizeof(VIP_CONTROL_SEGMENT)) / sizeof(VIP_DATA_SEGMENT),
         0xffff));
-    const unsigned max_sge = vi.qp->caps().max_send_sge;
+    // what the slots hold, at most what the SGE array below holds
+    const unsigned max_sge = std::min(vi.qp->caps().max_send_sge, max_data_segments);
+    const unsigned max_recv_sge = std::min(vi.qp->caps().max_recv_sge, max_data_segments);
     const bool rr = !wq.recv && vi.attrs.ReliabilityLevel == VIP_SERVICE_RELIABLE_RECEPTION;
-    DescCheck c = wq.recv ? check_recv(*d, segs, vi.qp->caps().max_recv_sge)
+    DescCheck c = wq.recv ? check_recv(*d, segs, max_recv_sge)
                           : check_send(*d, segs, max_sge, vi.attrs.MaxTransferSize, true);
     std::atomic_ref<VIP_UINT32>(d->CS.Status).store(0, std::memory_order_relaxed);
 
@@ -986,7 +991,7 @@ static VIP_RETURN post(Vi &vi, WorkQueue &wq, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE 
         return local_error(c.error);
 
     const bool rdma = c.op == VIP_STATUS_OP_RDMA_WRITE || c.op == VIP_STATUS_OP_RDMA_READ;
-    std::array<viaduct::Sge, 16> sge;
+    std::array<viaduct::Sge, max_data_segments> sge;
     for (unsigned i = 0; i < c.nds; i++) {
         const VIP_DATA_SEGMENT *ds = segment(*d, i + (rdma ? 1u : 0u));
         sge[i] = {ds->Data.AddressBits, ds->Length, ds->Handle};

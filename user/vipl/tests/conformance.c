@@ -859,6 +859,88 @@ static void sc_recvq_empty(void)
 	mem_fini(&m);
 }
 
+/*
+ * The guide's 252 data segments (5.4), MaxSegmentsPerDesc with the address
+ * segment: a Send gathered from 252 segments lands scattered over a
+ * receive of 252, byte for byte, nothing between them; one more segment
+ * is a LENGTH error.
+ */
+#define NSEG 252
+#define SEG_STRIDE 48 /* 16 bytes, then a 32-byte canary */
+
+static void segs_fill(VIP_DESCRIPTOR *d, struct mem *m, unsigned n, VIP_UINT16 control)
+{
+	VIP_DATA_SEGMENT *ds = (VIP_DATA_SEGMENT *)d->DS;
+
+	memset(d, 0, sizeof(VIP_CONTROL_SEGMENT) + n * sizeof(*ds));
+	d->CS.Control = control;
+	d->CS.SegCount = (VIP_UINT16)n;
+	d->CS.Length = n * 16;
+	for (unsigned i = 0; i < n; i++) {
+		ds[i].Data.Address = m->p + 4096 + i * SEG_STRIDE;
+		ds[i].Handle = m->mh;
+		ds[i].Length = 16;
+	}
+}
+
+static void sc_segments(void)
+{
+	VIP_VI_ATTRIBUTES rva;
+	VIP_VI_HANDLE vi;
+	struct mem m;
+	VIP_DESCRIPTOR *d = NULL;
+
+	ok(na.MaxSegmentsPerDesc == NSEG + 1, "MaxSegmentsPerDesc: %d data segments and the AS (%lu)",
+	   NSEG, (unsigned long)na.MaxSegmentsPerDesc);
+	/* the descriptor fills page 0, the segments pages 1 to 3 */
+	mem_init(&m, 5, 0, NULL, 0, 0);
+	vi = mkvi(VIP_SERVICE_RELIABLE_DELIVERY, 4096, 0, 0, NULL, NULL);
+	if (role == ROLE_SERVER) {
+		VIP_CONN_HANDLE conn;
+		addr_t rem;
+		int good = 1;
+
+		segs_fill((VIP_DESCRIPTOR *)m.p, &m, NSEG, 0);
+		IS(VipPostRecv(vi, (VIP_DESCRIPTOR *)m.p, m.mh), VIP_SUCCESS);
+		IS(wait_for("segments", LONG_MS, &rem, &rva, &conn), VIP_SUCCESS);
+		IS(VipConnectAccept(conn, vi), VIP_SUCCESS);
+		IS(VipRecvWait(vi, LONG_MS, &d), VIP_SUCCESS);
+		ok(d == (VIP_DESCRIPTOR *)m.p && d->CS.Length == NSEG * 16 &&
+			   d->CS.Status == (VIP_STATUS_DONE | VIP_STATUS_OP_RECEIVE),
+		   "a receive of %d segments: Length %u, Status %#x", NSEG, d ? d->CS.Length : 0,
+		   d ? d->CS.Status : 0);
+		for (unsigned i = 0; i < NSEG * SEG_STRIDE; i++) {
+			unsigned seg = i / SEG_STRIDE, off = i % SEG_STRIDE;
+			unsigned k = seg * 16 + off;
+
+			good &= m.p[4096 + i] == (off < 16 ? (unsigned char)(k * 7 + 1) : 0xa5);
+		}
+		ok(good, "scattered over %d segments in order, nothing between them", NSEG);
+	} else {
+		for (unsigned i = 0; i < NSEG * SEG_STRIDE; i++) {
+			unsigned seg = i / SEG_STRIDE, off = i % SEG_STRIDE;
+
+			m.p[4096 + i] = off < 16 ? (unsigned char)((seg * 16 + off) * 7 + 1) : 0x11;
+		}
+		IS(request(vi, "segments", LONG_MS, &rva), VIP_SUCCESS);
+		segs_fill((VIP_DESCRIPTOR *)m.p, &m, NSEG, 0);
+		IS(VipPostSend(vi, (VIP_DESCRIPTOR *)m.p, m.mh), VIP_SUCCESS);
+		IS(VipSendWait(vi, LONG_MS, &d), VIP_SUCCESS);
+		ok(d == (VIP_DESCRIPTOR *)m.p &&
+			   d->CS.Status == (VIP_STATUS_DONE | VIP_STATUS_OP_SEND),
+		   "a Send gathered from %d segments: Status %#x", NSEG, d ? d->CS.Status : 0);
+		/* one more: refused, nothing sent (the server saw one message) */
+		segs_fill((VIP_DESCRIPTOR *)m.p, &m, NSEG + 1, 0);
+		IS(VipPostSend(vi, (VIP_DESCRIPTOR *)m.p, m.mh), VIP_SUCCESS);
+		VIP_RETURN r = VipSendWait(vi, LONG_MS, &d);
+		ok(r == VIP_DESCRIPTOR_ERROR && d == (VIP_DESCRIPTOR *)m.p &&
+			   (d->CS.Status & VIP_STATUS_ERROR_MASK) == VIP_STATUS_LENGTH_ERROR,
+		   "%d data segments: LENGTH error (%#x)", NSEG + 1, d ? d->CS.Status : 0);
+	}
+	teardown(vi);
+	mem_fini(&m);
+}
+
 /* 5: RDMA: Write into a region without RDMA Write, Read, CQ order */
 static void sc_rdma(void)
 {
@@ -1130,6 +1212,7 @@ int main(int argc, char **argv)
 		sc_protection();
 		sc_recvq_empty();
 		sc_rdma();
+		sc_segments();
 		sc_threads();
 		sc_autodiscovery();
 	} else {

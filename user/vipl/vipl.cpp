@@ -30,6 +30,9 @@ constexpr std::uint32_t queue_depth = 256;
 // Data segments per descriptor: the guide's minimum (5.4), which the
 // device's SGE limit meets; every VI's slots hold that many (4 KiB each).
 constexpr std::uint32_t max_data_segments = 252;
+// Bytes per descriptor (MaxTransferSize): what the examples exchange in
+// every size class and verify (vipl_test.sh); the module takes up to 2 GiB.
+constexpr std::uint64_t max_transfer = std::uint64_t{4} << 20;
 constexpr auto wait_slice = 100ms;
 
 Registry &registry() {
@@ -401,7 +404,7 @@ bool readable_attrs(const VIP_VI_ATTRIBUTES *a) {
 VIP_RETURN check_vi_attrs(Nic &nic, const VIP_VI_ATTRIBUTES &a, std::shared_ptr<Ptag> &ptag) {
     if (!valid_reliability(a.ReliabilityLevel))
         return VIP_INVALID_RELIABILITY_LEVEL;
-    if (a.MaxTransferSize > nic.attr.limits.max_msg_size)
+    if (a.MaxTransferSize > std::min(nic.attr.limits.max_msg_size, max_transfer))
         return VIP_INVALID_MTU;
     ptag = ptag_of(nic, a.Ptag);
     if (!ptag)
@@ -561,7 +564,7 @@ VIP_RETURN VipQueryNic(VIP_NIC_HANDLE NicHandle, VIP_NIC_ATTRIBUTES *a) {
     a->MaxSegmentsPerDesc = std::min(l.max_sge, max_data_segments) + 1; // and the AS
     a->MaxCQ = l.max_cq;
     a->MaxCQEntries = l.max_cqe / 2;
-    a->MaxTransferSize = static_cast<VIP_ULONG>(l.max_msg_size);
+    a->MaxTransferSize = static_cast<VIP_ULONG>(std::min(l.max_msg_size, max_transfer));
     a->NativeMTU = nic->attr.mtu;
     a->MaxPtags = l.max_pd;
     a->ReliabilityLevelSupport =

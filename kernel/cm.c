@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The iWARP connection manager's state machine: ids, their events, the
- * active side of the MPA exchange, and the hand-over of an established
- * stream to the transport. cm_sock.c keeps the TCP endpoint and the MPA
- * frames, cm_listen.c listeners and the passive side, mpa.c decides what
- * the frames negotiate, cm_channel.c queues the events. See cm.h for the
+ * The iWARP connection manager's state machine: ids, their events, and the
+ * hand-over of an established stream to the transport. cm_sock.c keeps the
+ * TCP endpoint and the MPA frames, cm_connect.c the active side,
+ * cm_listen.c listeners and the passive side, mpa.c decides what the
+ * frames negotiate, cm_channel.c queues the events. See cm.h for the
  * locking and the lifetimes, conn.h for the transport contract and
  * Documentation/cm.rst for the protocol choices.
  *
@@ -327,7 +327,11 @@ int vd_cm_take_qp(struct vd_cm_id *id, struct vd_qp *qp)
 	return 0;
 }
 
-static void cm_release_qp(struct vd_cm_id *id)
+/**
+ * vd_cm_release_qp() - let go of the id's QP, if it holds one
+ * @id: the id, locked
+ */
+void vd_cm_release_qp(struct vd_cm_id *id)
 {
 	lockdep_assert_held(&id->lock);
 	if (!id->qp)
@@ -371,7 +375,7 @@ void vd_cm_teardown(struct vd_cm_id *id, bool abort)
 		vd_conn_put(conn);
 	}
 	vd_cm_sock_close(id, abort);
-	cm_release_qp(id);
+	vd_cm_release_qp(id);
 }
 
 static void cm_stream_closed(struct vd_conn *conn, int reason);
@@ -447,7 +451,7 @@ static void cm_stream_closed(struct vd_conn *conn, int reason)
 	vd_cm_queue(id);
 }
 
-/* --- The active side of the MPA exchange ------------------------------ */
+/* --- Our side of the MPA negotiation -------------------------------- */
 
 static u32 cm_our_ird(struct vd_cm_id *id)
 {
@@ -472,48 +476,6 @@ void vd_cm_ours(struct vd_cm_id *id, u32 flags, struct vd_mpa_ours *ours)
 	ours->ird = cm_our_ird(id);
 	ours->ord = cm_our_ord(id);
 	ours->pd_len = id->param.pd_len;
-}
-
-static int cm_send_request(struct vd_cm_id *id)
-{
-	struct vd_mpa_info info;
-	struct vd_mpa_ours ours;
-
-	vd_cm_ours(id, id->param.flags, &ours);
-	vd_mpa_request(&ours, &info);
-	id->rx_len = 0;
-	return vd_cm_send_frame(id, &info, id->param.pd);
-}
-
-/* Active side: the reply in @id->peer_info is complete. */
-static void cm_got_reply(struct vd_cm_id *id)
-{
-	const struct vd_mpa_info *rep = &id->peer_info;
-	struct vd_mpa_ours ours;
-	int ret;
-
-	vd_cm_ours(id, id->param.flags, &ours);
-	ret = vd_mpa_settle(&ours, rep, &id->mpa);
-	if (ret == -ECONNREFUSED) {
-		/*
-		 * Let go of the QP before the event: whoever reads REJECTED
-		 * may connect another id with the same QP at once. The
-		 * private data stays in @id->rx, which teardown leaves alone.
-		 */
-		vd_cm_teardown(id, false);
-		id->state = VD_CM_CLOSED;
-		vd_cm_report(id, VIADUCT_CM_EVENT_REJECTED, -ECONNREFUSED,
-			     vd_cm_frame_pd(id), rep->pd_len);
-		return;
-	}
-	if (!ret)
-		ret = vd_cm_establish(id);
-	if (ret) {
-		vd_cm_fail(id, VIADUCT_CM_EVENT_CONNECT_ERROR, ret);
-		return;
-	}
-	vd_cm_report(id, VIADUCT_CM_EVENT_ESTABLISHED, 0, vd_cm_frame_pd(id),
-		     rep->pd_len);
 }
 
 /* --- The state machine ---------------------------------------------- */
@@ -595,7 +557,7 @@ static void cm_step(struct vd_cm_id *id)
 			return;
 		}
 		kernel_getsockname(id->sock, (struct sockaddr *)&id->local);
-		ret = cm_send_request(id);
+		ret = vd_cm_send_request(id);
 		if (ret) {
 			vd_cm_fail(id, VIADUCT_CM_EVENT_UNREACHABLE, ret);
 			return;
@@ -609,7 +571,7 @@ static void cm_step(struct vd_cm_id *id)
 		if (ret)
 			vd_cm_fail(id, VIADUCT_CM_EVENT_CONNECT_ERROR, ret);
 		else
-			cm_got_reply(id);
+			vd_cm_got_reply(id);
 		return;
 	case VD_CM_REQ_WAIT:
 		ret = vd_cm_recv_frame(id, false);
@@ -681,194 +643,7 @@ static void cm_timeout(struct work_struct *work)
 	vd_cm_id_put(id);
 }
 
-/* --- Connecting ----------------------------------------------------- */
-
-static int cm_start_active(struct vd_cm_id *id, struct vd_qp *qp,
-			   const struct vd_cm_param *p)
-{
-	int ret;
-
-	ret = vd_cm_take_qp(id, qp);
-	if (ret)
-		return ret;
-	id->param = *p;
-	id->active = true;
-	memset(&id->mpa, 0, sizeof(id->mpa));
-	id->mpa.active = true;
-	return 0;
-}
-
-/**
- * vd_cm_connect() - connect to a listening peer (active side)
- * @id: an idle id
- * @dst: the peer's address, not the wildcard, with a port
- * @qp: the QP to connect, Idle and bound to no other id
- * @p: the parameters; @p->pd_len within vd_mpa_pd_max() of the request
- *
- * Binds a new TCP socket to @id's device's interface and connects without
- * waiting; the MPA request follows when TCP is up. The outcome is an
- * event: ESTABLISHED, REJECTED, CONNECT_ERROR, UNREACHABLE (also for a
- * failure known at once) or TIMEOUT (after @p->timeout_ms, by default
- * VD_CM_TIMEOUT_MS).
- *
- * Return: 0 once the attempt is under way; -EINVAL for an id that is not
- * idle, a wildcard destination, port 0 or too much private data; the
- * errors of vd_addr_from_user() and vd_addr_check(); those of
- * vd_cm_take_qp(); those of creating and binding the socket.
- */
-int vd_cm_connect(struct vd_cm_id *id, const struct viaduct_sockaddr *dst,
-		  struct vd_qp *qp, const struct vd_cm_param *p)
-{
-	struct socket *sock;
-	int len, ifindex, ret;
-
-	mutex_lock(&id->lock);
-	ret = -EINVAL;
-	if (id->state != VD_CM_IDLE)
-		goto out;
-	ret = vd_addr_from_user(dst, &id->peer, &len);
-	if (ret)
-		goto out;
-	ret = -EINVAL;
-	if (vd_addr_is_any(&id->peer) ||
-	    (id->peer.ss_family == AF_INET ?
-	     !((struct sockaddr_in *)&id->peer)->sin_port :
-	     !((struct sockaddr_in6 *)&id->peer)->sin6_port))
-		goto out;
-	if (p->pd_len > vd_mpa_pd_max(!(p->flags & VIADUCT_CM_F_MPA_V1)))
-		goto out;
-	ifindex = vd_addr_check(id->owner.dev, id->owner.net, &id->peer,
-				false);
-	if (ifindex < 0) {
-		ret = ifindex;
-		goto out;
-	}
-	ret = vd_cm_sock_create(id, id->peer.ss_family, &sock);
-	if (ret)
-		goto out;
-	ret = sock_bindtoindex(sock->sk, ifindex, true);
-	if (!ret)
-		ret = cm_start_active(id, qp, p);
-	if (!ret) {
-		ret = vd_cm_sock_attach(id, sock, NULL);
-		if (ret)
-			cm_release_qp(id);
-	}
-	if (ret) {
-		sock_release(sock);
-		goto out;
-	}
-	id->state = VD_CM_CONNECTING;
-	vd_cm_arm_timeout(id, p->timeout_ms ?: VD_CM_TIMEOUT_MS);
-	ret = kernel_connect(sock, (struct sockaddr *)&id->peer, len,
-			     O_NONBLOCK);
-	if (ret && ret != -EINPROGRESS) {
-		/* failures known at once are still reported as events */
-		vd_cm_fail(id, VIADUCT_CM_EVENT_UNREACHABLE, ret);
-	} else {
-		vd_cm_queue(id);
-	}
-	ret = 0;
-out:
-	mutex_unlock(&id->lock);
-	return ret;
-}
-
-/**
- * vd_cm_convert() - take over a connected TCP socket of the user's
- * @id: an idle id
- * @sock: a connected TCP socket (IPv4 or IPv6) in the owner's namespace;
- *        the id takes over the caller's reference on its file, whatever
- *        this returns
- * @qp: the QP to connect, Idle and bound to no other id
- * @p: the parameters; VIADUCT_CM_F_ACTIVE makes us the MPA initiator
- *
- * The MPA exchange runs on @sock: as initiator the request is sent at
- * once; as responder the id waits for the request and accepts it with @p
- * without a CONNECT_REQUEST. The outcome is an event, as for
- * vd_cm_connect().
- *
- * Return: 0; -EINVAL for a socket that is not TCP in the namespace, an id
- * that is not idle or too much private data; -ENOTCONN for a socket that
- * is not connected; -EADDRNOTAVAIL (or another error of vd_addr_check())
- * if its local address is not the device's; -EBUSY if it has an upper
- * layer protocol or another kernel user; those of vd_cm_take_qp(); those
- * of sending the request.
- */
-int vd_cm_convert(struct vd_cm_id *id, struct socket *sock, struct vd_qp *qp,
-		  const struct vd_cm_param *p)
-{
-	struct sock *sk = sock->sk;
-	int ret;
-
-	ret = -EINVAL;
-	if (sk->sk_type != SOCK_STREAM || sk->sk_protocol != IPPROTO_TCP ||
-	    (sk->sk_family != AF_INET && sk->sk_family != AF_INET6) ||
-	    !net_eq(sock_net(sk), id->owner.net))
-		goto put;
-	ret = -ENOTCONN;
-	if (READ_ONCE(sk->sk_state) != TCP_ESTABLISHED)
-		goto put;
-
-	mutex_lock(&id->lock);
-	ret = -EINVAL;
-	if (id->state != VD_CM_IDLE)
-		goto unlock;
-	if (p->flags & VIADUCT_CM_F_ACTIVE &&
-	    p->pd_len > vd_mpa_pd_max(!(p->flags & VIADUCT_CM_F_MPA_V1)))
-		goto unlock;
-	memset(&id->local, 0, sizeof(id->local));
-	memset(&id->peer, 0, sizeof(id->peer));
-	if (kernel_getsockname(sock, (struct sockaddr *)&id->local) < 0 ||
-	    kernel_getpeername(sock, (struct sockaddr *)&id->peer) < 0)
-		goto unlock;
-	ret = vd_addr_check(id->owner.dev, id->owner.net, &id->local, true);
-	if (ret >= 0 && vd_addr_is_any(&id->local))
-		ret = -EADDRNOTAVAIL;
-	if (ret < 0)
-		goto unlock;
-	/* nor one with an upper layer protocol (TLS, MPTCP's, ...) */
-	ret = -EBUSY;
-	if (inet_csk(sk)->icsk_ulp_ops)
-		goto unlock;
-	ret = cm_start_active(id, qp, p);
-	if (ret)
-		goto unlock;
-	/* a socket some other kernel user (or id) drives is not ours */
-	ret = vd_cm_sock_attach(id, sock, NULL);
-	if (ret) {
-		cm_release_qp(id);
-		goto unlock;
-	}
-	id->active = p->flags & VIADUCT_CM_F_ACTIVE;
-	id->mpa.active = id->active;
-	/* the socket's file reference is ours until the id lets go */
-	id->converted = true;
-	vd_cm_arm_timeout(id, p->timeout_ms ?: VD_CM_TIMEOUT_MS);
-	if (id->active) {
-		ret = cm_send_request(id);
-		if (ret) {
-			/* this drops the file reference too */
-			vd_cm_teardown(id, false);
-			id->state = VD_CM_IDLE;
-			mutex_unlock(&id->lock);
-			return ret;
-		}
-		id->state = VD_CM_REP_WAIT;
-	} else {
-		id->auto_accept = true;
-		id->rx_len = 0;
-		id->state = VD_CM_REQ_WAIT;
-	}
-	vd_cm_queue(id);
-	mutex_unlock(&id->lock);
-	return 0;
-unlock:
-	mutex_unlock(&id->lock);
-put:
-	fput(sock->file);
-	return ret;
-}
+/* --- Disconnecting -------------------------------------------------- */
 
 /**
  * vd_cm_disconnect() - close an established connection

@@ -4,7 +4,8 @@
  * exchange (RFC 5044, RFC 6581) and CM events. ucm.c is its ioctl face;
  * the CM itself knows no file descriptors and no handle table.
  * Files: cm.c (ids and their state machine), cm_sock.c (the TCP endpoint
- * and the MPA frames), cm_listen.c (listeners and the passive side),
+ * and the MPA frames), cm_connect.c (the active side: connect, convert,
+ * the request and the reply), cm_listen.c (listeners and the passive side),
  * mpa.c (what the frames negotiate), cm_channel.c (event channels),
  * addr.c (addresses and the device's route policy). The functions are
  * documented (kernel-doc) at their definitions; Documentation/cm.rst has

@@ -2,9 +2,10 @@
 /*
  * Inside the connection manager: the id and what its files share. cm.c runs
  * an id's state machine, cm_sock.c its TCP endpoint and MPA frames,
- * cm_listen.c listeners and the passive side. cm.h has the locking and
- * the lifetimes; the functions are documented at their definitions.
- * Nothing outside these three files includes this header.
+ * cm_connect.c the active side, cm_listen.c listeners and the passive
+ * side. cm.h has the locking and the lifetimes; the functions are
+ * documented at their definitions. Nothing outside these four files
+ * includes this header.
  */
 #ifndef _VD_CM_PRIV_H
 #define _VD_CM_PRIV_H
@@ -99,6 +100,7 @@ void vd_cm_report(struct vd_cm_id *id, u32 type, int status,
 		  const u8 *pd, u32 pd_len);
 int vd_cm_take_qp(struct vd_cm_id *id, struct vd_qp *qp);
 int vd_cm_establish(struct vd_cm_id *id);
+void vd_cm_release_qp(struct vd_cm_id *id);
 void vd_cm_teardown(struct vd_cm_id *id, bool abort);
 void vd_cm_fail(struct vd_cm_id *id, u32 type, int status);
 void vd_cm_ours(struct vd_cm_id *id, u32 flags, struct vd_mpa_ours *ours);
@@ -116,6 +118,10 @@ int vd_cm_send_frame(struct vd_cm_id *id, const struct vd_mpa_info *info,
 		     const u8 *pd);
 int vd_cm_recv_frame(struct vd_cm_id *id, bool reply);
 const u8 *vd_cm_frame_pd(struct vd_cm_id *id);
+
+/* cm_connect.c: the active side */
+int vd_cm_send_request(struct vd_cm_id *id);
+void vd_cm_got_reply(struct vd_cm_id *id);
 
 /* cm_listen.c: listeners, their children, the passive side */
 void vd_cm_listen_work(struct vd_cm_id *l);

@@ -6,7 +6,8 @@
  * Every command acts on the namespace of the requesting socket. The family
  * owns nothing: devices belong to device.c, which reports their state
  * through vd_device_query(), contexts to uctx.c (vd_uctx_walk()) and their
- * objects to uobj.c (vd_uobj_table_walk()); this file only translates.
+ * objects to uobj_report.c (vd_uobj_table_walk()); this file only
+ * translates.
  *
  * The context and resource dumps resume where the last message did not
  * fit: cb->args[0] is the context id, cb->args[1] the handle within it

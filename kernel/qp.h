@@ -6,8 +6,9 @@
  * creator's, which vd_qp_destroy() consumes; the connection manager binds
  * it to an LLP stream, and the transport installs its ops with the stream
  * (struct vd_qp_tp_ops). The functions are documented (kernel-doc) at their
- * definitions in qp.c, and the pure rules in qp_rules.c (the KUnit suite
- * viaduct_qp tests them).
+ * definitions in qp_create.c (creation and destruction), qp.c (the rest)
+ * and, for the pure rules, qp_rules.c (the KUnit suite viaduct_qp tests
+ * them).
  *
  * Locking
  * -------
@@ -173,6 +174,13 @@ struct vd_qp_init {
 struct vd_qp *vd_qp_create(const struct vd_qp_init *init);
 void vd_qp_destroy(struct vd_qp *qp);
 void vd_qp_put(struct vd_qp *qp);
+
+/* Between qp.c and qp_create.c only. */
+void vd_qp_lock_all(struct vd_qp *qp)
+	__acquires(&qp->lock) __acquires(&qp->sq.lock) __acquires(&qp->rq.lock);
+void vd_qp_unlock_all(struct vd_qp *qp)
+	__releases(&qp->rq.lock) __releases(&qp->sq.lock) __releases(&qp->lock);
+bool vd_qp_db_poll(struct vd_db_client *c);
 
 /**
  * vd_qp_get() - take a reference

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The resource commands of a user context: handle table, mmap keys and the
- * asynchronous event queue. See uobj.h for the locking and the lifetimes;
- * the functions other than the commands have kernel-doc at their
- * definitions.
+ * asynchronous event queue. The commands of the CQs and QPs are in ucq.c
+ * and uqp.c, over the helpers uobj_priv.h shares. See uobj.h for the
+ * locking and the lifetimes; the functions other than the commands have
+ * kernel-doc at their definitions.
  *
  * A create command reserves its handle, builds the object, enters its
  * rings as mmap keys and copies the reply out before the handle is
@@ -33,46 +34,12 @@
 #include "srq.h"
 #include "tpt.h"
 #include "uctx.h"
-#include "uobj.h"
-
-enum vd_uobj_type {
-	VD_UOBJ_PD,
-	VD_UOBJ_MR,
-	VD_UOBJ_CQ,
-	VD_UOBJ_QP,
-	VD_UOBJ_CM_ID,		/* not reported: no VIADUCT_RES_* type */
-	VD_UOBJ_SRQ,		/* not reported either */
-};
+#include "uobj_priv.h"
 
 /* reports name the types VIADUCT_RES_* = enum vd_uobj_type + 1 */
 static_assert(VD_UOBJ_PD + 1 == VIADUCT_RES_PD);
 static_assert(VD_UOBJ_QP + 1 == VIADUCT_RES_QP);
 static_assert(VD_UOBJ_QP + 1 == VD_UOBJ_NR_TYPES);
-
-/* A QP's rings: doorbell page, SQ, RQ, two private completion rings. */
-#define VD_UOBJ_MAX_KEYS	5
-
-/*
- * mmap keys stay below 2^31 so that 32-bit processes can pass them as an
- * off_t; index 0 is not used, so an mmap at offset 0 maps nothing.
- */
-#define VD_MMAP_KEY_LIMIT	XA_LIMIT(1, (1U << (31 - PAGE_SHIFT)) - 1)
-
-struct vd_uobj {
-	enum vd_uobj_type type;
-	u32 nkeys;
-	u32 keys[VD_UOBJ_MAX_KEYS];	/* indices in the table's @mmap_keys */
-	u32 pd_handle;			/* MR, QP: for reports only */
-	union {
-		struct vd_pd *pd;
-		struct vd_mr *mr;
-		struct vd_cq *cq;
-		struct vd_qp *qp;
-		struct vd_cm_id *cm_id;
-		struct vd_srq *srq;
-		void *obj;		/* NULL until the object exists */
-	};
-};
 
 /**
  * vd_uobj_table_init() - an empty table and the context's async queue
@@ -92,7 +59,13 @@ int vd_uobj_table_init(struct vd_uobj_table *t)
 	return 0;
 }
 
-static unsigned long uobj_pinned_pages(const struct vd_uobj *u)
+/**
+ * vd_uobj_pinned_pages() - the pages an entry's object pins
+ * @u: the entry
+ *
+ * Return: the pages of an MR's user memory, else 0.
+ */
+unsigned long vd_uobj_pinned_pages(const struct vd_uobj *u)
 {
 	if (u->type != VD_UOBJ_MR || !u->mr->umem)
 		return 0;
@@ -107,15 +80,20 @@ static void uobj_account(struct vd_uobj_table *t, const struct vd_uobj *u,
 	if (u->type >= VD_UOBJ_NR_TYPES)
 		return;
 	atomic_long_add(sign, &t->nr_objs[u->type]);
-	atomic_long_add(sign * (long)uobj_pinned_pages(u), &t->pinned_pages);
+	atomic_long_add(sign * (long)vd_uobj_pinned_pages(u), &t->pinned_pages);
 }
 
-/*
- * Enters @mem as a new mmap key of @u, with a reference of the key's own;
- * returns the key in *@key.
+/**
+ * vd_uobj_add_key() - enter a ring as a new mmap key of an entry
+ * @t: the table, locked
+ * @u: the entry
+ * @mem: the ring; the key takes a reference of its own
+ * @key: set to the key (the mmap offset)
+ *
+ * Return: 0; -EINVAL if @u has all its keys; -ENOSPC; -ENOMEM.
  */
-static int uobj_add_key(struct vd_uobj_table *t, struct vd_uobj *u,
-			struct vd_ring_mem *mem, __u64 *key)
+int vd_uobj_add_key(struct vd_uobj_table *t, struct vd_uobj *u,
+		    struct vd_ring_mem *mem, __u64 *key)
 {
 	u32 idx;
 	int ret;
@@ -132,7 +110,12 @@ static int uobj_add_key(struct vd_uobj_table *t, struct vd_uobj *u,
 	return 0;
 }
 
-static void uobj_drop_key(struct vd_uobj_table *t, u32 idx)
+/**
+ * vd_uobj_drop_key() - forget an mmap key
+ * @t: the table, locked
+ * @idx: the key's index in @t->mmap_keys
+ */
+void vd_uobj_drop_key(struct vd_uobj_table *t, u32 idx)
 {
 	/* existing mappings hold references of their own */
 	vd_ring_mem_put(xa_erase(&t->mmap_keys, idx));
@@ -141,7 +124,7 @@ static void uobj_drop_key(struct vd_uobj_table *t, u32 idx)
 static void uobj_drop_keys(struct vd_uobj_table *t, struct vd_uobj *u)
 {
 	while (u->nkeys)
-		uobj_drop_key(t, u->keys[--u->nkeys]);
+		vd_uobj_drop_key(t, u->keys[--u->nkeys]);
 }
 
 /*
@@ -255,9 +238,16 @@ void vd_uobj_table_destroy(struct vd_uobj_table *t)
 	mutex_destroy(&t->lock);
 }
 
-/* The entry of @handle if it has @type; @t->lock held. */
-static struct vd_uobj *uobj_find(struct vd_uobj_table *t, u32 handle,
-				 enum vd_uobj_type type)
+/**
+ * vd_uobj_find() - the entry a handle names
+ * @t: the table, locked
+ * @handle: the handle
+ * @type: the type the entry must have
+ *
+ * Return: the entry of @handle if it has @type, else NULL.
+ */
+struct vd_uobj *vd_uobj_find(struct vd_uobj_table *t, u32 handle,
+			     enum vd_uobj_type type)
 {
 	struct vd_uobj *u;
 
@@ -322,7 +312,7 @@ static int uobj_remove(struct vd_uobj_table *t, u32 handle,
 
 	mutex_lock(&t->lock);
 	ret = -ENOENT;
-	u = uobj_find(t, handle, type);
+	u = vd_uobj_find(t, handle, type);
 	if (!u)
 		goto out;
 	ret = uobj_try_destroy(u);
@@ -336,19 +326,31 @@ out:
 	return ret;
 }
 
-/*
- * The create commands: reserves a handle for an object of @type, lets
- * @build create the object (and enter its mmap keys) under the table's
- * lock, copies the reply @size bytes at @reply, which holds the handle at
- * @handle, to @uarg and publishes the handle only then. @build sets the
- * entry's object only once it exists; whatever it did is undone if it or
- * the copy fails.
+/**
+ * vd_uobj_create() - the create commands' one helper
+ * @t: the table
+ * @type: the type of the new object
+ * @build: creates the object (and enters its mmap keys) under the table's
+ *         lock; sets the entry's object only once it exists
+ * @arg: passed to @build
+ * @reply: the reply, passed to @build
+ * @handle: a field of @reply, set to the new handle
+ * @size: bytes of @reply
+ * @uarg: the caller's argument
+ *
+ * Reserves a handle for an object of @type, lets @build make the object,
+ * copies the reply to @uarg and publishes the handle only then; whatever
+ * @build did is undone if it or the copy fails.
+ *
+ * Context: Process context.
+ * Return: 0; the limit's error; -ENOSPC or -ENOMEM for the handle; the
+ * error of @build; -EFAULT.
  */
-static long uobj_create(struct vd_uobj_table *t, enum vd_uobj_type type,
-			int (*build)(struct vd_uobj_table *t, struct vd_uobj *u,
-				     void *reply, void *arg),
-			void *arg, void *reply, u32 *handle, size_t size,
-			const struct vd_uarg *uarg)
+long vd_uobj_create(struct vd_uobj_table *t, enum vd_uobj_type type,
+		    int (*build)(struct vd_uobj_table *t, struct vd_uobj *u,
+				 void *reply, void *arg),
+		    void *arg, void *reply, u32 *handle, size_t size,
+		    const struct vd_uarg *uarg)
 {
 	struct vd_uobj *u;
 	long ret;
@@ -380,9 +382,18 @@ out:
 	return ret;
 }
 
-/* A referenced CQ or QP, for the commands that do not change the table. */
-static void *uobj_get(struct vd_uobj_table *t, u32 handle,
-		      enum vd_uobj_type type)
+/**
+ * vd_uobj_get() - the object a handle names, referenced
+ * @t: the table
+ * @handle: the handle
+ * @type: VD_UOBJ_CQ, VD_UOBJ_QP, VD_UOBJ_CM_ID or VD_UOBJ_SRQ
+ *
+ * For the commands that do not change the table.
+ *
+ * Context: Any context; takes the xarray's spinlock.
+ * Return: the object with a reference of the caller's, or NULL.
+ */
+void *vd_uobj_get(struct vd_uobj_table *t, u32 handle, enum vd_uobj_type type)
 {
 	void *obj = NULL;
 	struct vd_uobj *u;
@@ -455,8 +466,8 @@ long vd_uobj_create_pd(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 	struct viaduct_handle *h = karg;
 
 	memset(h, 0, sizeof(*h));
-	return uobj_create(&ctx->objs, VD_UOBJ_PD, build_pd, vd, h,
-			   &h->handle, sizeof(*h), uarg);
+	return vd_uobj_create(&ctx->objs, VD_UOBJ_PD, build_pd, vd, h,
+			      &h->handle, sizeof(*h), uarg);
 }
 
 /*
@@ -471,7 +482,7 @@ static int build_mr(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 	struct vd_uobj *pdu;
 	struct vd_mr *mr;
 
-	pdu = uobj_find(t, req->pd_handle, VD_UOBJ_PD);
+	pdu = vd_uobj_find(t, req->pd_handle, VD_UOBJ_PD);
 	if (!pdu)
 		return -ENOENT;
 	mr = req->make(req->vd, pdu->pd, reply);
@@ -487,252 +498,8 @@ long vd_uobj_create_mr(struct vd_uctx *ctx, const struct vd_uobj_mr_req *req,
 		       void *reply, u32 *handle, size_t size,
 		       const struct vd_uarg *uarg)
 {
-	return uobj_create(&ctx->objs, VD_UOBJ_MR, build_mr, (void *)req,
-			   reply, handle, size, uarg);
-}
-
-static int build_cq(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
-		    void *arg)
-{
-	struct viaduct_create_cq *c = reply;
-	struct vd_cq *cq;
-	int ret;
-
-	cq = vd_cq_create(c->entries, c->handle, c->user_data, t->aq, arg);
-	if (IS_ERR(cq))
-		return PTR_ERR(cq);
-	u->cq = cq;
-	ret = uobj_add_key(t, u, vd_cq_mem(cq), &c->mmap_key);
-	if (ret)
-		return ret;
-	c->entries = vd_cq_entries(cq);
-	c->mmap_size = vd_cq_mem(cq)->size;
-	return 0;
-}
-
-long vd_uobj_create_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		       const struct vd_uarg *uarg)
-{
-	struct viaduct_create_cq *c = karg;
-	struct vd_comp_channel *ch = NULL;
-	long ret;
-
-	if (c->flags)
-		return -EINVAL;
-	if (c->channel_fd != -1) {
-		ch = vd_comp_channel_fdget(c->channel_fd);
-		if (IS_ERR(ch))
-			return PTR_ERR(ch);
-	}
-	ret = uobj_create(&ctx->objs, VD_UOBJ_CQ, build_cq, ch, c, &c->handle,
-			  sizeof(*c), uarg);
-	/* the CQ holds a reference of its own */
-	if (ch)
-		vd_comp_channel_put(ch);
-	return ret;
-}
-
-long vd_uobj_resize_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		       const struct vd_uarg *uarg)
-{
-	struct vd_uobj_table *t = &ctx->objs;
-	struct viaduct_resize_cq *r = karg;
-	struct vd_ring_mem *mem;
-	struct vd_uobj *u;
-	long ret;
-	u32 idx;
-
-	mutex_lock(&t->lock);
-	ret = -ENOENT;
-	u = uobj_find(t, r->handle, VD_UOBJ_CQ);
-	if (!u)
-		goto out;
-	if (WARN_ON_ONCE(u->nkeys != 1)) {
-		ret = -EINVAL;
-		goto out;
-	}
-	/* the key first: the resize cannot be undone */
-	ret = xa_alloc(&t->mmap_keys, &idx, NULL, VD_MMAP_KEY_LIMIT,
-		       GFP_KERNEL);
-	if (ret) {
-		ret = ret == -EBUSY ? -ENOSPC : ret;
-		goto out;
-	}
-	ret = vd_cq_resize(u->cq, r->entries, &mem);
-	if (ret) {
-		xa_erase(&t->mmap_keys, idx);
-		goto out;
-	}
-	/* the key takes over the caller's reference on the new ring */
-	WARN_ON_ONCE(xa_is_err(xa_store(&t->mmap_keys, idx, mem, GFP_KERNEL)));
-	uobj_drop_key(t, u->keys[0]);
-	u->keys[0] = idx;
-
-	r->entries = vd_cq_entries(u->cq);
-	r->mmap_key = (u64)idx << PAGE_SHIFT;
-	r->mmap_size = mem->size;
-	ret = vd_uarg_reply(uarg, r, sizeof(*r));
-out:
-	mutex_unlock(&t->lock);
-	return ret;
-}
-
-long vd_uobj_arm_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		    const struct vd_uarg *uarg)
-{
-	struct viaduct_arm_cq *a = karg;
-	struct vd_cq *cq;
-	long ret;
-
-	cq = uobj_get(&ctx->objs, a->handle, VD_UOBJ_CQ);
-	if (!cq)
-		return -ENOENT;
-	ret = vd_cq_arm(cq, a->flags);
-	vd_cq_put(cq);
-	return ret;
-}
-
-/* Enters the rings of a new QP as mmap keys and fills their keys in @a. */
-static int uobj_add_qp_keys(struct vd_uobj_table *t, struct vd_uobj *u,
-			    struct viaduct_create_qp *a)
-{
-	struct vd_qp *qp = u->qp;
-	int ret;
-
-	ret = uobj_add_key(t, u, qp->db_mem, &a->db_key);
-	if (!ret)
-		ret = uobj_add_key(t, u, qp->sq.mem, &a->sq_key);
-	/* a QP on an SRQ has no receive ring */
-	if (!ret && qp->rq.mem)
-		ret = uobj_add_key(t, u, qp->rq.mem, &a->rq_key);
-	/* private rings are never resized: their memory is fixed */
-	if (!ret && qp->sq.private_cq)
-		ret = uobj_add_key(t, u, vd_cq_mem(qp->sq.cq), &a->scq_key);
-	if (!ret && qp->rq.private_cq)
-		ret = uobj_add_key(t, u, vd_cq_mem(qp->rq.cq), &a->rcq_key);
-	return ret;
-}
-
-/* A CQ of the table for a new QP: NULL for handle 0 (a private ring). */
-static int find_cq(struct vd_uobj_table *t, u32 handle, struct vd_cq **cq)
-{
-	struct vd_uobj *u;
-
-	*cq = NULL;
-	if (!handle)
-		return 0;
-	u = uobj_find(t, handle, VD_UOBJ_CQ);
-	if (!u)
-		return -ENOENT;
-	*cq = u->cq;
-	return 0;
-}
-
-/* The SRQ of the table a new QP receives from: NULL for handle 0. */
-static int find_srq(struct vd_uobj_table *t, u32 handle, struct vd_srq **srq)
-{
-	struct vd_uobj *u;
-
-	*srq = NULL;
-	if (!handle)
-		return 0;
-	u = uobj_find(t, handle, VD_UOBJ_SRQ);
-	if (!u)
-		return -ENOENT;
-	*srq = u->srq;
-	return 0;
-}
-
-static int build_qp(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
-		    void *arg)
-{
-	struct viaduct_create_qp *a = reply;
-	struct vd_device *vd = arg;
-	struct vd_qp_init init = {
-		.dev = vd,
-		.aq = t->aq,
-		.worker = &vd->db_worker,
-		.handle = a->handle,
-		.attr = a,
-	};
-	struct vd_uobj *pdu;
-	struct vd_qp *qp;
-	int ret;
-
-	pdu = uobj_find(t, a->pd_handle, VD_UOBJ_PD);
-	if (!pdu)
-		return -ENOENT;
-	ret = find_cq(t, a->send_cq, &init.send_cq);
-	if (!ret)
-		ret = find_cq(t, a->recv_cq, &init.recv_cq);
-	if (!ret)
-		ret = find_srq(t, a->srq_handle, &init.srq);
-	if (ret)
-		return ret;
-	init.pd = pdu->pd;
-	u->pd_handle = a->pd_handle;
-	qp = vd_qp_create(&init);
-	if (IS_ERR(qp))
-		return PTR_ERR(qp);
-	u->qp = qp;
-	return uobj_add_qp_keys(t, u, a);
-}
-
-long vd_uobj_create_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		       const struct vd_uarg *uarg)
-{
-	struct viaduct_create_qp *a = karg;
-
-	return uobj_create(&ctx->objs, VD_UOBJ_QP, build_qp, vd, a,
-			   &a->handle, sizeof(*a), uarg);
-}
-
-long vd_uobj_modify_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		       const struct vd_uarg *uarg)
-{
-	struct viaduct_modify_qp *m = karg;
-	struct vd_qp *qp;
-	long ret;
-
-	qp = uobj_get(&ctx->objs, m->handle, VD_UOBJ_QP);
-	if (!qp)
-		return -ENOENT;
-	ret = vd_qp_modify(qp, m);
-	vd_qp_put(qp);
-	return ret;
-}
-
-long vd_uobj_query_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		      const struct vd_uarg *uarg)
-{
-	struct viaduct_query_qp *q = karg;
-	struct vd_qp *qp;
-
-	if (q->reserved)
-		return -EINVAL;
-	qp = uobj_get(&ctx->objs, q->handle, VD_UOBJ_QP);
-	if (!qp)
-		return -ENOENT;
-	vd_qp_query(qp, q);
-	vd_qp_put(qp);
-	q->reserved = 0;
-	return vd_uarg_reply(uarg, q, sizeof(*q));
-}
-
-long vd_uobj_doorbell(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
-		      const struct vd_uarg *uarg)
-{
-	struct viaduct_doorbell_req *d = karg;
-	struct vd_qp *qp;
-	long ret;
-
-	qp = uobj_get(&ctx->objs, d->handle, VD_UOBJ_QP);
-	if (!qp)
-		return -ENOENT;
-	atomic64_inc(&ctx->objs.doorbells);
-	ret = vd_qp_doorbell(qp, d->flags);
-	vd_qp_put(qp);
-	return ret;
+	return vd_uobj_create(&ctx->objs, VD_UOBJ_MR, build_mr, (void *)req,
+			      reply, handle, size, uarg);
 }
 
 /* For usrq.c: the table's side of the SRQ commands. */
@@ -743,7 +510,7 @@ static int build_srq(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 	struct vd_uobj *pdu;
 	struct vd_srq *srq;
 
-	pdu = uobj_find(t, a->pd_handle, VD_UOBJ_PD);
+	pdu = vd_uobj_find(t, a->pd_handle, VD_UOBJ_PD);
 	if (!pdu)
 		return -ENOENT;
 	srq = vd_srq_create(pdu->pd, t->aq, a->handle, a);
@@ -751,7 +518,7 @@ static int build_srq(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 		return PTR_ERR(srq);
 	u->srq = srq;
 	u->pd_handle = a->pd_handle;
-	return uobj_add_key(t, u, srq->mem, &a->mmap_key);
+	return vd_uobj_add_key(t, u, srq->mem, &a->mmap_key);
 }
 
 /**
@@ -769,8 +536,8 @@ static int build_srq(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 long vd_uobj_add_srq(struct vd_uobj_table *t, struct viaduct_create_srq *a,
 		     const struct vd_uarg *uarg)
 {
-	return uobj_create(t, VD_UOBJ_SRQ, build_srq, NULL, a, &a->handle,
-			   sizeof(*a), uarg);
+	return vd_uobj_create(t, VD_UOBJ_SRQ, build_srq, NULL, a, &a->handle,
+			      sizeof(*a), uarg);
 }
 
 /**
@@ -783,7 +550,7 @@ long vd_uobj_add_srq(struct vd_uobj_table *t, struct viaduct_create_srq *a,
  */
 struct vd_srq *vd_uobj_get_srq(struct vd_uobj_table *t, u32 handle)
 {
-	return uobj_get(t, handle, VD_UOBJ_SRQ);
+	return vd_uobj_get(t, handle, VD_UOBJ_SRQ);
 }
 
 /**
@@ -860,7 +627,7 @@ long vd_uobj_create_comp_channel(struct vd_uctx *ctx, struct vd_device *vd,
  */
 struct vd_qp *vd_uobj_get_qp(struct vd_uobj_table *t, u32 handle)
 {
-	return uobj_get(t, handle, VD_UOBJ_QP);
+	return vd_uobj_get(t, handle, VD_UOBJ_QP);
 }
 
 /* Enters @id under a new handle, taking over the caller's reference. */
@@ -916,7 +683,7 @@ int vd_uobj_cm_id_add(struct vd_uobj_table *t, struct vd_cm_id *id,
  */
 struct vd_cm_id *vd_uobj_cm_id_get(struct vd_uobj_table *t, u32 handle)
 {
-	return uobj_get(t, handle, VD_UOBJ_CM_ID);
+	return vd_uobj_get(t, handle, VD_UOBJ_CM_ID);
 }
 
 /**
@@ -939,7 +706,7 @@ struct vd_cm_id *vd_uobj_cm_id_remove(struct vd_uobj_table *t, u32 handle,
 	struct vd_uobj *u;
 
 	mutex_lock(&t->lock);
-	u = uobj_find(t, handle, VD_UOBJ_CM_ID);
+	u = vd_uobj_find(t, handle, VD_UOBJ_CM_ID);
 	if (!u) {
 		id = ERR_PTR(-ENOENT);
 		goto out;
@@ -954,117 +721,6 @@ struct vd_cm_id *vd_uobj_cm_id_remove(struct vd_uobj_table *t, u32 handle,
 out:
 	mutex_unlock(&t->lock);
 	return id;
-}
-
-static void uobj_describe(const struct vd_uobj *u, u32 handle,
-			  struct vd_uobj_info *info)
-{
-	struct viaduct_query_qp q;
-	struct vd_qp *qp;
-
-	memset(info, 0, sizeof(*info));
-	info->type = u->type + 1;
-	info->handle = handle;
-	info->pd_handle = u->pd_handle;
-	switch (u->type) {
-	case VD_UOBJ_PD:
-		info->pdn = u->pd->pdn;
-		break;
-	case VD_UOBJ_MR:
-		info->pdn = u->mr->pd->pdn;
-		info->mr.stag = u->mr->stag;
-		info->mr.access = u->mr->access;
-		info->mr.length = u->mr->length;
-		info->mr.pinned_pages = uobj_pinned_pages(u);
-		break;
-	case VD_UOBJ_CQ:
-		info->cq.entries = vd_cq_entries(u->cq);
-		break;
-	case VD_UOBJ_QP:
-		qp = u->qp;
-		vd_qp_query(qp, &q);
-		info->pdn = qp->pd->pdn;
-		info->qp.qpn = q.qpn;
-		info->qp.state = q.state;
-		info->qp.flags = qp->flags;
-		info->qp.sq_depth = q.sq_depth;
-		info->qp.rq_depth = q.rq_depth;
-		/* fixed at creation, and the table holds the QP */
-		info->qp.send_cq = qp->sq.private_cq ? 0 : qp->sq.cq->handle;
-		info->qp.recv_cq = qp->rq.private_cq ? 0 : qp->rq.cq->handle;
-		break;
-	case VD_UOBJ_CM_ID:
-	case VD_UOBJ_SRQ:
-		/* never reported: the walk skips them */
-		break;
-	}
-}
-
-/**
- * vd_uobj_table_walk() - describe the published objects, for reports
- * @t: the table
- * @handle: the lowest handle to visit; set to the handle of the object
- *          that stopped the walk
- * @type: VIADUCT_RES_* to visit only that type, or 0 for every type
- * @fn: called with the description of each object, in handle order;
- *      non-zero stops the walk
- * @arg: passed to @fn
- *
- * PDs, MRs, CQs and QPs are reported; CM ids, SRQs and reserved handles
- * are skipped. @fn runs with @lock held: the objects cannot go away and
- * @fn must not sleep. Never call it on a table that
- * vd_uobj_table_destroy() may be destroying (vd_uctx_walk() sees to
- * that).
- *
- * Context: Process context.
- * Return: the non-zero value of @fn that stopped the walk, leaving the
- * object's handle in *@handle; 0 once every object was visited.
- */
-int vd_uobj_table_walk(struct vd_uobj_table *t, u32 *handle, u32 type,
-		       int (*fn)(const struct vd_uobj_info *info, void *arg),
-		       void *arg)
-{
-	struct vd_uobj_info info;
-	unsigned long h = *handle;
-	struct vd_uobj *u;
-	int ret = 0;
-
-	mutex_lock(&t->lock);
-	/* reserved handles hold no entry yet, so this skips them */
-	xa_for_each_start(&t->handles, h, u, *handle) {
-		if (u->type >= VD_UOBJ_NR_TYPES ||
-		    (type && u->type + 1 != type))
-			continue;
-		uobj_describe(u, h, &info);
-		ret = fn(&info, arg);
-		if (ret) {
-			*handle = h;
-			break;
-		}
-	}
-	mutex_unlock(&t->lock);
-	return ret;
-}
-
-/**
- * vd_uobj_table_counts() - the table's numbers, for reports
- * @t: the table
- * @counts: filled with the published objects by type, the pages their MRs
- *          pin and the DOORBELL commands so far
- *
- * Lockless: each number on its own is one the table had.
- *
- * Context: Any context.
- */
-void vd_uobj_table_counts(struct vd_uobj_table *t,
-			  struct vd_uobj_counts *counts)
-{
-	int i;
-
-	for (i = 0; i < VD_UOBJ_NR_TYPES; i++)
-		counts->objs[i] = atomic_long_read(&t->nr_objs[i]);
-	counts->pinned_pages = atomic_long_read(&t->pinned_pages);
-	counts->doorbells = atomic64_read(&t->doorbells);
 }
 
 /**

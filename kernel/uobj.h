@@ -5,7 +5,8 @@
  * commands of include/uapi/viaduct/viaduct-abi.h run here, called by
  * uctx.c's dispatcher with the argument copied in (see VD_IOCTL_HANDLER).
  * The functions are documented (kernel-doc) at their definitions in
- * uobj.c, the inline helpers below where they are defined.
+ * uobj.c (uobj_report.c for the reports), the inline helpers below where
+ * they are defined.
  *
  * Handles
  * -------
@@ -20,11 +21,11 @@
  * a handle is named by exactly one destroy and an object's keys change
  * under it only. A handle is reserved before its object is created (CQs
  * and QPs report their handle in events) and published afterwards.
- * Every create command goes through one helper (uobj_create()), which
+ * Every create command goes through one helper (vd_uobj_create()), which
  * reserves, lets the type's build function make the object, copies the
  * reply out and publishes. Commands that use an object without changing
  * the table (ARM_CQ, MODIFY_QP, QUERY_QP, DOORBELL, the CM's) take an
- * object reference under the xarray's spinlock (uobj_get()) and run
+ * object reference under the xarray's spinlock (vd_uobj_get()) and run
  * without @lock; a concurrent destroy makes them fail through the
  * object's own checks.
  *

@@ -131,6 +131,10 @@ static void abi_device_structs(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, VIADUCT_INDEX_SELECTED, U32_MAX);
 }
 
+/*
+ * One flat table of every resource command's layout: long, but each line is
+ * one field's offset and size, and splitting it would only scatter the ABI.
+ */
 static void abi_resource_structs(struct kunit *test)
 {
 	CHECK_LAYOUT(test, viaduct_handle, 8,

@@ -24,6 +24,7 @@
 #include <linux/kref.h>
 #include <linux/llist.h>
 #include <linux/rcupdate.h>
+#include <linux/seqlock.h>
 #include <linux/types.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
@@ -122,7 +123,13 @@ struct vd_mr {
 	struct vd_tpt *tpt;
 	struct vd_pd *pd;		/* referenced */
 	u32 stag;
-	u32 access;			/* VIADUCT_ACCESS_* as registered */
+	/*
+	 * @pd, @access and @rights change together under @attr_seq
+	 * (vd_mr_modify(), a REG_MR region only); the check reads them
+	 * inside it. READ_ONCE/WRITE_ONCE.
+	 */
+	seqcount_t attr_seq;
+	u32 access;			/* VIADUCT_ACCESS_* */
 	u32 rights;			/* VD_RIGHT_*, derived from @access */
 	u8 state;			/* enum vd_mr_state, READ_ONCE/WRITE_ONCE */
 	u8 type;			/* enum vd_stag_type */
@@ -159,6 +166,7 @@ struct vd_mr *vd_stag_insert(struct vd_tpt *tpt, struct vd_pd *pd,
 			     u32 access, u8 key, enum vd_stag_type type,
 			     u32 qpn, bool valid);
 void vd_mr_deregister(struct vd_mr *mr);
+int vd_mr_modify(struct vd_mr *mr, struct vd_pd *pd, u32 access);
 void vd_mr_put(struct vd_mr *mr);
 
 /**

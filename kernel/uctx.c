@@ -134,7 +134,8 @@ static VD_IOCTL_HANDLER(ioctl_query_device)
 	attr->caps = VIADUCT_DEV_CAP_POLLED_DOORBELL | VIADUCT_DEV_CAP_IMM_DATA |
 		     VIADUCT_DEV_CAP_CONVERT_SOCKET | VIADUCT_DEV_CAP_P2P |
 		     VIADUCT_DEV_CAP_SEND_INV | VIADUCT_DEV_CAP_FAST_REG |
-		     VIADUCT_DEV_CAP_LOCAL_FENCE | VIADUCT_DEV_CAP_SRQ;
+		     VIADUCT_DEV_CAP_LOCAL_FENCE | VIADUCT_DEV_CAP_SRQ |
+		     VIADUCT_DEV_CAP_MODIFY_MR;
 	if (vd_zc_min())
 		attr->caps |= VIADUCT_DEV_CAP_ZERO_COPY;
 	return vd_uarg_reply(uarg, attr, sizeof(*attr));
@@ -206,6 +207,7 @@ static const struct vd_ioctl vd_ioctls[] = {
 	VD_IOCTL(CM_CONVERT_SOCKET, vd_ucm_convert, VD_IOCTL_DEV),
 	VD_IOCTL(CM_ACK_EVENT, vd_ucm_ack, VD_IOCTL_DEV),
 	VD_IOCTL(ALLOC_MR, vd_umr_alloc_mr, VD_IOCTL_DEV),
+	VD_IOCTL(MODIFY_MR, vd_umr_modify_mr, VD_IOCTL_DEV),
 	VD_IOCTL(CREATE_SRQ, vd_usrq_create, VD_IOCTL_DEV),
 	VD_IOCTL(MODIFY_SRQ, vd_usrq_modify, VD_IOCTL_DEV),
 	VD_IOCTL(QUERY_SRQ, vd_usrq_query, VD_IOCTL_DEV),

@@ -190,6 +190,7 @@ long vd_uobj_create_mr(struct vd_uctx *ctx, const struct vd_uobj_mr_req *req,
 		       const struct vd_uarg *uarg);
 VD_IOCTL_HANDLER(vd_umr_reg_mr);
 VD_IOCTL_HANDLER(vd_umr_alloc_mr);
+VD_IOCTL_HANDLER(vd_umr_modify_mr);
 VD_IOCTL_HANDLER(vd_uobj_create_cq);
 VD_IOCTL_HANDLER(vd_uobj_resize_cq);
 VD_IOCTL_HANDLER(vd_uobj_destroy_cq);

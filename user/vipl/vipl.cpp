@@ -658,8 +658,8 @@ VIP_RETURN VipDeregisterMem(VIP_NIC_HANDLE NicHandle, VIP_PVOID VirtualAddress,
             return VIP_INVALID_PARAMETER;
         mem = std::move(it->second);
         nic->mems.erase(it);
+        mem->ptag->users--;
     }
-    mem->ptag->users--;
     return VIP_SUCCESS;
 }
 
@@ -672,14 +672,18 @@ VIP_RETURN VipQueryMem(VIP_NIC_HANDLE NicHandle, VIP_PVOID Address, VIP_MEM_HAND
     const auto a = reinterpret_cast<std::uintptr_t>(Address);
     if (!mem || a < mem->addr || a >= mem->addr + mem->length)
         return VIP_INVALID_PARAMETER;
+    std::shared_lock<std::shared_mutex> g(nic->mem_mu);
     MemAttribs->Ptag = mem->ptag == nic->default_ptag ? nullptr : mem->ptag.get();
     MemAttribs->EnableRdmaWrite = mem->rdma_write;
     MemAttribs->EnableRdmaRead = mem->rdma_read;
     return VIP_SUCCESS;
 }
 
+// Every attribute may change: the region keeps its memory handle (its
+// STag, which a peer may hold) and the module changes the tag and the
+// rights in place, both or neither (MemoryRegion::modify()).
 VIP_RETURN VipSetMemAttributes(VIP_NIC_HANDLE NicHandle, VIP_PVOID Address,
-                               VIP_MEM_HANDLE MemHandle, VIP_MEM_ATTRIBUTES *MemAttribs) {
+                               VIP_MEM_HANDLE MemHandle, VIP_MEM_ATTRIBUTES *MemAttribs) try {
     auto nic = nic_of(NicHandle);
     if (!nic || !MemAttribs)
         return VIP_INVALID_PARAMETER;
@@ -690,13 +694,31 @@ VIP_RETURN VipSetMemAttributes(VIP_NIC_HANDLE NicHandle, VIP_PVOID Address,
     auto ptag = ptag_of(*nic, MemAttribs->Ptag);
     if (!ptag)
         return VIP_INVALID_PTAG;
-    // The memory handle is the region's STag, which the peer may hold:
-    // new rights or a new tag would need a new STag, which the handle
-    // cannot follow. Only the attributes the region has are accepted.
-    if (ptag != mem->ptag || (MemAttribs->EnableRdmaWrite != 0) != mem->rdma_write ||
-        (MemAttribs->EnableRdmaRead != 0) != mem->rdma_read)
-        return VIP_ERROR_RESOURCE;
+    std::unique_lock<std::shared_mutex> g(nic->mem_mu);
+    if (auto it = nic->mems.find(MemHandle); it == nic->mems.end() || it->second != mem)
+        return VIP_INVALID_PARAMETER; // deregistered meanwhile
+    // memory registered read-only stays so: the NIC never writes it
+    std::uint32_t access = mem->mr.access() & viaduct::access::local_write;
+    if (MemAttribs->EnableRdmaWrite) {
+        if (!access)
+            return VIP_INVALID_PARAMETER;
+        access |= viaduct::access::remote_write;
+    }
+    if (MemAttribs->EnableRdmaRead)
+        access |= viaduct::access::remote_read;
+    if (ptag == mem->ptag) {
+        mem->mr.modify(access);
+    } else {
+        mem->mr.modify(ptag->pd, access);
+        ptag->users++;
+        mem->ptag->users--;
+        mem->ptag = std::move(ptag);
+    }
+    mem->rdma_write = MemAttribs->EnableRdmaWrite != 0;
+    mem->rdma_read = MemAttribs->EnableRdmaRead != 0;
     return VIP_SUCCESS;
+} catch (const viaduct::Error &e) {
+    return resource(e);
 }
 
 VIP_RETURN VipCreateCQ(VIP_NIC_HANDLE NicHandle, VIP_ULONG EntryCount, VIP_CQ_HANDLE *CQHandle) {
@@ -954,10 +976,11 @@ static VIP_RETURN post(Vi &vi, WorkQueue &wq, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE 
     if (!d)
         return VIP_INVALID_PARAMETER;
     const auto at = reinterpret_cast<std::uintptr_t>(d);
-    auto mem = vi.nic->find_mem(mh);
+    const Ptag *tag = nullptr;
+    auto mem = vi.nic->find_mem(mh, &tag);
     // The descriptor must lie in the region its handle names, of the VI's
     // tag: otherwise it is not touched at all (Post Descriptor Error).
-    if (at % VIP_DESCRIPTOR_ALIGNMENT || !mem || mem->ptag != vi.ptag || at < mem->addr ||
+    if (at % VIP_DESCRIPTOR_ALIGNMENT || !mem || tag != vi.ptag.get() || at < mem->addr ||
         at + sizeof(VIP_CONTROL_SEGMENT) > mem->addr + mem->length) {
         async_error(vi, VIP_ERROR_POST_DESC, d, wq.recv);
         return VIP_SUCCESS;

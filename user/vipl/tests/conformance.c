@@ -163,6 +163,15 @@ static void teardown(VIP_VI_HANDLE vi)
 		if (i == LONG_MS / 100)
 			bail("VipDestroyVi after teardown: the VI never became Idle");
 		usleep(100000);
+		/* a disconnect that ran out of time before the flush: again */
+		if (state(vi) != VIP_STATE_IDLE)
+			VipDisconnect(vi);
+		for (VIP_RETURN r; (r = VipRecvDone(vi, &d)) == VIP_SUCCESS ||
+				   (r == VIP_DESCRIPTOR_ERROR && d);)
+			;
+		for (VIP_RETURN r; (r = VipSendDone(vi, &d)) == VIP_SUCCESS ||
+				   (r == VIP_DESCRIPTOR_ERROR && d);)
+			;
 	}
 }
 
@@ -196,7 +205,7 @@ static VIP_RETURN wait_for(const char *disc, VIP_ULONG timeout, addr_t *remote,
 
 /* ------------------------------------------------------ asynchronous errors */
 
-static atomic_int errors_seen, conn_lost_seen, post_desc_seen, recvq_empty_seen;
+static atomic_int errors_seen, conn_lost_seen, post_desc_seen, recvq_empty_seen, rdmaw_prot_seen;
 static VIP_VI_HANDLE last_error_vi;
 
 static void on_error(VIP_PVOID ctx, VIP_ERROR_DESCRIPTOR *ed)
@@ -210,6 +219,8 @@ static void on_error(VIP_PVOID ctx, VIP_ERROR_DESCRIPTOR *ed)
 		atomic_fetch_add(&post_desc_seen, 1);
 	if (ed->ErrorCode == VIP_ERROR_RECVQ_EMPTY)
 		atomic_fetch_add(&recvq_empty_seen, 1);
+	if (ed->ErrorCode == VIP_ERROR_RDMAW_PROT)
+		atomic_fetch_add(&rdmaw_prot_seen, 1);
 }
 
 static int wait_flag(atomic_int *f, int want)
@@ -290,14 +301,55 @@ static void local_memory(void)
 	ok(q.Ptag == p1 && q.EnableRdmaWrite && !q.EnableRdmaRead, "VipQueryMem: the attributes");
 	IS(VipQueryMem(nic, buf + 6000, mh, &q), VIP_INVALID_PARAMETER);
 	IS(VipSetMemAttributes(nic, buf + 10, mh, &ma), VIP_SUCCESS);
+	/* every attribute changes in place, the handle stays */
 	ma.EnableRdmaRead = VIP_TRUE;
-	IS(VipSetMemAttributes(nic, buf + 10, mh, &ma), VIP_ERROR_RESOURCE);
+	IS(VipSetMemAttributes(nic, buf + 10, mh, &ma), VIP_SUCCESS);
+	IS(VipQueryMem(nic, buf + 10, mh, &q), VIP_SUCCESS);
+	ok(q.Ptag == p1 && q.EnableRdmaWrite && q.EnableRdmaRead,
+	   "VipSetMemAttributes: RDMA Read enabled");
+	ma.Ptag = p2;
+	ma.EnableRdmaWrite = VIP_FALSE;
+	IS(VipSetMemAttributes(nic, buf + 4000, mh, &ma), VIP_SUCCESS);
+	IS(VipQueryMem(nic, buf + 10, mh, &q), VIP_SUCCESS);
+	ok(q.Ptag == p2 && !q.EnableRdmaWrite && q.EnableRdmaRead,
+	   "VipSetMemAttributes: another protection tag, RDMA Write disabled");
+	IS(VipDestroyPtag(nic, p2), VIP_ERROR_RESOURCE);
+	/* refused: nothing changes */
+	ma.Ptag = (VIP_PROTECTION_HANDLE)buf;
+	ma.EnableRdmaWrite = VIP_TRUE;
+	IS(VipSetMemAttributes(nic, buf + 10, mh, &ma), VIP_INVALID_PTAG);
+	ma.Ptag = p1;
+	IS(VipSetMemAttributes(nic, buf + 6000, mh, &ma), VIP_INVALID_PARAMETER);
+	IS(VipSetMemAttributes(nic, buf + 10, mh + 12345, &ma), VIP_INVALID_PARAMETER);
+	IS(VipSetMemAttributes(nic, buf + 10, mh, NULL), VIP_INVALID_PARAMETER);
+	IS(VipSetMemAttributes(NULL, buf + 10, mh, &ma), VIP_INVALID_PARAMETER);
+	IS(VipQueryMem(nic, buf + 10, mh, &q), VIP_SUCCESS);
+	ok(q.Ptag == p2 && !q.EnableRdmaWrite && q.EnableRdmaRead,
+	   "a refused VipSetMemAttributes changes nothing");
+	/* back to the first tag: both can be destroyed once unused */
+	IS(VipSetMemAttributes(nic, buf + 10, mh, &ma), VIP_SUCCESS);
 	IS(VipDestroyPtag(nic, p1), VIP_ERROR_RESOURCE);
 	IS(VipDeregisterMem(nic, buf, mh), VIP_INVALID_PARAMETER);
 	IS(VipDeregisterMem(nic, buf + 10, mh), VIP_SUCCESS);
 	IS(VipDeregisterMem(nic, buf + 10, mh), VIP_INVALID_PARAMETER);
 	IS(VipDeregisterMem(nic, buf + 10, mh2), VIP_SUCCESS);
 	IS(VipDestroyPtag(nic, p1), VIP_SUCCESS);
+	/* read-only memory cannot be opened to RDMA Write later */
+	{
+		void *ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		VIP_MEM_ATTRIBUTES rma = {NULL, VIP_FALSE, VIP_TRUE};
+
+		if (ro == MAP_FAILED)
+			bail("mmap");
+		IS(VipRegisterMem(nic, ro, 4096, &rma, &mh), VIP_SUCCESS);
+		rma.EnableRdmaWrite = VIP_TRUE;
+		IS(VipSetMemAttributes(nic, ro, mh, &rma), VIP_INVALID_PARAMETER);
+		rma.EnableRdmaWrite = VIP_FALSE;
+		rma.EnableRdmaRead = VIP_FALSE;
+		IS(VipSetMemAttributes(nic, ro, mh, &rma), VIP_SUCCESS);
+		IS(VipDeregisterMem(nic, ro, mh), VIP_SUCCESS);
+		munmap(ro, 4096);
+	}
 	IS(VipDestroyPtag(nic, p1), VIP_INVALID_PARAMETER);
 	IS(VipDestroyPtag(nic, p2), VIP_SUCCESS);
 }
@@ -860,6 +912,114 @@ static void sc_recvq_empty(void)
 }
 
 /*
+ * VipSetMemAttributes on a connected VI: a region registered without RDMA
+ * Write takes the peer's RDMA Write once it is enabled, under the same
+ * memory handle, and refuses the next one once it is disabled again: an
+ * asynchronous error here, nothing written.
+ */
+static void sc_set_mem(void)
+{
+	VIP_VI_ATTRIBUTES rva;
+	VIP_VI_HANDLE vi;
+	struct mem m;
+	VIP_DESCRIPTOR *d;
+	struct {
+		VIP_UINT64 addr;
+		VIP_MEM_HANDLE mh;
+	} *info;
+
+	mem_init(&m, 2, 0, NULL, 0, 0);
+	if (role == ROLE_SERVER) {
+		VIP_MEM_ATTRIBUTES ma = {NULL, VIP_TRUE, VIP_FALSE}, q;
+		VIP_CONN_HANDLE conn;
+		addr_t rem;
+		struct mem r;
+		int good = 1, before;
+
+		mem_init(&r, 1, 0, NULL, VIP_FALSE, VIP_FALSE);
+		vi = mkvi(VIP_SERVICE_RELIABLE_DELIVERY, 4096, VIP_TRUE, VIP_FALSE, NULL, NULL);
+		one_seg(desc(&m, 0), 0, m.p + 2048, 64, m.mh);
+		IS(VipPostRecv(vi, desc(&m, 0), m.mh), VIP_SUCCESS);
+		one_seg(desc(&m, 1), 0, m.p + 2048 + 64, 64, m.mh);
+		IS(VipPostRecv(vi, desc(&m, 1), m.mh), VIP_SUCCESS);
+		IS(wait_for("setmem", LONG_MS, &rem, &rva, &conn), VIP_SUCCESS);
+		IS(VipConnectAccept(conn, vi), VIP_SUCCESS);
+		IS(VipSetMemAttributes(nic, r.p, r.mh, &ma), VIP_SUCCESS);
+		info = (void *)(m.p + 1024 + 512);
+		info->addr = (VIP_UINT64)(uintptr_t)r.p;
+		info->mh = r.mh;
+		one_seg(desc(&m, 2), 0, info, sizeof(*info), m.mh);
+		IS(VipPostSend(vi, desc(&m, 2), m.mh), VIP_SUCCESS);
+		IS(VipSendWait(vi, LONG_MS, &d), VIP_SUCCESS);
+		/* the client wrote, then says so */
+		IS(VipRecvWait(vi, LONG_MS, &d), VIP_SUCCESS);
+		for (int i = 0; i < 256; i++)
+			good &= r.p[100 + i] == (unsigned char)(i ^ 0x3c);
+		ok(good && r.p[99] == 0xa5 && r.p[356] == 0xa5,
+		   "RDMA Write enabled by VipSetMemAttributes: the bytes landed, nothing around them");
+		ma.EnableRdmaWrite = VIP_FALSE;
+		IS(VipSetMemAttributes(nic, r.p, r.mh, &ma), VIP_SUCCESS);
+		IS(VipQueryMem(nic, r.p, r.mh, &q), VIP_SUCCESS);
+		ok(!q.EnableRdmaWrite, "VipQueryMem: RDMA Write disabled again");
+		before = atomic_load(&rdmaw_prot_seen);
+		one_seg(desc(&m, 3), 0, m.p + 3000, 8, m.mh);
+		IS(VipPostSend(vi, desc(&m, 3), m.mh), VIP_SUCCESS);
+		IS(VipSendWait(vi, LONG_MS, &d), VIP_SUCCESS);
+		ok(wait_flag(&rdmaw_prot_seen, before + 1) && last_error_vi == vi,
+		   "an RDMA Write after VipSetMemAttributes disabled it: VIP_ERROR_RDMAW_PROT");
+		good = 1;
+		for (int i = 0; i < 4096; i++)
+			good &= r.p[i] == (i >= 100 && i < 356 ? (unsigned char)((i - 100) ^ 0x3c)
+							     : 0xa5);
+		ok(good, "... and nothing of it was written");
+		ok(state(vi) == VIP_STATE_ERROR, "a reliable VI is in Error after it");
+		teardown(vi);
+		mem_fini(&r);
+		mem_fini(&m);
+		return;
+	} else {
+		unsigned char *b = m.p + 4096;
+
+		vi = mkvi(VIP_SERVICE_RELIABLE_DELIVERY, 4096, 0, 0, NULL, NULL);
+		one_seg(desc(&m, 0), 0, m.p + 2048, 64, m.mh);
+		IS(VipPostRecv(vi, desc(&m, 0), m.mh), VIP_SUCCESS);
+		one_seg(desc(&m, 1), 0, m.p + 2048 + 64, 64, m.mh);
+		IS(VipPostRecv(vi, desc(&m, 1), m.mh), VIP_SUCCESS);
+		IS(request(vi, "setmem", LONG_MS, &rva), VIP_SUCCESS);
+		IS(VipRecvWait(vi, LONG_MS, &d), VIP_SUCCESS);
+		info = (void *)(m.p + 2048);
+		for (int pass = 0; pass < 2; pass++) {
+			for (int i = 0; i < 256; i++)
+				b[i] = (unsigned char)(pass ? 0x77 : i ^ 0x3c);
+			d = desc(&m, pass ? 4 : 2);
+			memset(d, 0, 64);
+			d->CS.Control = VIP_CONTROL_OP_RDMAWRITE;
+			d->CS.SegCount = 2;
+			d->CS.Length = 256;
+			d->DS[0].Remote.Data.AddressBits = info->addr + 100;
+			d->DS[0].Remote.Handle = info->mh;
+			d->DS[1].Local.Data.Address = b;
+			d->DS[1].Local.Handle = m.mh;
+			d->DS[1].Local.Length = 256;
+			IS(VipPostSend(vi, d, m.mh), VIP_SUCCESS);
+			if (pass)
+				break;
+			IS(VipSendWait(vi, LONG_MS, &d), VIP_SUCCESS);
+			one_seg(desc(&m, 3), 0, m.p + 3000, 8, m.mh);
+			IS(VipPostSend(vi, desc(&m, 3), m.mh), VIP_SUCCESS);
+			IS(VipSendWait(vi, LONG_MS, &d), VIP_SUCCESS);
+			/* the server disables RDMA Write, then says so */
+			IS(VipRecvWait(vi, LONG_MS, &d), VIP_SUCCESS);
+		}
+		/* the server's Terminate ends the connection; then leave */
+		for (int i = 0; i < LONG_MS / 50 && state(vi) != VIP_STATE_ERROR; i++)
+			usleep(50000);
+	}
+	teardown(vi);
+	mem_fini(&m);
+}
+
+/*
  * The guide's 252 data segments (5.4), MaxSegmentsPerDesc with the address
  * segment: a Send gathered from 252 segments lands scattered over a
  * receive of 252, byte for byte, nothing between them; one more segment
@@ -936,6 +1096,64 @@ static void sc_segments(void)
 		ok(r == VIP_DESCRIPTOR_ERROR && d == (VIP_DESCRIPTOR *)m.p &&
 			   (d->CS.Status & VIP_STATUS_ERROR_MASK) == VIP_STATUS_LENGTH_ERROR,
 		   "%d data segments: LENGTH error (%#x)", NSEG + 1, d ? d->CS.Status : 0);
+	}
+	teardown(vi);
+	mem_fini(&m);
+}
+
+/*
+ * Data in memory of another protection tag: a region moved to another tag
+ * by VipSetMemAttributes can no longer be sent from on this VI
+ * (PROTECTION, nothing sent); the server's receive is only flushed.
+ */
+static void sc_wrong_tag(void)
+{
+	VIP_VI_ATTRIBUTES rva;
+	VIP_VI_HANDLE vi;
+	struct mem m;
+	VIP_DESCRIPTOR *d = NULL;
+
+	mem_init(&m, 2, 0, NULL, 0, 0);
+	vi = mkvi(VIP_SERVICE_RELIABLE_DELIVERY, 4096, 0, 0, NULL, NULL);
+	if (role == ROLE_SERVER) {
+		VIP_CONN_HANDLE conn;
+		addr_t rem;
+		int good = 1;
+
+		one_seg(desc(&m, 0), 0, m.p + 4096, 256, m.mh);
+		IS(VipPostRecv(vi, desc(&m, 0), m.mh), VIP_SUCCESS);
+		IS(wait_for("wrong-tag", LONG_MS, &rem, &rva, &conn), VIP_SUCCESS);
+		IS(VipConnectAccept(conn, vi), VIP_SUCCESS);
+		VIP_RETURN r = VipRecvWait(vi, LONG_MS, &d);
+		ok(r == VIP_DESCRIPTOR_ERROR && d == desc(&m, 0) &&
+			   (d->CS.Status & VIP_STATUS_DESC_FLUSHED_ERROR),
+		   "the peer's refused Send never arrived: the receive is flushed (%#x)",
+		   d ? d->CS.Status : 0);
+		for (int i = 0; i < 256; i++)
+			good &= m.p[4096 + i] == 0xa5;
+		ok(good, "... and its buffer is untouched");
+	} else {
+		VIP_MEM_ATTRIBUTES ma = {NULL, VIP_FALSE, VIP_FALSE};
+		VIP_PROTECTION_HANDLE tag;
+		struct mem other;
+
+		IS(VipCreatePtag(nic, &tag), VIP_SUCCESS);
+		mem_init(&other, 1, 0, NULL, 0, 0);
+		IS(request(vi, "wrong-tag", LONG_MS, &rva), VIP_SUCCESS);
+		ma.Ptag = tag;
+		IS(VipSetMemAttributes(nic, other.p, other.mh, &ma), VIP_SUCCESS);
+		memset(other.p, 0x5a, 256);
+		one_seg(desc(&m, 0), 0, other.p, 256, other.mh);
+		IS(VipPostSend(vi, desc(&m, 0), m.mh), VIP_SUCCESS);
+		VIP_RETURN r = VipSendWait(vi, LONG_MS, &d);
+		ok(r == VIP_DESCRIPTOR_ERROR && d == desc(&m, 0) &&
+			   (d->CS.Status & VIP_STATUS_PROTECTION_ERROR),
+		   "a Send from memory moved to another tag: PROTECTION (%#x)", d ? d->CS.Status : 0);
+		teardown(vi);
+		mem_fini(&other);
+		IS(VipDestroyPtag(nic, tag), VIP_SUCCESS);
+		mem_fini(&m);
+		return;
 	}
 	teardown(vi);
 	mem_fini(&m);
@@ -1212,6 +1430,8 @@ int main(int argc, char **argv)
 		sc_protection();
 		sc_recvq_empty();
 		sc_rdma();
+		sc_set_mem();
+		sc_wrong_tag();
 		sc_segments();
 		sc_threads();
 		sc_autodiscovery();

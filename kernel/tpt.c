@@ -543,17 +543,11 @@ static enum vd_access_status vd_mr_check(const struct vd_mr *mr,
 {
 	const struct vd_pd *mr_pd;
 	u32 mr_rights;
-	unsigned int seq;
 	u64 off;
 
 	if (unlikely(READ_ONCE(mr->state) != VD_MR_VALID))
 		return VD_ACCESS_INVALID_STATE;
-	/* the PD and rights of one moment: vd_mr_modify() changes both */
-	do {
-		seq = read_seqcount_begin(&mr->attr_seq);
-		mr_pd = READ_ONCE(mr->pd);
-		mr_rights = READ_ONCE(mr->rights);
-	} while (read_seqcount_retry(&mr->attr_seq, seq));
+	vd_mr_attrs(mr, &mr_pd, &mr_rights);
 	if (unlikely(mr_pd != pd))
 		return VD_ACCESS_PD_MISMATCH;
 	if (unlikely(mr->type == VD_STAG_MW2 && mr->qpn != qpn))

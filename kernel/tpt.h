@@ -184,6 +184,30 @@ static inline struct vd_mr *vd_mr_get(struct vd_mr *mr)
 	return mr;
 }
 
+/**
+ * vd_mr_attrs() - the PD and rights of a region, of one moment
+ * @mr: the region
+ * @pd: set to its PD (compare it, do not dereference it without a
+ *      reference of your own)
+ * @rights: set to its VD_RIGHT_*
+ *
+ * vd_mr_modify() changes both together; read them through this, never one
+ * by one.
+ *
+ * Context: Any context; does not sleep.
+ */
+static inline void vd_mr_attrs(const struct vd_mr *mr,
+			       const struct vd_pd **pd, u32 *rights)
+{
+	unsigned int seq;
+
+	do {
+		seq = read_seqcount_begin(&mr->attr_seq);
+		*pd = READ_ONCE(mr->pd);
+		*rights = READ_ONCE(mr->rights);
+	} while (read_seqcount_retry(&mr->attr_seq, seq));
+}
+
 bool vd_mr_use_begin(struct vd_mr *mr);
 void vd_mr_use_end(struct vd_mr *mr);
 enum vd_access_status vd_tpt_invalidate_sync(struct vd_tpt *tpt, u32 stag,

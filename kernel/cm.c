@@ -411,6 +411,7 @@ int vd_cm_establish(struct vd_cm_id *id)
 	conn->qp = vd_qp_get(id->qp);
 	conn->ops = ops;
 	conn->closed = cm_stream_closed;
+	conn->end = vd_cm_stream_end;
 	conn->cm = id;
 	conn->mpa = id->mpa;
 	conn->local = id->local;
@@ -423,6 +424,7 @@ int vd_cm_establish(struct vd_cm_id *id)
 	}
 	id->conn = conn;
 	WRITE_ONCE(id->tp_closed, 0);
+	WRITE_ONCE(id->end_req, VD_CONN_END_NONE);
 	ret = conn->ops->start(conn);
 	if (ret) {
 		/* a failed start left nothing to stop */
@@ -531,6 +533,9 @@ static void cm_watch(struct vd_cm_id *id, bool force)
 			vd_cm_arm_timeout(id, VD_CM_TIMEOUT_MS);
 		return;
 	}
+	/* a reset or a failure: the QP's owner learns it as an async event */
+	if (err && !closing && id->qp)
+		vd_qp_enter_error(id->qp, VIADUCT_EVENT_QP_FATAL, 0);
 	/* a graceful close answers the peer's FIN with ours */
 	vd_cm_teardown(id, err != 0);
 	id->state = VD_CM_CLOSED;
@@ -589,6 +594,10 @@ static void cm_step(struct vd_cm_id *id)
 			id->peer_closed = true;
 		return;
 	case VD_CM_ESTABLISHED:
+		/* the QP's owner ended the stream (cm_end.c) */
+		if (vd_cm_end_requested(id))
+			return;
+		fallthrough;
 	case VD_CM_CLOSING:
 		cm_watch(id, false);
 		return;
@@ -646,6 +655,35 @@ static void cm_timeout(struct work_struct *work)
 /* --- Disconnecting -------------------------------------------------- */
 
 /**
+ * vd_cm_close_graceful() - start the graceful close of an established id
+ * @id: the id, locked, established
+ *
+ * The transport stops sending, the QP goes to Closing (if it is in RTS),
+ * our FIN goes out and the id waits in Closing for the peer's, reading and
+ * dropping what comes before it (cm_watch()).
+ */
+void vd_cm_close_graceful(struct vd_cm_id *id)
+{
+	struct viaduct_modify_qp m = {
+		.mask = VIADUCT_QP_ATTR_STATE,
+		.state = VIADUCT_QPS_CLOSING,
+	};
+
+	lockdep_assert_held(&id->lock);
+	if (id->conn && id->conn->ops)
+		id->conn->ops->stop(id->conn, false);
+	if (id->conn)
+		id->conn->ops = NULL;
+	/* the QP's owner may have moved it to Closing already */
+	if (READ_ONCE(id->qp->state) == VIADUCT_QPS_RTS)
+		vd_qp_modify(id->qp, &m);
+	kernel_sock_shutdown(id->sock, SHUT_WR);
+	id->state = VD_CM_CLOSING;
+	vd_cm_arm_timeout(id, VD_CM_TIMEOUT_MS);
+	vd_cm_queue(id);
+}
+
+/**
  * vd_cm_disconnect() - close an established connection
  * @id: the id
  * @abort: close with RST at once, else gracefully
@@ -662,10 +700,6 @@ static void cm_timeout(struct work_struct *work)
  */
 int vd_cm_disconnect(struct vd_cm_id *id, bool abort)
 {
-	struct viaduct_modify_qp m = {
-		.mask = VIADUCT_QP_ATTR_STATE,
-		.state = VIADUCT_QPS_CLOSING,
-	};
 	int ret = 0;
 
 	mutex_lock(&id->lock);
@@ -673,19 +707,7 @@ int vd_cm_disconnect(struct vd_cm_id *id, bool abort)
 	case VD_CM_ESTABLISHED:
 		if (abort)
 			break;
-		/*
-		 * Graceful: the transport stops sending, our FIN goes out and
-		 * the QP waits in Closing for the peer's.
-		 */
-		if (id->conn && id->conn->ops)
-			id->conn->ops->stop(id->conn, false);
-		if (id->conn)
-			id->conn->ops = NULL;
-		vd_qp_modify(id->qp, &m);
-		kernel_sock_shutdown(id->sock, SHUT_WR);
-		id->state = VD_CM_CLOSING;
-		vd_cm_arm_timeout(id, VD_CM_TIMEOUT_MS);
-		vd_cm_queue(id);
+		vd_cm_close_graceful(id);
 		goto out;
 	case VD_CM_CLOSING:
 		if (abort)

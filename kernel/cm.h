@@ -6,6 +6,7 @@
  * Files: cm.c (ids and their state machine), cm_sock.c (the TCP endpoint
  * and the MPA frames), cm_connect.c (the active side: connect, convert,
  * the request and the reply), cm_listen.c (listeners and the passive side),
+ * cm_end.c (connections ended by the QP's owner or the device's removal),
  * mpa.c (what the frames negotiate), cm_channel.c (event channels),
  * addr.c (addresses and the device's route policy). The functions are
  * documented (kernel-doc) at their definitions; Documentation/cm.rst has
@@ -104,6 +105,7 @@ struct vd_cm_id *vd_cm_id_create(const struct vd_cm_owner *owner,
 void vd_cm_id_set_handle(struct vd_cm_id *id, u32 handle);
 int vd_cm_id_busy(struct vd_cm_id *id);
 void vd_cm_id_destroy(struct vd_cm_id *id);
+void vd_cm_id_device_removed(struct vd_cm_id *id);
 struct vd_cm_id *vd_cm_id_get(struct vd_cm_id *id);
 void vd_cm_id_put(struct vd_cm_id *id);
 

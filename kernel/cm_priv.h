@@ -82,6 +82,8 @@ struct vd_cm_id {
 	struct vd_conn *conn;
 	/* vd_conn_closed(): 0, 1 for a FIN, or a negative errno */
 	int tp_closed;
+	/* struct vd_conn.end: enum vd_conn_end, taken by the work (cm_end.c) */
+	int end_req;
 	struct vd_cm_param param;	/* ours */
 	struct vd_mpa_params mpa;
 	struct vd_mpa_info peer_info;	/* the peer's frame, once parsed */
@@ -104,6 +106,12 @@ void vd_cm_release_qp(struct vd_cm_id *id);
 void vd_cm_teardown(struct vd_cm_id *id, bool abort);
 void vd_cm_fail(struct vd_cm_id *id, u32 type, int status);
 void vd_cm_ours(struct vd_cm_id *id, u32 flags, struct vd_mpa_ours *ours);
+
+void vd_cm_close_graceful(struct vd_cm_id *id);
+
+/* cm_end.c: connections ended for local reasons */
+void vd_cm_stream_end(struct vd_conn *conn, enum vd_conn_end how);
+bool vd_cm_end_requested(struct vd_cm_id *id);
 
 /* cm_sock.c: the id's TCP endpoint and the MPA frames on it */
 int vd_cm_sock_create(struct vd_cm_id *id, int family, struct socket **res);

@@ -40,6 +40,13 @@ enum vd_rtr {
 	VD_RTR_SEND,		/* zero-length Send */
 };
 
+/* How the QP's owner ends a stream (struct vd_conn.end) */
+enum vd_conn_end {
+	VD_CONN_END_NONE,
+	VD_CONN_END_CLOSE,	/* graceful: the QP went to Closing */
+	VD_CONN_END_TERMINATE,	/* a Terminate, then our FIN: Error, Terminate, destroyed */
+};
+
 struct vd_mpa_params {
 	u8 revision;		/* 1 or 2 */
 	bool enhanced;		/* RFC 6581 IRD/ORD exchanged */
@@ -68,6 +75,9 @@ struct vd_mpa_params {
  *	the transport's work on @conn; never calls into the CM. The CM then
  *	closes the socket gracefully or with RST (@abort), or, for a
  *	graceful disconnect, sends its FIN and waits for the peer's itself.
+ *	With @conn->terminate set and not @abort, the stream's last FPDU
+ *	is a Terminate (RDMAP, local catastrophic error) unless one was
+ *	sent or received already, if the socket takes it without waiting.
  */
 struct vd_stream_ops {
 	int (*start)(struct vd_conn *conn);
@@ -82,8 +92,21 @@ struct vd_conn {
 	const struct vd_stream_ops *ops;	/* NULL once stopped */
 	/* the CM's, for vd_conn_closed() */
 	void (*closed)(struct vd_conn *conn, int reason);
+	/*
+	 * The CM's, for the QP (which names the stream in qp->conn, under
+	 * its lock): its owner ended the stream. VD_CONN_END_CLOSE for a
+	 * graceful close (MODIFY_QP to Closing), VD_CONN_END_TERMINATE for
+	 * a Terminate and then our FIN (MODIFY_QP to Error or Terminate,
+	 * DESTROY_QP); a Terminate wins. Only schedules CM work, which stops
+	 * the transport, closes the stream and reports DISCONNECTED once the
+	 * peer's end came (or the close timed out). Any context but hard
+	 * irq, the QP's locks may be held.
+	 */
+	void (*end)(struct vd_conn *conn, enum vd_conn_end how);
 	void *tp;			/* the transport's */
 	void *cm;			/* the CM endpoint, for callbacks */
+	/* set by the CM before stop(): our side ends the stream (see stop()) */
+	bool terminate;
 	struct vd_mpa_params mpa;
 	struct sockaddr_storage local;
 	struct sockaddr_storage peer;

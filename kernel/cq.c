@@ -397,6 +397,45 @@ int vd_cq_arm(struct vd_cq *cq, u32 arm_flags)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_cq_arm);
 
+/*
+ * CQEs moved per step of a resize outside the lock, and the most moved
+ * with the lock held (interrupts off): 2 KiB, not the 2 MiB of a full
+ * ring of VD_MAX_CQE.
+ */
+#define VD_CQ_RESIZE_BATCH	256
+#define VD_CQ_RESIZE_LOCKED	64
+
+/* Copies CQEs [@from, @to) of @cq's ring to the start of @cqes + @from - @base. */
+static void vd_cq_copy_out(const struct vd_cq *cq, struct viaduct_cqe *cqes,
+			   u32 base, u32 from, u32 to)
+{
+	for (; from != to; from++)
+		memcpy(&cqes[from - base],
+		       vd_ring_slot_ptr(cq->cqes, from, cq->entries,
+					sizeof(*cqes)),
+		       sizeof(*cqes));
+}
+
+/*
+ * Under @cq->lock: -EIO if the CQ is in error, -EBUSY if the consumer
+ * index moved from @cons (the user polled during the resize), -EINVAL if
+ * the unconsumed CQEs do not fit @entries.
+ */
+static int vd_cq_resize_check(struct vd_cq *cq, u32 cons, u32 entries)
+{
+	u32 now;
+
+	lockdep_assert_held(&cq->lock);
+	if (cq->error)
+		return -EIO;
+	if (vd_ring_load_user_consumer(&cq->hdr->consumer, cq->prod,
+				       cq->entries, &now))
+		return -EINVAL;
+	if (now != cons)
+		return -EBUSY;
+	return vd_ring_used(cq->prod, cons) > entries ? -EINVAL : 0;
+}
+
 /**
  * vd_cq_resize() - move the CQ to a ring of another size
  * @cq: the CQ
@@ -409,20 +448,26 @@ EXPORT_SYMBOL_IF_KUNIT(vd_cq_arm);
  * consumer index 0. The old ring is never written again and lives on while
  * mapped.
  *
- * Context: Process context. The caller makes sure userspace does not poll
- * the CQ during the call (the library serialises resize against polling)
- * and that no vd_cq_mem() user runs.
+ * Completions keep arriving meanwhile: the CQEs are moved in steps without
+ * the lock (a written CQE never changes, and producers write only past
+ * it), and the lock is held with interrupts off only for the last few
+ * (VD_CQ_RESIZE_LOCKED) and the switch.
+ *
+ * Context: Process context; sleeps. The caller makes sure userspace does
+ * not poll the CQ during the call (the library serialises resize against
+ * polling) and that no vd_cq_mem() user runs.
  * Return: 0; -EINVAL for a bad size, for fewer entries than unconsumed
- * CQEs or for a consumer index out of range; -EIO if the CQ is in error;
- * -ENOMEM.
+ * CQEs or for a consumer index out of range; -EBUSY if the consumer index
+ * moved during the call; -EIO if the CQ is in error; -ENOMEM. On error the
+ * CQ is unchanged.
  */
 int vd_cq_resize(struct vd_cq *cq, u32 requested,
 		 struct vd_ring_mem **newmem)
 {
 	struct vd_ring_mem *mem, *old;
 	struct viaduct_cqe *cqes;
+	u32 entries, cons, moved, prod, step;
 	unsigned long flags;
-	u32 entries, cons, used, i;
 	int ret;
 
 	ret = vd_cq_round_entries(requested, &entries);
@@ -434,36 +479,40 @@ int vd_cq_resize(struct vd_cq *cq, u32 requested,
 	cqes = mem->va + VIADUCT_RING_HDR_SIZE;
 
 	spin_lock_irqsave(&cq->lock, flags);
-	if (cq->error) {
-		ret = -EIO;
-		goto unlock;
-	}
-	ret = vd_ring_load_user_consumer(&cq->hdr->consumer, cq->prod,
+	ret = cq->error ? -EIO :
+	      vd_ring_load_user_consumer(&cq->hdr->consumer, cq->prod,
 					 cq->entries, &cons);
-	if (ret)
-		goto unlock;
-	used = vd_ring_used(cq->prod, cons);
-	if (used > entries) {
-		ret = -EINVAL;
-		goto unlock;
-	}
-
+	moved = cons;
 	/*
 	 * The new ring is not mapped yet: plain writes suffice, and the
 	 * mmap() that exposes it orders them before any user access.
 	 */
-	for (i = 0; i < used; i++)
-		memcpy(&cqes[i], vd_ring_slot_ptr(cq->cqes, cons + i,
-						  cq->entries, sizeof(*cqes)),
-		       sizeof(*cqes));
-	((struct viaduct_ring *)mem->va)->producer = used;
+	while (!ret && !(ret = vd_cq_resize_check(cq, cons, entries))) {
+		prod = cq->prod;
+		if (prod - moved <= VD_CQ_RESIZE_LOCKED)
+			break;
+		spin_unlock_irqrestore(&cq->lock, flags);
+		/* CQEs below @prod were published under the lock we held */
+		while (moved != prod) {
+			step = min_t(u32, prod - moved, VD_CQ_RESIZE_BATCH);
+			vd_cq_copy_out(cq, cqes, cons, moved, moved + step);
+			moved += step;
+			cond_resched();
+		}
+		spin_lock_irqsave(&cq->lock, flags);
+	}
+	if (ret)
+		goto unlock;
+	vd_cq_copy_out(cq, cqes, cons, moved, cq->prod);
+	((struct viaduct_ring *)mem->va)->producer = cq->prod - cons;
 
 	old = cq->mem;
 	vd_cq_set_ring(cq, mem, entries);
-	cq->prod = used;
+	cq->prod -= cons;
 	mem = old;	/* the CQ's reference on the old ring, dropped below */
 	*newmem = vd_ring_mem_get(cq->mem);
-	vd_dbg_cq(cq, "resized to %u entries, %u CQEs moved\n", entries, used);
+	vd_dbg_cq(cq, "resized to %u entries, %u CQEs moved\n", entries,
+		  cq->prod);
 unlock:
 	spin_unlock_irqrestore(&cq->lock, flags);
 	/* Either the unused new ring or the CQ's reference on the old one. */

@@ -21,6 +21,8 @@
 #include "device.h"
 
 static DEFINE_MUTEX(vd_devices_lock);
+/* Runs the removal of devices: stopping their clients (remove_work()). */
+static struct workqueue_struct *vd_dev_wq;
 /* Live devices by index; the table owns one reference on each. */
 static DEFINE_XARRAY(vd_devices);
 /* Next index to hand out; indices only grow, so none is ever reused. */
@@ -65,6 +67,8 @@ static void vd_device_release(struct kref *ref)
 
 	/* removal, which drops the netdev, always comes before the last put */
 	WARN_ON_ONCE(vd->netdev);
+	WARN_ON_ONCE(!list_empty(&vd->clients));
+	mutex_destroy(&vd->clients_lock);
 	vd_tpt_uninit(&vd->tpt);
 	kfree(vd);
 }
@@ -110,21 +114,87 @@ static struct vd_device *find_by_netdev(const struct net_device *netdev)
 }
 
 /*
+ * The second half of removal, in process context without RTNL or
+ * vd_devices_lock (the clients take CM and socket locks): every client
+ * stops what it does on the device. Holds a reference of its own.
+ */
+static void remove_work(struct work_struct *work)
+{
+	struct vd_device *vd = container_of(work, struct vd_device,
+					    remove_work);
+	struct vd_device_client *c;
+
+	mutex_lock(&vd->clients_lock);
+	list_for_each_entry(c, &vd->clients, node)
+		c->removed(c);
+	mutex_unlock(&vd->clients_lock);
+	vd_dbg_dev(vd, "clients stopped\n");
+	vd_device_put(vd);
+}
+
+/*
  * Contexts that selected @vd keep their reference and see it as removed
  * from now on; the interface is released at once, whoever still holds the
- * device.
+ * device. What its clients do on it is stopped by remove_work().
  */
 static void remove_locked(struct vd_device *vd)
 {
 	lockdep_assert_held(&vd_devices_lock);
 
 	vd_dbg_dev(vd, "unbinding from %s\n", netdev_name(vd->netdev));
+	/*
+	 * Not under @clients_lock, which comes before the clients' locks:
+	 * vd_device_client_add() reads it under that lock, which the work
+	 * queued below takes before it walks the clients, so a client is
+	 * either refused or walked.
+	 */
 	WRITE_ONCE(vd->removed, true);
 	xa_erase(&vd_devices, vd->index);
 	netdev_put(vd->netdev, &vd->netdev_tracker);
 	vd->netdev = NULL;
 	vd_doorbell_worker_stop(&vd->db_worker);
-	vd_device_put(vd);
+	/* the table's reference goes to the work */
+	queue_work(vd_dev_wq, &vd->remove_work);
+}
+
+/**
+ * vd_device_client_add() - register a user that removal must stop
+ * @vd: the device, referenced by the caller
+ * @c: the client, with @c->removed set; stays registered until
+ *     vd_device_client_del()
+ *
+ * Context: Process context; not from a client's @removed.
+ * Return: 0, or -ENODEV if the device was removed already (@removed is
+ * then never called).
+ */
+int vd_device_client_add(struct vd_device *vd, struct vd_device_client *c)
+{
+	int ret = -ENODEV;
+
+	mutex_lock(&vd->clients_lock);
+	if (!READ_ONCE(vd->removed)) {
+		list_add_tail(&c->node, &vd->clients);
+		ret = 0;
+	}
+	mutex_unlock(&vd->clients_lock);
+	return ret;
+}
+
+/**
+ * vd_device_client_del() - unregister a client
+ * @vd: the device
+ * @c: a client vd_device_client_add() registered
+ *
+ * Waits for a call of @c->removed that is under way: once this returns it
+ * is never called again.
+ *
+ * Context: Process context; not from a client's @removed.
+ */
+void vd_device_client_del(struct vd_device *vd, struct vd_device_client *c)
+{
+	mutex_lock(&vd->clients_lock);
+	list_del_init(&c->node);
+	mutex_unlock(&vd->clients_lock);
 }
 
 /**
@@ -162,6 +232,9 @@ struct vd_device *vd_device_create(struct net_device *netdev, const char *name)
 	strscpy(vd->name, name, sizeof(vd->name));
 	write_pnet(&vd->net, dev_net(netdev));
 	atomic_set(&vd->contexts, 0);
+	mutex_init(&vd->clients_lock);
+	INIT_LIST_HEAD(&vd->clients);
+	INIT_WORK(&vd->remove_work, remove_work);
 	vd_tpt_init(&vd->tpt, VD_MAX_MR);
 	ret = vd_doorbell_worker_start(&vd->db_worker, name);
 	if (ret) {
@@ -207,8 +280,9 @@ EXPORT_SYMBOL_IF_KUNIT(vd_device_create);
  * @vd: the device, referenced by the caller
  *
  * Unlists @vd, drops its netdev reference, stops its doorbell worker and
- * drops the table's reference. Holders of references keep the memory
- * only, and see the device as removed.
+ * queues the stopping of its clients (struct vd_device_client), which
+ * then drops the table's reference. Holders of references keep the
+ * memory only, and see the device as removed.
  *
  * Context: Process context.
  * Return: 0, or -ENODEV if it was already removed.
@@ -518,9 +592,12 @@ int __init vd_device_init(void)
 {
 	int ret;
 
+	vd_dev_wq = alloc_workqueue("viaduct_dev", WQ_UNBOUND, 0);
+	if (!vd_dev_wq)
+		return -ENOMEM;
 	ret = register_pernet_subsys(&vd_net_ops);
 	if (ret)
-		return ret;
+		goto err_pernet;
 	ret = register_netdevice_notifier(&vd_netdev_notifier);
 	if (ret)
 		goto err_notifier;
@@ -528,13 +605,16 @@ int __init vd_device_init(void)
 
 err_notifier:
 	unregister_pernet_subsys(&vd_net_ops);
+err_pernet:
+	destroy_workqueue(vd_dev_wq);
 	return ret;
 }
 
 /**
  * vd_device_uninit() - unregister what vd_device_init() registered
  *
- * Removes every device that is still there.
+ * Removes every device that is still there and waits for the removals
+ * (no context is left, so none has clients).
  *
  * Context: Module exit, process context.
  */
@@ -544,5 +624,6 @@ void vd_device_uninit(void)
 	unregister_netdevice_notifier(&vd_netdev_notifier);
 	remove_all(NULL);
 	unregister_pernet_subsys(&vd_net_ops);
+	destroy_workqueue(vd_dev_wq);
 	xa_destroy(&vd_devices);
 }

@@ -21,13 +21,27 @@
  * leaves with its interface (NETDEV_UNREGISTER is also sent when the
  * interface moves to another namespace), so @net is valid while the
  * device is live and needs no reference of its own.
+ *
+ * Removal stops the users
+ * -----------------------
+ * Whoever uses a device for something that must end with it (a user
+ * context with its QPs, CM ids and streams) registers a struct
+ * vd_device_client. Removal queues the device's @remove_work, which calls
+ * every client's @removed once, in process context, outside RTNL and
+ * vd_devices_lock, with @clients_lock held: a client that unregisters
+ * waits for its call to finish. Clients are called once, in registration
+ * order; a client registered after removal began is refused (-ENODEV).
  */
+
 #ifndef _VD_DEVICE_H
 #define _VD_DEVICE_H
 
 #include <linux/atomic.h>
 #include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
 #include <linux/netdevice.h>
+#include <linux/workqueue.h>
 #include <linux/types.h>
 #include <net/net_namespace.h>
 
@@ -36,6 +50,18 @@
 #include "doorbell.h"
 #include "tpt.h"
 #include "viaduct.h"
+
+/**
+ * struct vd_device_client - a user of a device that removal must stop
+ * @node: in the device's @clients
+ * @removed: called once when the device was removed; process context,
+ *	the device's @clients_lock held (so never register or unregister
+ *	from it), may sleep
+ */
+struct vd_device_client {
+	struct list_head node;
+	void (*removed)(struct vd_device_client *c);
+};
 
 struct vd_device {
 	struct kref ref;
@@ -48,6 +74,9 @@ struct vd_device {
 	atomic_t contexts;
 	struct vd_tpt tpt;			/* until the last put */
 	struct vd_doorbell_worker db_worker;	/* stopped at removal */
+	struct mutex clients_lock;	/* @clients, the calls of @removed */
+	struct list_head clients;	/* struct vd_device_client */
+	struct work_struct remove_work;	/* stops the clients */
 };
 
 int vd_device_init(void);
@@ -57,6 +86,8 @@ bool vd_device_name_valid(const char *name);
 
 struct vd_device *vd_device_create(struct net_device *netdev, const char *name);
 int vd_device_remove(struct vd_device *vd);
+int vd_device_client_add(struct vd_device *vd, struct vd_device_client *c);
+void vd_device_client_del(struct vd_device *vd, struct vd_device_client *c);
 
 struct vd_device *vd_device_get_by_index(struct net *net, u32 index);
 struct vd_device *vd_device_get_by_name(struct net *net, const char *name);

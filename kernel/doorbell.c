@@ -58,10 +58,14 @@ static void worker_flag_all(struct vd_doorbell_worker *w, bool on)
 }
 
 /*
- * One look at every registered doorbell page. Returns whether any WQE was
- * taken: a producer index that moved but whose WQEs cannot be taken (no
- * room, Closing, a stopped queue) is not work, or the worker would spin
- * on it. Whoever makes them takeable again kicks the worker.
+ * One look at every registered doorbell page, in turn, each QP taking at
+ * most VD_DB_POLL_BUDGET WQEs per queue. Returns whether any WQE was taken
+ * to be executed: a producer index that moved but whose WQEs cannot be
+ * taken (no room, Closing, a stopped queue) is not work, or the worker
+ * would spin on it; nor are WQEs flushed into a QP in Error, or one user
+ * posting to a dead QP would keep the thread spinning (their owner sees
+ * NEED_WAKEUP once the worker sleeps, and rings). Whoever makes WQEs
+ * takeable again kicks the worker.
  */
 static bool worker_pass(struct vd_doorbell_worker *w)
 {
@@ -72,7 +76,7 @@ static bool worker_pass(struct vd_doorbell_worker *w)
 	mutex_lock(&w->lock);
 	xa_for_each(&w->clients, idx, c) {
 		vd_stat_inc(worker_polls);
-		if (c->poll(c))
+		if (c->poll(c, VD_DB_POLL_BUDGET))
 			work = true;
 		if (need_resched()) {
 			/* xa_for_each() resumes after @idx: entries may go. */

@@ -9,6 +9,10 @@
  * One worker per device, embedded in struct vd_device: a device's QPs are
  * polled by one thread that dies with the device, one busy device does
  * not delay another's, and the idle cost is one sleeping thread per device.
+ * Each pass visits every QP once, in turn, taking at most
+ * VD_DB_POLL_BUDGET WQEs per queue, so no QP can make a pass long; and
+ * only WRs to execute keep the thread awake: a user who floods a QP in
+ * Error gets its WRs flushed, not the thread spinning for it.
  *
  * Locking: @lock (a mutex) serialises changes to the registry with the
  * worker's use of each entry: the worker holds it while it polls a QP and
@@ -30,14 +34,21 @@ struct viaduct_doorbell;
 
 /*
  * What a POLLED QP registers, embedded in it: @db is the page whose flags
- * word the worker writes, @poll() takes what the user posted and says
- * whether there was any, @id (the QPN) is unique per worker.
+ * word the worker writes, @poll() takes at most @budget of what the user
+ * posted to each queue and says whether that was work (WRs to execute; WRs
+ * flushed into a QP in Error are not), @id (the QPN) is unique per worker.
  */
 struct vd_db_client {
 	struct viaduct_doorbell *db;
-	bool (*poll)(struct vd_db_client *c);
+	bool (*poll)(struct vd_db_client *c, unsigned int budget);
 	u32 id;
 };
+
+/*
+ * WQEs the worker takes from one queue of one QP per pass: every QP of the
+ * device gets its turn in each pass, whatever another one posts.
+ */
+#define VD_DB_POLL_BUDGET	64
 
 struct vd_doorbell_worker {
 	struct mutex lock;		/* registry vs. poll passes */

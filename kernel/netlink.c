@@ -13,12 +13,23 @@
  * fit: cb->args[0] is the context id, cb->args[1] the handle within it
  * (RES_GET) or whether the module-wide message went out (STATS_GET),
  * cb->args[2] set once everything was sent.
+ *
+ * Who may create and remove devices is rdma's nldev rule: CAP_NET_ADMIN in
+ * the initial user namespace (GENL_ADMIN_PERM, netlink_capable()), not in
+ * the user namespace that owns the network namespace: a device is a
+ * module-wide resource (a kernel thread, a QP number space, memory), and
+ * any user may own a user namespace. The context reports show only the
+ * contexts whose opener is visible in the reader's pid namespace, with the
+ * pid as the reader sees it, as nldev shows only the resources of tasks in
+ * the reader's pid namespace.
  */
 #include <linux/if.h>
 #include <linux/kernel.h>
 #include <linux/netdevice.h>
 #include <linux/rtnetlink.h>
 #include <linux/pid.h>
+#include <linux/pid_namespace.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
 #include <net/genetlink.h>
 #include <net/netlink.h>
@@ -383,14 +394,25 @@ static int fill_global_stats(struct sk_buff *skb, u32 portid, u32 seq,
 	return 0;
 }
 
+/*
+ * The opener of @ctx as the reader sees it: its pid in the reader's pid
+ * namespace, 0 if it is not visible there (a context of a sibling or
+ * parent pid namespace). Dumps run in the reader's context (its sendmsg()
+ * or recvmsg()).
+ */
+static pid_t owner_pid(struct vd_uctx *ctx)
+{
+	return pid_nr_ns(ctx->owner, task_active_pid_ns(current));
+}
+
 /* Who holds @ctx: id, pid (in the reader's pid namespace), comm, device. */
-static int put_owner(struct sk_buff *skb, struct vd_uctx *ctx)
+static int put_owner(struct sk_buff *skb, struct vd_uctx *ctx, pid_t pid)
 {
 	/* pairs with smp_store_release() in ioctl_select_device() */
 	struct vd_device *vd = smp_load_acquire(&ctx->dev);
 
 	if (nla_put_u32(skb, VIADUCT_A_CTX_ID, ctx->id) ||
-	    nla_put_u32(skb, VIADUCT_A_PID, pid_vnr(ctx->owner)) ||
+	    nla_put_u32(skb, VIADUCT_A_PID, pid) ||
 	    nla_put_string(skb, VIADUCT_A_COMM, ctx->comm))
 		return -EMSGSIZE;
 	/* the context's reference keeps a removed device's name readable */
@@ -404,6 +426,7 @@ struct vd_nl_walk {
 	struct sk_buff *skb;
 	struct netlink_callback *cb;
 	struct vd_uctx *ctx;		/* RES_GET: the context being walked */
+	pid_t pid;			/* RES_GET: its opener, as seen */
 	u32 type;			/* RES_GET: VIADUCT_RES_*, 0 for all */
 	bool admin;			/* RES_GET: the reader may see STags */
 };
@@ -413,17 +436,21 @@ static int stats_ctx(struct vd_uctx *ctx, void *arg)
 {
 	struct vd_nl_walk *w = arg;
 	struct sk_buff *skb = w->skb;
+	pid_t pid = owner_pid(ctx);
 	struct vd_uobj_counts c;
 	struct nlattr *stats;
 	void *hdr;
 
+	/* not in the reader's pid namespace: not shown */
+	if (!pid)
+		return 0;
 	vd_uobj_table_counts(&ctx->objs, &c);
 	hdr = genlmsg_put(skb, NETLINK_CB(w->cb->skb).portid,
 			  w->cb->nlh->nlmsg_seq, &vd_nl_family, NLM_F_MULTI,
 			  VIADUCT_CMD_STATS_GET);
 	if (!hdr)
 		return -EMSGSIZE;
-	if (put_owner(skb, ctx))
+	if (put_owner(skb, ctx, pid))
 		goto cancel;
 	stats = nla_nest_start(skb, VIADUCT_A_STATS);
 	if (!stats ||
@@ -539,7 +566,7 @@ static int res_obj(const struct vd_uobj_info *info, void *arg)
 			  VIADUCT_CMD_RES_GET);
 	if (!hdr)
 		return -EMSGSIZE;
-	if (put_owner(skb, w->ctx) ||
+	if (put_owner(skb, w->ctx, w->pid) ||
 	    nla_put_u32(skb, VIADUCT_A_RES_TYPE, info->type) ||
 	    nla_put_u32(skb, VIADUCT_A_RES_HANDLE, info->handle) ||
 	    put_res_attrs(skb, info, w->admin)) {
@@ -559,6 +586,10 @@ static int res_ctx(struct vd_uctx *ctx, void *arg)
 	u32 handle = ctx->id == cb->args[0] ? cb->args[1] : 0;
 	int ret;
 
+	w->pid = owner_pid(ctx);
+	/* not in the reader's pid namespace: not shown */
+	if (!w->pid)
+		return 0;
 	w->ctx = ctx;
 	ret = vd_uobj_table_walk(&ctx->objs, &handle, w->type, res_obj, w);
 	cb->args[1] = ret ? handle : 0;
@@ -591,12 +622,12 @@ static int vd_nl_res_dump(struct sk_buff *skb, struct netlink_callback *cb)
 static const struct genl_small_ops vd_nl_ops[] = {
 	{
 		.cmd = VIADUCT_CMD_LINK_ADD,
-		.flags = GENL_UNS_ADMIN_PERM,
+		.flags = GENL_ADMIN_PERM,
 		.doit = vd_nl_link_add,
 	},
 	{
 		.cmd = VIADUCT_CMD_LINK_DEL,
-		.flags = GENL_UNS_ADMIN_PERM,
+		.flags = GENL_ADMIN_PERM,
 		.doit = vd_nl_link_del,
 	},
 	{

@@ -18,6 +18,7 @@
 #include <linux/string.h>
 #include <kunit/visibility.h>
 
+#include "conn.h"
 #include "cq.h"
 #include "doorbell.h"
 #include "event.h"
@@ -124,9 +125,12 @@ static void wq_push_unexecuted(struct vd_qp *qp, struct vd_wq *wq,
  * with its error status and stops the queue; the caller then moves the QP
  * to Error (*@bad), which completes it in order with the others. A
  * producer index that is not within one ring of the consumer index is
- * garbage and stops the queue the same way.
+ * garbage and stops the queue the same way. Takes at most @budget: the
+ * caller holds @wq->lock with bottom halves off, and a ring holds up to
+ * 8 MiB of WQEs (VD_WQ_TAKE_BATCH).
  */
-static int wq_take(struct vd_qp *qp, struct vd_wq *wq, bool *bad)
+static int wq_take(struct vd_qp *qp, struct vd_wq *wq, bool *bad,
+		   u32 budget)
 {
 	u32 state = qp->state, prod;
 	bool error = state == VIADUCT_QPS_ERROR;
@@ -155,7 +159,7 @@ static int wq_take(struct vd_qp *qp, struct vd_wq *wq, bool *bad)
 		return 0;
 	}
 
-	while (wq->consumer != prod) {
+	while (wq->consumer != prod && n < budget) {
 		struct vd_wqe_meta *meta;
 		void *copy;
 		u8 status;
@@ -197,8 +201,18 @@ static int wq_take(struct vd_qp *qp, struct vd_wq *wq, bool *bad)
 	return n;
 }
 
-/* Completes everything the queue holds as flushed; the QP is in Error. */
-static void wq_flush(struct vd_qp *qp, struct vd_wq *wq)
+/*
+ * WQEs taken from a ring with its lock held (bottom halves off): a ring of
+ * 16384 WQEs of 512 bytes is 8 MiB, taken in steps of 32 KiB at most.
+ */
+#define VD_WQ_TAKE_BATCH	64
+
+/*
+ * Completes everything the queue holds as flushed; the QP is in Error.
+ * Of what is still in the ring, at most @budget WQEs; whoever moved the QP
+ * to Error flushes the rest without the lock (qp_state_changed()).
+ */
+static void wq_flush(struct vd_qp *qp, struct vd_wq *wq, u32 budget)
 {
 	bool bad = false;
 
@@ -211,7 +225,7 @@ static void wq_flush(struct vd_qp *qp, struct vd_wq *wq)
 				   status ? status : VIADUCT_WC_FLUSHED);
 	}
 	/* Then what is still in the ring, up to the producer index. */
-	wq_take(qp, wq, &bad);
+	wq_take(qp, wq, &bad, budget);
 }
 
 /* --- State ---------------------------------------------------------- */
@@ -256,8 +270,8 @@ static void qp_set_state(struct vd_qp *qp, u32 state)
 /* Entering Error: every outstanding WR completes, in post order per queue. */
 static void qp_flush(struct vd_qp *qp)
 {
-	wq_flush(qp, &qp->sq);
-	wq_flush(qp, &qp->rq);
+	wq_flush(qp, &qp->sq, VD_WQ_TAKE_BATCH);
+	wq_flush(qp, &qp->rq, VD_WQ_TAKE_BATCH);
 }
 
 /*
@@ -271,14 +285,22 @@ static void qp_last_wqe(struct vd_qp *qp)
 				    qp->handle, qp->user_data, 0);
 }
 
+static int qp_consume(struct vd_qp *qp, unsigned int which, bool direct,
+		      u32 budget);
+
 /*
  * Tells the transport and the polling worker that the state changed: the
  * transport may have to start, stop or close; WQEs that waited in the ring
- * may be takeable now.
+ * may be takeable now (in Error: are flushed, here).
  */
 static void qp_state_changed(struct vd_qp *qp)
 {
 	vd_qp_sq_work(qp);
+	/* Error: what qp_flush() left in the rings, in batches */
+	if (READ_ONCE(qp->state) == VIADUCT_QPS_ERROR) {
+		qp_consume(qp, VD_QP_SQ, false, qp->sq.depth);
+		qp_consume(qp, VD_QP_RQ, false, qp->rq.depth);
+	}
 	if (qp->worker)
 		vd_doorbell_kick(qp->worker);
 }
@@ -400,9 +422,11 @@ EXPORT_SYMBOL_IF_KUNIT(vd_qp_llp_closed);
  * @qp: the QP
  * @m: the request: the attributes of @m->mask, checked as at creation
  *
- * All or nothing. Neither Closing nor Terminate touches the stream
- * (Documentation/qp.rst); Error flushes; Error -> Idle forgets the stream
- * and the last Terminate, and restarts the queues at the current indices.
+ * All or nothing. Leaving RTS asks the CM to end the stream
+ * (struct vd_conn.end: a graceful close for Closing, a Terminate and our FIN
+ * for Terminate and Error; Documentation/qp.rst); Error flushes; Error ->
+ * Idle forgets the stream and the last Terminate, and restarts the queues
+ * at the current indices.
  *
  * Context: Process context.
  * Return: 0; -EINVAL for a transition or value the rules forbid (nothing
@@ -437,6 +461,11 @@ int vd_qp_modify(struct vd_qp *qp, const struct viaduct_modify_qp *m)
 	if (next == cur)
 		goto out;
 
+	/* leaving RTS ends the stream: the CM closes it (conn.h) */
+	if (qp->conn && cur == VIADUCT_QPS_RTS && next != VIADUCT_QPS_IDLE)
+		qp->conn->end(qp->conn, next == VIADUCT_QPS_CLOSING ?
+			      VD_CONN_END_CLOSE : VD_CONN_END_TERMINATE);
+
 	switch (next) {
 	case VIADUCT_QPS_ERROR:
 		qp_set_state(qp, next);
@@ -449,7 +478,8 @@ int vd_qp_modify(struct vd_qp *qp, const struct viaduct_modify_qp *m)
 		 * are empty already), then the queues start afresh at the
 		 * current indices, which userspace keeps.
 		 */
-		qp_flush(qp);
+		wq_flush(qp, &qp->sq, qp->sq.depth);
+		wq_flush(qp, &qp->rq, qp->rq.depth);
 		qp->sq.stopped = false;
 		qp->rq.stopped = false;
 		qp->conn = NULL;
@@ -500,23 +530,31 @@ EXPORT_SYMBOL_IF_KUNIT(vd_qp_query);
 static void qp_sq_send(struct vd_qp *qp);
 
 /*
- * @direct: the caller is a posting context (DOORBELL, the polling worker)
- * that may send the new SQ WRs itself (qp_sq_send()).
+ * Takes at most @budget WQEs, VD_WQ_TAKE_BATCH at a time with the queue's
+ * lock dropped (bottom halves on) in between. @direct: the caller is a
+ * posting context (DOORBELL, the polling worker) that may send the new SQ
+ * WRs itself (qp_sq_send()).
  */
-static int qp_consume(struct vd_qp *qp, unsigned int which, bool direct)
+static int qp_consume(struct vd_qp *qp, unsigned int which, bool direct,
+		      u32 budget)
 {
 	struct vd_wq *wq = qp_wq(qp, which);
-	bool bad = false, work;
-	int n;
+	bool bad = false, work = false;
+	int n = 0, got;
+	u32 step;
 
-	spin_lock_bh(&wq->lock);
-	if (unlikely(qp->destroyed)) {
+	do {
+		step = min_t(u32, budget - n, VD_WQ_TAKE_BATCH);
+		spin_lock_bh(&wq->lock);
+		if (unlikely(qp->destroyed)) {
+			spin_unlock_bh(&wq->lock);
+			return -ENOENT;
+		}
+		got = wq_take(qp, wq, &bad, step);
+		work |= got && !wq->is_rq && qp->state == VIADUCT_QPS_RTS;
 		spin_unlock_bh(&wq->lock);
-		return -ENOENT;
-	}
-	n = wq_take(qp, wq, &bad);
-	work = n && !wq->is_rq && qp->state == VIADUCT_QPS_RTS;
-	spin_unlock_bh(&wq->lock);
+		n += got;
+	} while (got == step && n < budget && !bad);
 
 	if (unlikely(bad))
 		vd_qp_enter_error(qp, VIADUCT_EVENT_QP_REQ_ERR, 0);
@@ -543,7 +581,7 @@ static int qp_consume(struct vd_qp *qp, unsigned int which, bool direct)
  */
 int vd_qp_consume(struct vd_qp *qp, unsigned int which)
 {
-	return qp_consume(qp, which, false);
+	return qp_consume(qp, which, false, qp_wq(qp, which)->depth);
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_qp_consume);
 
@@ -628,7 +666,7 @@ int vd_qp_complete(struct vd_qp *qp, unsigned int which,
 	    ((const struct viaduct_sqe *)copy)->flags & VIADUCT_SQE_SIGNALED)
 		overflow = wq_push(qp, wq, copy, cqe, solicited) == -ENOSPC;
 	wq->head++;
-	work = wq_take(qp, wq, &bad) && !wq->is_rq &&
+	work = wq_take(qp, wq, &bad, VD_WQ_TAKE_BATCH) && !wq->is_rq &&
 	       qp->state == VIADUCT_QPS_RTS;
 out:
 	spin_unlock_bh(&wq->lock);
@@ -718,7 +756,7 @@ int vd_qp_doorbell(struct vd_qp *qp, u32 flags)
 	if (qp->worker)
 		vd_doorbell_kick(qp->worker);
 	if (flags & VIADUCT_DOORBELL_SQ) {
-		n = qp_consume(qp, VD_QP_SQ, true);
+		n = qp_consume(qp, VD_QP_SQ, true, qp->sq.depth);
 		if (n < 0)
 			return n;
 	}
@@ -734,19 +772,24 @@ EXPORT_SYMBOL_IF_KUNIT(vd_qp_doorbell);
 /**
  * vd_qp_db_poll() - struct vd_db_client.poll of a POLLED QP
  * @c: the QP's doorbell client
+ * @budget: the most WQEs to take from each queue
  *
- * One pass of the worker over the QP: takes what the user posted.
+ * One turn of the worker at the QP: takes what the user posted, at most
+ * @budget per queue. WQEs flushed into a QP in Error are taken, but are
+ * not work: they must not keep the worker spinning for whoever posts them.
  *
- * Return: whether there was work.
+ * Return: whether WQEs to execute were taken.
  */
-bool vd_qp_db_poll(struct vd_db_client *c)
+bool vd_qp_db_poll(struct vd_db_client *c, unsigned int budget)
 {
 	struct vd_qp *qp = container_of(c, struct vd_qp, db_client);
 	bool work = false;
 
-	if (vd_qp_db_pending(qp, VD_QP_SQ) && qp_consume(qp, VD_QP_SQ, true) > 0)
+	if (vd_qp_db_pending(qp, VD_QP_SQ) &&
+	    qp_consume(qp, VD_QP_SQ, true, budget) > 0)
 		work = true;
-	if (vd_qp_db_pending(qp, VD_QP_RQ) && vd_qp_consume(qp, VD_QP_RQ) > 0)
+	if (vd_qp_db_pending(qp, VD_QP_RQ) &&
+	    qp_consume(qp, VD_QP_RQ, false, budget) > 0)
 		work = true;
-	return work;
+	return work && READ_ONCE(qp->state) != VIADUCT_QPS_ERROR;
 }

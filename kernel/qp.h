@@ -46,6 +46,7 @@
 
 #include "doorbell.h"
 
+struct mem_cgroup;
 struct vd_async_queue;
 struct vd_conn;
 struct vd_cq;
@@ -146,6 +147,11 @@ struct vd_qp {
 	struct vd_wq sq;
 	struct vd_wq rq;
 	struct vd_srq *srq;		/* receives come from it, or NULL */
+	/*
+	 * The creator's memory cgroup, referenced (NULL without memcg): the
+	 * stream made for the QP later, in the CM's work, is charged there.
+	 */
+	struct mem_cgroup *memcg;
 	u64 user_data;
 	u32 handle;			/* the creator's name for it */
 	u32 qpn;
@@ -180,7 +186,7 @@ void vd_qp_lock_all(struct vd_qp *qp)
 	__acquires(&qp->lock) __acquires(&qp->sq.lock) __acquires(&qp->rq.lock);
 void vd_qp_unlock_all(struct vd_qp *qp)
 	__releases(&qp->rq.lock) __releases(&qp->sq.lock) __releases(&qp->lock);
-bool vd_qp_db_poll(struct vd_db_client *c);
+bool vd_qp_db_poll(struct vd_db_client *c, unsigned int budget);
 
 /**
  * vd_qp_get() - take a reference

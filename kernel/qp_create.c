@@ -7,10 +7,12 @@
  */
 #include <linux/err.h>
 #include <linux/idr.h>
+#include <linux/memcontrol.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
 #include <kunit/visibility.h>
 
+#include "conn.h"
 #include "cq.h"
 #include "doorbell.h"
 #include "event.h"
@@ -122,6 +124,7 @@ static void vd_qp_free(struct kref *ref)
 	vd_ring_mem_put(qp->db_mem);
 	vd_pd_put(qp->pd);
 	vd_async_queue_put(qp->aq);
+	mem_cgroup_put(qp->memcg);
 	ida_free(&vd_qpn_ida, qp->qpn);
 	vd_stat_dec(qps);
 	kfree(qp);
@@ -227,6 +230,8 @@ struct vd_qp *vd_qp_create(const struct vd_qp_init *init)
 	}
 	/* From here on vd_qp_put() undoes whatever was done. */
 	kref_init(&qp->ref);
+	/* its stream's buffers are charged here, whoever allocates them */
+	qp->memcg = get_mem_cgroup_from_mm(current->mm);
 	vd_stat_inc(qps);
 	/* Three init sites: three lock classes, so lockdep sees the order. */
 	spin_lock_init(&qp->lock);
@@ -320,7 +325,8 @@ EXPORT_SYMBOL_IF_KUNIT(vd_qp_create);
  * @qp: the QP; the creator's reference is consumed
  *
  * Unregisters from the worker (after that the worker no longer looks at
- * the QP), discards every outstanding WR without writing CQEs, stops
+ * the QP), asks the CM to end a stream still bound with a Terminate
+ * (struct vd_conn.end), discards every outstanding WR without writing CQEs, stops
  * raising events, detaches from the PD, the SRQ and the CQs, and drops the
  * reference. Later calls on the QP by holders of other references fail or
  * do nothing. Cannot fail.
@@ -342,6 +348,9 @@ void vd_qp_destroy(struct vd_qp *qp)
 	 * writes to the CQs or raises events for this QP after this.
 	 */
 	vd_qp_lock_all(qp);
+	/* a stream still bound ends with a Terminate: the peer learns */
+	if (qp->conn)
+		qp->conn->end(qp->conn, VD_CONN_END_TERMINATE);
 	WRITE_ONCE(qp->destroyed, true);
 	qp->sq.head = qp->sq.tail;
 	qp->rq.head = qp->rq.tail;

@@ -8,10 +8,12 @@
  */
 #include <linux/bvec.h>
 #include <linux/hashtable.h>
+#include <linux/memcontrol.h>
 #include <linux/minmax.h>
 #include <linux/mm.h>
 #include <linux/moduleparam.h>
 #include <linux/net.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/wait_bit.h>
@@ -178,6 +180,43 @@ static void tp_free(struct vd_tp *tp)
 	kfree_rcu(tp, rcu);
 }
 
+/*
+ * The stream's memory, charged to the memory cgroup of the process that
+ * created the QP (struct vd_qp.memcg), not to whoever runs the CM's work
+ * item: about 140 KiB of buffers per stream that a user makes the kernel
+ * allocate by connecting, and cannot be allowed outside its cgroup's
+ * limit.
+ */
+static struct vd_tp *tp_alloc(struct vd_qp *qp)
+{
+	struct mem_cgroup *old = set_active_memcg(qp->memcg);
+	struct vd_tp *tp;
+
+	tp = kzalloc(sizeof(*tp), GFP_KERNEL_ACCOUNT);
+	if (!tp)
+		goto out;
+	tp->tx_buf = kvmalloc(VD_TP_BUF_SIZE, GFP_KERNEL_ACCOUNT);
+	tp->rx_buf = kvmalloc(VD_TP_BUF_SIZE, GFP_KERNEL_ACCOUNT);
+	tp->sqe = kmalloc(qp->sq.wqe_size, GFP_KERNEL_ACCOUNT);
+	tp->rqe = kmalloc(qp->rq.wqe_size, GFP_KERNEL_ACCOUNT);
+	tp->sq_rec = kvcalloc(qp->sq.depth, sizeof(*tp->sq_rec),
+			      GFP_KERNEL_ACCOUNT);
+	if (!tp->tx_buf || !tp->rx_buf || !tp->sqe || !tp->rqe ||
+	    !tp->sq_rec) {
+		tp_free(tp);
+		tp = NULL;
+		goto out;
+	}
+	/* without them, every message is copied */
+	tp->tx_bvec = kcalloc(VD_TP_ZC_SEGS, sizeof(*tp->tx_bvec),
+			      GFP_KERNEL_ACCOUNT);
+	if (tp->tx_bvec)
+		tp->zc = vd_zc_create(tp, tp_zc_ready);
+out:
+	set_active_memcg(old);
+	return tp;
+}
+
 static int tp_start(struct vd_conn *conn)
 {
 	struct vd_qp *qp = conn->qp;
@@ -185,19 +224,9 @@ static int tp_start(struct vd_conn *conn)
 	struct vd_tp *tp;
 	u32 i;
 
-	tp = kzalloc(sizeof(*tp), GFP_KERNEL);
+	tp = tp_alloc(qp);
 	if (!tp)
 		return -ENOMEM;
-	tp->tx_buf = kvmalloc(VD_TP_BUF_SIZE, GFP_KERNEL);
-	tp->rx_buf = kvmalloc(VD_TP_BUF_SIZE, GFP_KERNEL);
-	tp->sqe = kmalloc(qp->sq.wqe_size, GFP_KERNEL);
-	tp->rqe = kmalloc(qp->rq.wqe_size, GFP_KERNEL);
-	tp->sq_rec = kvcalloc(qp->sq.depth, sizeof(*tp->sq_rec), GFP_KERNEL);
-	if (!tp->tx_buf || !tp->rx_buf || !tp->sqe || !tp->rqe ||
-	    !tp->sq_rec) {
-		tp_free(tp);
-		return -ENOMEM;
-	}
 	tp->conn = vd_conn_get(conn);
 	tp->qp = qp;
 	tp->dev = conn->dev;
@@ -210,10 +239,6 @@ static int tp_start(struct vd_conn *conn)
 	INIT_WORK(&tp->tx_work, vd_tx_work);
 	INIT_WORK(&tp->rx_work, vd_rx_work);
 	timer_setup(&tp->rx_stall, vd_rx_stall_timer, 0);
-	/* without them, every message is copied */
-	tp->tx_bvec = kcalloc(VD_TP_ZC_SEGS, sizeof(*tp->tx_bvec), GFP_KERNEL);
-	if (tp->tx_bvec)
-		tp->zc = vd_zc_create(tp, tp_zc_ready);
 	tp->crc_tx = conn->mpa.crc_tx;
 	tp->crc_rx = conn->mpa.crc_rx;
 	tp->imm = conn->mpa.imm;
@@ -295,6 +320,9 @@ static void tp_stop(struct vd_conn *conn, bool abort)
 	/* rx may have armed it again; firing now, it queues nothing */
 	del_timer_sync(&tp->rx_stall);
 	cancel_work_sync(&tp->tx_work);
+	/* our side ends the stream: the peer learns why (conn.h) */
+	if (conn->terminate && !abort)
+		vd_tx_final_terminate(tp, vd_term_code(VD_IW_RDMAP_CATASTROPHIC));
 	/* WRs whose pages TCP released before: they are done */
 	if (tp->zc)
 		vd_tx_zc_retire(tp);

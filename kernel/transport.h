@@ -239,6 +239,7 @@ void vd_tp_queue_rx(struct vd_tp *tp);
 void vd_tp_terminate(struct vd_tp *tp, u16 code, u32 event,
 		     const void *bad, u32 bad_len, u32 seg_len);
 void vd_tp_terminated(struct vd_tp *tp, const struct vd_term_msg *msg);
+void vd_tx_final_terminate(struct vd_tp *tp, u16 code);
 void vd_tp_read_done(struct vd_tp *tp);
 void vd_rx_work(struct work_struct *work);
 void vd_rx_data_ready(struct sock *sk);

@@ -147,28 +147,32 @@ void vd_tp_read_done(struct vd_tp *tp)
  * boundary, and move the QP to Error with @event. Only the first call
  * of a stream does anything; after a received Terminate none does.
  */
-void vd_tp_terminate(struct vd_tp *tp, u16 code, u32 event,
-		     const void *bad, u32 bad_len, u32 seg_len)
+/* Builds the stream's Terminate (PENDING), or gives up on it (DONE). */
+static void tp_term_build(struct vd_tp *tp, u16 code, const void *bad,
+			  u32 bad_len, u32 seg_len)
 {
 	u8 *ulpdu = tp->term_fpdu + VD_MPA_LEN_SIZE;
 	int len;
 
-	spin_lock_bh(&tp->lock);
-	if (tp->term != VD_TP_TERM_NONE) {
-		spin_unlock_bh(&tp->lock);
-		return;
-	}
+	lockdep_assert_held(&tp->lock);
 	len = vd_term_build(ulpdu, sizeof(tp->term_fpdu) - VD_MPA_LEN_SIZE,
 			    code, VD_MSN_INITIAL, bad, bad_len, seg_len);
 	if (len >= 0)
 		len = vd_mpa_fpdu_seal(tp->term_fpdu, sizeof(tp->term_fpdu),
 				       len, tp->crc_tx);
-	if (len > 0) {
-		tp->term_len = len;
-		tp->term = VD_TP_TERM_PENDING;
-	} else {
-		tp->term = VD_TP_TERM_DONE;
+	tp->term_len = max(len, 0);
+	tp->term = len > 0 ? VD_TP_TERM_PENDING : VD_TP_TERM_DONE;
+}
+
+void vd_tp_terminate(struct vd_tp *tp, u16 code, u32 event,
+		     const void *bad, u32 bad_len, u32 seg_len)
+{
+	spin_lock_bh(&tp->lock);
+	if (tp->term != VD_TP_TERM_NONE) {
+		spin_unlock_bh(&tp->lock);
+		return;
 	}
+	tp_term_build(tp, code, bad, bad_len, seg_len);
 	spin_unlock_bh(&tp->lock);
 
 	pr_debug("qp%u: sending Terminate 0x%04x (%s)\n", tp->qp->qpn, code,
@@ -847,5 +851,47 @@ void vd_tx_direct(struct vd_tp *tp)
 	tp->tx_direct = true;
 	tx_run(tp, VD_TP_DIRECT_BUDGET);
 	tp->tx_direct = false;
+	mutex_unlock(&tp->tx_mutex);
+}
+
+/**
+ * vd_tx_final_terminate() - a Terminate as the last words of a stream we end
+ * @tp: the stream, stopping, its work items cancelled
+ * @code: the Terminate code
+ *
+ * For a stream our side ends (its QP destroyed or moved to Error or
+ * Terminate, its device removed): unless a Terminate was sent or received
+ * already, the FPDU under way is finished and the Terminate follows, as far
+ * as the socket takes them without waiting (else the close alone tells the
+ * peer). The QP is not touched: the caller moved it on.
+ *
+ * Context: Process context, from the transport's stop().
+ */
+void vd_tx_final_terminate(struct vd_tp *tp, u16 code)
+{
+	mutex_lock(&tp->tx_mutex);
+	if (tp->tx_dead)
+		goto out;
+	if (tp->tx_left) {
+		/* a Terminate goes only at an FPDU boundary */
+		if (tx_push(tp))
+			goto out;
+		tx_sent(tp);	/* if it was a Terminate, the stream is dead */
+	}
+	spin_lock_bh(&tp->lock);
+	if (tp->term == VD_TP_TERM_NONE)
+		tp_term_build(tp, code, NULL, 0, 0);
+	tp->tx_term = tp->term == VD_TP_TERM_PENDING && !tp->tx_dead;
+	if (tp->tx_term) {
+		memcpy(tp->tx_buf, tp->term_fpdu, tp->term_len);
+		tp->tx_off = 0;
+		tp->tx_left = tp->term_len;
+		tp->term = VD_TP_TERM_SENDING;
+	}
+	spin_unlock_bh(&tp->lock);
+	if (tp->tx_term && !tx_push(tp))
+		tx_sent(tp);
+out:
+	tp->tx_dead = true;
 	mutex_unlock(&tp->tx_mutex);
 }

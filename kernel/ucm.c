@@ -13,7 +13,8 @@
  * pointer is EFAULT, a handle that names no CM id (or no QP) of this
  * context is ENOENT, and a context without a live selected device gets
  * ENODEV (uctx.c's dispatcher sees to that, after copying the argument
- * in). The commands run without the table's lock, on referenced objects.
+ * in), except for CM_DESTROY_ID and CM_ACK_EVENT, which work on ids of a
+ * removed device too. The commands run without the table's lock, on referenced objects.
  */
 #include <linux/err.h>
 #include <linux/file.h>

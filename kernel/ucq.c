@@ -95,7 +95,9 @@ long vd_uobj_resize_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 	r->entries = vd_cq_entries(u->cq);
 	r->mmap_key = (u64)idx << PAGE_SHIFT;
 	r->mmap_size = mem->size;
-	ret = vd_uarg_reply(uarg, r, sizeof(*r));
+	mutex_unlock(&t->lock);
+	/* never with the lock: the reply may fault as long as it likes */
+	return vd_uarg_reply(uarg, r, sizeof(*r));
 out:
 	mutex_unlock(&t->lock);
 	return ret;

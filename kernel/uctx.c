@@ -23,18 +23,36 @@
 #include <linux/uaccess.h>
 
 #include "device.h"
+#include "event.h"
 #include "stats.h"
 #include "uctx.h"
 #include "zcopy.h"
 
 /*
  * Every open context by id, for reports. Entries are added at the end of
- * open() and removed under vd_uctxs_lock at the start of release(), so
- * whoever holds the lock and finds a context may use it (vd_uctx_walk()).
+ * open() and removed at the start of release(); a report takes a reference
+ * on what it finds under RCU (vd_uctx_walk()). No lock here is ever held
+ * while a context is visited.
  */
 static DEFINE_XARRAY_ALLOC1(vd_uctxs);
-static DEFINE_MUTEX(vd_uctxs_lock);
-static u32 vd_uctx_next_id;
+static u32 vd_uctx_next_id;	/* under the xarray's lock */
+
+static void vd_uctx_free(struct vd_uctx *ctx)
+{
+	if (ctx->dev)
+		vd_device_put(ctx->dev);
+	put_pid(ctx->owner);
+	put_net_track(ctx->net, &ctx->net_tracker);
+	mutex_destroy(&ctx->lock);
+	/* a report may still be looking at it under RCU */
+	kfree_rcu(ctx, rcu);
+}
+
+static void vd_uctx_put(struct vd_uctx *ctx)
+{
+	if (refcount_dec_and_test(&ctx->ref))
+		vd_uctx_free(ctx);
+}
 
 /* The selected device if it is still there, else NULL; no reference taken. */
 static struct vd_device *vd_uctx_device(struct vd_uctx *ctx)
@@ -100,6 +118,12 @@ static VD_IOCTL_HANDLER(ioctl_select_device)
 	ret = -ENODEV;
 	if (!vd)
 		goto out_unlock;
+	/* removal stops what the context does on the device */
+	ret = vd_device_client_add(vd, &ctx->dev_client);
+	if (ret) {
+		vd_device_put(vd);
+		goto out_unlock;
+	}
 	/* The context's reference, dropped in release(). */
 	vd_device_ctx_attach(vd);
 	/* publishes the device; pairs with smp_load_acquire() in vd_uctx_device() */
@@ -143,6 +167,13 @@ static VD_IOCTL_HANDLER(ioctl_query_device)
 
 /* The command needs the selected device, live: -ENODEV otherwise. */
 #define VD_IOCTL_DEV		BIT(0)
+/*
+ * With VD_IOCTL_DEV: the command also works once the selected device was
+ * removed (destroying, acknowledging, querying), so that a program can
+ * tear down what it built without closing the file.
+ */
+#define VD_IOCTL_GONE		BIT(1)
+#define VD_IOCTL_DEV_GONE	(VD_IOCTL_DEV | VD_IOCTL_GONE)
 
 struct vd_ioctl {
 	unsigned int cmd;	/* the module's command: its size is ours */
@@ -183,35 +214,35 @@ static const struct vd_ioctl vd_ioctls[] = {
 	VD_IOCTL(SELECT_DEVICE, ioctl_select_device, 0),
 	VD_IOCTL(QUERY_DEVICE, ioctl_query_device, 0),
 	VD_IOCTL(CREATE_PD, vd_uobj_create_pd, VD_IOCTL_DEV),
-	VD_IOCTL(DESTROY_PD, vd_uobj_destroy_pd, VD_IOCTL_DEV),
+	VD_IOCTL(DESTROY_PD, vd_uobj_destroy_pd, VD_IOCTL_DEV_GONE),
 	VD_IOCTL(REG_MR, vd_umr_reg_mr, VD_IOCTL_DEV),
-	VD_IOCTL(DEREG_MR, vd_uobj_dereg_mr, VD_IOCTL_DEV),
+	VD_IOCTL(DEREG_MR, vd_uobj_dereg_mr, VD_IOCTL_DEV_GONE),
 	VD_IOCTL(CREATE_CQ, vd_uobj_create_cq, VD_IOCTL_DEV),
 	VD_IOCTL(RESIZE_CQ, vd_uobj_resize_cq, VD_IOCTL_DEV),
-	VD_IOCTL(DESTROY_CQ, vd_uobj_destroy_cq, VD_IOCTL_DEV),
+	VD_IOCTL(DESTROY_CQ, vd_uobj_destroy_cq, VD_IOCTL_DEV_GONE),
 	VD_IOCTL(ARM_CQ, vd_uobj_arm_cq, VD_IOCTL_DEV),
 	VD_IOCTL(CREATE_QP, vd_uobj_create_qp, VD_IOCTL_DEV),
 	VD_IOCTL(MODIFY_QP, vd_uobj_modify_qp, VD_IOCTL_DEV),
-	VD_IOCTL(QUERY_QP, vd_uobj_query_qp, VD_IOCTL_DEV),
-	VD_IOCTL(DESTROY_QP, vd_uobj_destroy_qp, VD_IOCTL_DEV),
+	VD_IOCTL(QUERY_QP, vd_uobj_query_qp, VD_IOCTL_DEV_GONE),
+	VD_IOCTL(DESTROY_QP, vd_uobj_destroy_qp, VD_IOCTL_DEV_GONE),
 	VD_IOCTL(DOORBELL, vd_uobj_doorbell, VD_IOCTL_DEV),
 	VD_IOCTL(CREATE_COMP_CHANNEL, vd_uobj_create_comp_channel, VD_IOCTL_DEV),
 	VD_IOCTL(CREATE_CM_CHANNEL, vd_ucm_create_channel, VD_IOCTL_DEV),
 	VD_IOCTL(CM_CREATE_ID, vd_ucm_create_id, VD_IOCTL_DEV),
-	VD_IOCTL(CM_DESTROY_ID, vd_ucm_destroy_id, VD_IOCTL_DEV),
+	VD_IOCTL(CM_DESTROY_ID, vd_ucm_destroy_id, VD_IOCTL_DEV_GONE),
 	VD_IOCTL(CM_LISTEN, vd_ucm_listen, VD_IOCTL_DEV),
 	VD_IOCTL(CM_CONNECT, vd_ucm_connect, VD_IOCTL_DEV),
 	VD_IOCTL(CM_ACCEPT, vd_ucm_accept, VD_IOCTL_DEV),
 	VD_IOCTL(CM_REJECT, vd_ucm_reject, VD_IOCTL_DEV),
 	VD_IOCTL(CM_DISCONNECT, vd_ucm_disconnect, VD_IOCTL_DEV),
 	VD_IOCTL(CM_CONVERT_SOCKET, vd_ucm_convert, VD_IOCTL_DEV),
-	VD_IOCTL(CM_ACK_EVENT, vd_ucm_ack, VD_IOCTL_DEV),
+	VD_IOCTL(CM_ACK_EVENT, vd_ucm_ack, VD_IOCTL_DEV_GONE),
 	VD_IOCTL(ALLOC_MR, vd_umr_alloc_mr, VD_IOCTL_DEV),
 	VD_IOCTL(MODIFY_MR, vd_umr_modify_mr, VD_IOCTL_DEV),
 	VD_IOCTL(CREATE_SRQ, vd_usrq_create, VD_IOCTL_DEV),
 	VD_IOCTL(MODIFY_SRQ, vd_usrq_modify, VD_IOCTL_DEV),
 	VD_IOCTL(QUERY_SRQ, vd_usrq_query, VD_IOCTL_DEV),
-	VD_IOCTL(DESTROY_SRQ, vd_usrq_destroy, VD_IOCTL_DEV),
+	VD_IOCTL(DESTROY_SRQ, vd_usrq_destroy, VD_IOCTL_DEV_GONE),
 };
 
 /* Arguments up to this size live on the stack, larger ones are allocated. */
@@ -260,7 +291,11 @@ static long vd_uctx_ioctl(struct file *file, unsigned int cmd,
 	}
 	if (ioc->flags & VD_IOCTL_DEV) {
 		ret = -ENODEV;
-		vd = vd_uctx_device(ctx);
+		if (ioc->flags & VD_IOCTL_GONE)
+			/* pairs with smp_store_release() in ioctl_select_device() */
+			vd = smp_load_acquire(&ctx->dev);
+		else
+			vd = vd_uctx_device(ctx);
 		if (!vd)
 			goto out;
 	}
@@ -269,6 +304,21 @@ out:
 	if (karg != stack)
 		kfree(karg);
 	return ret;
+}
+
+/*
+ * struct vd_device_client.removed: the selected device is gone. Every
+ * connection ends, every QP enters Error with its WRs flushed (uobj.c),
+ * then the context learns it from VIADUCT_EVENT_DEVICE_FATAL, after the
+ * completions are in place. The context stays usable for destroying.
+ */
+static void vd_uctx_device_removed(struct vd_device_client *c)
+{
+	struct vd_uctx *ctx = container_of(c, struct vd_uctx, dev_client);
+
+	vd_dbg_ctx(ctx, "device removed: stopping\n");
+	vd_uobj_device_removed(&ctx->objs);
+	vd_async_queue_push(ctx->objs.aq, VIADUCT_EVENT_DEVICE_FATAL, 0, 0, 0);
 }
 
 static int vd_uctx_open(struct inode *inode, struct file *file)
@@ -289,6 +339,9 @@ static int vd_uctx_open(struct inode *inode, struct file *file)
 	ctx->owner = get_task_pid(current, PIDTYPE_TGID);
 	get_task_comm(ctx->comm, current);
 	mutex_init(&ctx->lock);
+	refcount_set(&ctx->ref, 1);
+	INIT_LIST_HEAD(&ctx->dev_client.node);
+	ctx->dev_client.removed = vd_uctx_device_removed;
 	/* last: the context is complete once reports can find it */
 	ret = xa_alloc_cyclic(&vd_uctxs, &ctx->id, ctx, xa_limit_32b,
 			      &vd_uctx_next_id, GFP_KERNEL);
@@ -297,7 +350,7 @@ static int vd_uctx_open(struct inode *inode, struct file *file)
 		put_pid(ctx->owner);
 		put_net_track(ctx->net, &ctx->net_tracker);
 		mutex_destroy(&ctx->lock);
-		kfree(ctx);
+		kfree(ctx);	/* never published */
 		return ret;
 	}
 	file->private_data = ctx;
@@ -312,20 +365,24 @@ static int vd_uctx_release(struct inode *inode, struct file *file)
 	struct vd_uctx *ctx = file->private_data;
 
 	vd_dbg_ctx(ctx, "released\n");
-	/* waits for a report that is looking at the context */
-	mutex_lock(&vd_uctxs_lock);
 	xa_erase(&vd_uctxs, ctx->id);
-	mutex_unlock(&vd_uctxs_lock);
+	/*
+	 * Waits only for a report visiting this context, which waits for
+	 * nothing but this context's table lock, which nobody holds: no
+	 * command of this file runs any more.
+	 */
+	mutex_lock(&ctx->lock);
+	ctx->closed = true;
+	mutex_unlock(&ctx->lock);
+	/* waits for the device's removal if it is stopping this context */
+	if (ctx->dev)
+		vd_device_client_del(ctx->dev, &ctx->dev_client);
 	vd_uobj_table_destroy(&ctx->objs);
-	if (ctx->dev) {
+	if (ctx->dev)
 		vd_device_ctx_detach(ctx->dev);
-		vd_device_put(ctx->dev);
-	}
-	put_pid(ctx->owner);
-	put_net_track(ctx->net, &ctx->net_tracker);
-	mutex_destroy(&ctx->lock);
-	kfree(ctx);
 	vd_stat_dec(contexts);
+	/* reports may still hold it: they read the owner and device only */
+	vd_uctx_put(ctx);
 	return 0;
 }
 
@@ -337,11 +394,14 @@ static int vd_uctx_release(struct inode *inode, struct file *file)
  * @fn: called for each context, in id order; non-zero stops the walk
  * @arg: passed to @fn
  *
- * @fn runs with vd_uctxs_lock held: release() waits for the lock before it
- * tears a context down, so @fn may read the context and walk its table
- * (vd_uobj_table_walk()). @fn must not sleep for long and must not open
- * or close a context. Ids come from one cyclic allocator, so a resumed
- * walk visits contexts opened meanwhile only if their ids are higher.
+ * @fn runs with a reference on the context and its @lock held, and only
+ * while the context is not closed: release() marks it closed under that
+ * lock before it tears the resources down, so @fn may read the context and
+ * walk its table (vd_uobj_table_walk()). No lock shared between contexts
+ * is held, so a context whose table lock is taken for long delays only
+ * this walk. @fn must not open or close a context. Ids come from one
+ * cyclic allocator, so a resumed walk visits contexts opened meanwhile
+ * only if their ids are higher.
  *
  * Context: Process context.
  * Return: the non-zero value of @fn that stopped the walk, leaving the
@@ -354,17 +414,33 @@ int vd_uctx_walk(struct net *net, u32 *id,
 	struct vd_uctx *ctx;
 	int ret = 0;
 
-	mutex_lock(&vd_uctxs_lock);
-	xa_for_each_start(&vd_uctxs, idx, ctx, *id) {
-		if (!net_eq(ctx->net, net))
-			continue;
-		ret = fn(ctx, arg);
+	for (;; idx++) {
+		rcu_read_lock();
+		for (;;) {
+			ctx = xa_find(&vd_uctxs, &idx, U32_MAX, XA_PRESENT);
+			if (!ctx || refcount_inc_not_zero(&ctx->ref))
+				break;
+			/* its last reference went: it is being freed */
+			idx++;
+		}
+		rcu_read_unlock();
+		if (!ctx)
+			break;
+		if (net_eq(ctx->net, net)) {
+			mutex_lock(&ctx->lock);
+			if (!ctx->closed)
+				ret = fn(ctx, arg);
+			mutex_unlock(&ctx->lock);
+		}
+		vd_uctx_put(ctx);
 		if (ret) {
-			*id = ctx->id;
+			*id = idx;
 			break;
 		}
+		if (idx == U32_MAX)
+			break;
+		cond_resched();
 	}
-	mutex_unlock(&vd_uctxs_lock);
 	return ret;
 }
 

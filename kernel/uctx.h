@@ -8,17 +8,27 @@
  * sees only that namespace's devices, and selects at most one device, once;
  * it then holds a reference on that device and counts as one of its
  * contexts until release. A selected device that is removed stays
- * referenced (memory only) and the context answers -ENODEV for everything
- * that needs it. release() undoes everything the context did.
+ * referenced (memory only); its removal stops the context's connections
+ * and moves its QPs to Error (a struct vd_device_client), and the context
+ * then answers -ENODEV for everything that needs the device but destroying,
+ * acknowledging CM events and QUERY_QP. release() undoes everything the
+ * context did.
  *
- * Reports (netlink) walk the open contexts with vd_uctx_walk(), under the
- * lock that release() takes before it tears a context down.
+ * Reports (netlink) walk the open contexts with vd_uctx_walk(), which
+ * holds no lock shared between contexts while it visits one: it takes a
+ * reference on the context (found under RCU) and then the context's own
+ * @lock, under which release() marks it @closed before it tears the
+ * resources down. So a context whose owner is stuck (a registration
+ * waiting for a page fault that never completes) delays at most the
+ * reports that visit it, never another process's open() or close().
  */
 #ifndef _VD_UCTX_H
 #define _VD_UCTX_H
 
 #include <linux/mutex.h>
 #include <linux/pid.h>
+#include <linux/rcupdate.h>
+#include <linux/refcount.h>
 #include <linux/sched.h>
 #include <net/net_namespace.h>
 
@@ -27,14 +37,26 @@
 
 struct vd_uctx {
 	u32 id;				/* messages and reports */
+	/* the open file's and each visiting report's; freed after RCU */
+	refcount_t ref;
+	struct rcu_head rcu;
 	struct net *net;
 	struct pid *owner;		/* opener's thread group, referenced */
 	char comm[TASK_COMM_LEN];	/* opener's name at open() */
 	netns_tracker net_tracker;
-	/* Serialises selection; resources have their own lock in @objs. */
+	/*
+	 * Serialises selection, and a report's visit against release();
+	 * resources have their own lock in @objs.
+	 */
 	struct mutex lock;
-	/* Set once under @lock, read locklessly with smp_load_acquire(). */
+	bool closed;			/* under @lock: @objs is going away */
+	/*
+	 * Set once under @lock, read locklessly with smp_load_acquire();
+	 * referenced until the context is freed, so reports may name it.
+	 */
 	struct vd_device *dev;
+	/* registered with @dev while selected: its removal stops us */
+	struct vd_device_client dev_client;
 	/* Resources and their mmap keys; torn down before @dev is dropped. */
 	struct vd_uobj_table objs;
 };

@@ -239,6 +239,39 @@ void vd_uobj_table_destroy(struct vd_uobj_table *t)
 }
 
 /**
+ * vd_uobj_device_removed() - stop what a table's objects do on a removed device
+ * @t: the table of a context whose selected device was removed
+ *
+ * Every CM id ends what it does and reports DEVICE_REMOVED
+ * (vd_cm_id_device_removed()), then every QP enters Error, its WRs
+ * flushed. The objects stay for their owner to destroy. The QPs are walked
+ * under @lock, so that none is half created meanwhile.
+ *
+ * Context: Process context, no lock of the table held (an id's lock comes
+ * before @lock).
+ */
+void vd_uobj_device_removed(struct vd_uobj_table *t)
+{
+	struct vd_cm_id *id;
+	struct vd_uobj *u;
+	unsigned long h;
+
+	xa_for_each(&t->handles, h, u) {
+		/* by handle, referenced: the id may be destroyed meanwhile */
+		id = vd_uobj_get(t, h, VD_UOBJ_CM_ID);
+		if (!id)
+			continue;
+		vd_cm_id_device_removed(id);
+		vd_cm_id_put(id);
+	}
+	mutex_lock(&t->lock);
+	xa_for_each(&t->handles, h, u)
+		if (u->type == VD_UOBJ_QP)
+			vd_qp_enter_error(u->qp, 0, 0);
+	mutex_unlock(&t->lock);
+}
+
+/**
  * vd_uobj_find() - the entry a handle names
  * @t: the table, locked
  * @handle: the handle
@@ -254,6 +287,37 @@ struct vd_uobj *vd_uobj_find(struct vd_uobj_table *t, u32 handle,
 	lockdep_assert_held(&t->lock);
 	u = xa_load(&t->handles, handle);
 	return u && u->type == type ? u : NULL;
+}
+
+/**
+ * vd_uobj_hold() - a PD, CQ or SRQ for a create command's build
+ * @t: the table, not locked
+ * @handle: the handle
+ * @type: VD_UOBJ_PD, VD_UOBJ_CQ or VD_UOBJ_SRQ
+ *
+ * A build runs without the table's lock (vd_uobj_create()): it holds what
+ * the new object will use by reference, memory only. The new object
+ * attaches to it (vd_pd_attach() and the like), which fails if it was
+ * destroyed meanwhile.
+ *
+ * Context: Process context; takes the table's lock.
+ * Return: the object, referenced (the caller puts it), or NULL.
+ */
+void *vd_uobj_hold(struct vd_uobj_table *t, u32 handle, enum vd_uobj_type type)
+{
+	struct vd_uobj *u;
+	void *obj = NULL;
+
+	mutex_lock(&t->lock);
+	u = vd_uobj_find(t, handle, type);
+	if (u && type == VD_UOBJ_PD)
+		obj = vd_pd_get(u->pd);
+	else if (u && type == VD_UOBJ_CQ)
+		obj = vd_cq_get(u->cq);
+	else if (u && type == VD_UOBJ_SRQ)
+		obj = vd_srq_get(u->srq);
+	mutex_unlock(&t->lock);
+	return obj;
 }
 
 /*
@@ -278,21 +342,6 @@ static struct vd_uobj *uobj_reserve(struct vd_uobj_table *t,
 		return ERR_PTR(ret == -EBUSY ? -ENOSPC : ret);
 	}
 	return u;
-}
-
-/* Forgets a reservation whose object was never created. */
-static void uobj_unreserve(struct vd_uobj_table *t, struct vd_uobj *u,
-			   u32 handle)
-{
-	xa_erase(&t->handles, handle);
-	kfree(u);
-}
-
-/* Forgets a reservation and destroys the object that was created for it. */
-static void uobj_abort(struct vd_uobj_table *t, struct vd_uobj *u, u32 handle)
-{
-	xa_erase(&t->handles, handle);
-	uobj_destroy(t, u);
 }
 
 static void uobj_publish(struct vd_uobj_table *t, struct vd_uobj *u,
@@ -320,9 +369,11 @@ static int uobj_remove(struct vd_uobj_table *t, u32 handle,
 		goto out;
 	xa_erase(&t->handles, handle);
 	uobj_account(t, u, -1);
-	uobj_release(t, u);
 out:
 	mutex_unlock(&t->lock);
+	/* nobody can name it any more: released without the lock */
+	if (!ret)
+		uobj_release(t, u);
 	return ret;
 }
 
@@ -330,8 +381,9 @@ out:
  * vd_uobj_create() - the create commands' one helper
  * @t: the table
  * @type: the type of the new object
- * @build: creates the object (and enters its mmap keys) under the table's
- *         lock; sets the entry's object only once it exists
+ * @build: creates the object (and enters its mmap keys) without the
+ *         table's lock, taking what it uses with vd_uobj_hold(); sets the
+ *         entry's object only once it exists
  * @arg: passed to @build
  * @reply: the reply, passed to @build
  * @handle: a field of @reply, set to the new handle
@@ -340,7 +392,11 @@ out:
  *
  * Reserves a handle for an object of @type, lets @build make the object,
  * copies the reply to @uarg and publishes the handle only then; whatever
- * @build did is undone if it or the copy fails.
+ * @build did is undone if it or the copy fails. The lock is held only to
+ * reserve and to publish: a registration pins pages, which may wait for a
+ * page fault as long as the file behind the mapping pleases (a FUSE
+ * daemon that does not answer), and the reply may fault the same way;
+ * neither may hold up the context's other commands or a report.
  *
  * Context: Process context.
  * Return: 0; the limit's error; -ENOSPC or -ENOMEM for the handle; the
@@ -356,28 +412,47 @@ long vd_uobj_create(struct vd_uobj_table *t, enum vd_uobj_type type,
 	long ret;
 
 	mutex_lock(&t->lock);
-	/* the limits are per reported type: SRQs have none (yet) */
+	/*
+	 * The limits are per reported type (SRQs have none yet) and count
+	 * the creations in progress, which run without the lock.
+	 */
 	if (type < VD_UOBJ_NR_TYPES) {
 		ret = vd_limit_objs(type + 1,
-				    atomic_long_read(&t->nr_objs[type]));
+				    atomic_long_read(&t->nr_objs[type]) +
+				    t->creating[type]);
 		if (ret)
-			goto out;
+			goto out_unlock;
 	}
 	u = uobj_reserve(t, type, handle);
 	if (IS_ERR(u)) {
 		ret = PTR_ERR(u);
-		goto out;
+		goto out_unlock;
 	}
+	if (type < VD_UOBJ_NR_TYPES)
+		t->creating[type]++;
+	mutex_unlock(&t->lock);
+
+	/* nobody can name the handle yet */
 	ret = build(t, u, reply, arg);
 	if (!ret && vd_uarg_reply(uarg, reply, size))
 		ret = -EFAULT;
+
+	mutex_lock(&t->lock);
+	if (type < VD_UOBJ_NR_TYPES)
+		t->creating[type]--;
 	if (!ret)
 		uobj_publish(t, u, *handle);
-	else if (u->obj)
-		uobj_abort(t, u, *handle);
 	else
-		uobj_unreserve(t, u, *handle);
-out:
+		xa_erase(&t->handles, *handle);
+	mutex_unlock(&t->lock);
+	/* a failed one's object, which nobody could name, goes now */
+	if (ret && u->obj)
+		uobj_destroy(t, u);
+	else if (ret)
+		kfree(u);
+	return ret;
+
+out_unlock:
 	mutex_unlock(&t->lock);
 	return ret;
 }
@@ -472,20 +547,22 @@ long vd_uobj_create_pd(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 
 /*
  * The MR create commands (umr.c): @req->make creates the region on the PD
- * @req->pd_handle names, under the table's lock; its STag goes to
- * *@req->stag, which is in the reply.
+ * @req->pd_handle names, without the table's lock (it pins pages); its
+ * STag goes to *@req->stag, which is in the reply.
  */
 static int build_mr(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 		    void *arg)
 {
 	const struct vd_uobj_mr_req *req = arg;
-	struct vd_uobj *pdu;
+	struct vd_pd *pd;
 	struct vd_mr *mr;
 
-	pdu = vd_uobj_find(t, req->pd_handle, VD_UOBJ_PD);
-	if (!pdu)
+	pd = vd_uobj_hold(t, req->pd_handle, VD_UOBJ_PD);
+	if (!pd)
 		return -ENOENT;
-	mr = req->make(req->vd, pdu->pd, reply);
+	/* attaches to the PD, or fails if it was destroyed meanwhile */
+	mr = req->make(req->vd, pd, reply);
+	vd_pd_put(pd);
 	if (IS_ERR(mr))
 		return PTR_ERR(mr);
 	u->mr = mr;
@@ -507,13 +584,15 @@ static int build_srq(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 		     void *arg)
 {
 	struct viaduct_create_srq *a = reply;
-	struct vd_uobj *pdu;
 	struct vd_srq *srq;
+	struct vd_pd *pd;
 
-	pdu = vd_uobj_find(t, a->pd_handle, VD_UOBJ_PD);
-	if (!pdu)
+	pd = vd_uobj_hold(t, a->pd_handle, VD_UOBJ_PD);
+	if (!pd)
 		return -ENOENT;
-	srq = vd_srq_create(pdu->pd, t->aq, a->handle, a);
+	/* attaches to the PD, or fails if it was destroyed meanwhile */
+	srq = vd_srq_create(pd, t->aq, a->handle, a);
+	vd_pd_put(pd);
 	if (IS_ERR(srq))
 		return PTR_ERR(srq);
 	u->srq = srq;
@@ -728,9 +807,8 @@ out:
  * @ctx: the context
  * @vma: the mapping; its offset is an mmap key
  *
- * Runs with mmap_lock held and so never takes @lock (REG_MR pins pages,
- * which takes mmap_lock, with @lock held): it takes a ring reference under
- * the xarray's spinlock instead.
+ * Runs with mmap_lock held and never takes @lock: it takes a ring
+ * reference under the xarray's spinlock instead.
  *
  * Context: Process context, mmap_lock held.
  * Return: 0; -EINVAL for an unknown key or a mapping larger than the ring;
@@ -742,7 +820,7 @@ int vd_uobj_mmap(struct vd_uctx *ctx, struct vm_area_struct *vma)
 	struct vd_ring_mem *mem;
 	int ret;
 
-	/* never @t->lock here: REG_MR takes mmap_lock while holding it */
+	/* a ring reference of our own, without @t->lock */
 	xa_lock(&t->mmap_keys);
 	mem = xa_load(&t->mmap_keys, vma->vm_pgoff);
 	if (mem)

@@ -23,16 +23,20 @@
  * and QPs report their handle in events) and published afterwards.
  * Every create command goes through one helper (vd_uobj_create()), which
  * reserves, lets the type's build function make the object, copies the
- * reply out and publishes. Commands that use an object without changing
+ * reply out and publishes. @lock is held to reserve and to publish, never
+ * across the build or the copy: a registration pins pages, which may wait
+ * for a page fault that never completes, and no command may hold up the
+ * context's others or a report that way. A build holds what it uses by
+ * reference (vd_uobj_hold()); a destroy releases its object after it has
+ * dropped @lock. Commands that use an object without changing
  * the table (ARM_CQ, MODIFY_QP, QUERY_QP, DOORBELL, the CM's) take an
  * object reference under the xarray's spinlock (vd_uobj_get()) and run
  * without @lock; a concurrent destroy makes them fail through the
  * object's own checks.
  *
  * @mmap_keys holds one referenced struct vd_ring_mem per key (index <<
- * PAGE_SHIFT). ->mmap() runs with mmap_lock held and so never takes @lock
- * (REG_MR pins pages, which takes mmap_lock, with @lock held): it takes a
- * ring reference under the xarray's spinlock instead. A key disappears
+ * PAGE_SHIFT). ->mmap() runs with mmap_lock held and never takes @lock:
+ * it takes a ring reference under the xarray's spinlock instead. A key disappears
  * when its object is destroyed (or its CQ resized); mappings made before
  * hold references of their own.
  *
@@ -78,6 +82,8 @@ struct vd_uobj_table {
 	struct xarray mmap_keys;	/* key >> PAGE_SHIFT -> vd_ring_mem */
 	struct vd_async_queue *aq;
 	bool cm_closed;			/* under @lock: no CM id is added */
+	/* under @lock: handles reserved, objects not yet published */
+	u32 creating[VD_UOBJ_NR_TYPES];
 	/* for reports only: changed under @lock, read without it */
 	atomic_long_t nr_objs[VD_UOBJ_NR_TYPES];
 	atomic_long_t pinned_pages;
@@ -120,6 +126,7 @@ struct vd_uobj_counts {
 
 int vd_uobj_table_init(struct vd_uobj_table *t);
 void vd_uobj_table_destroy(struct vd_uobj_table *t);
+void vd_uobj_device_removed(struct vd_uobj_table *t);
 
 int vd_uobj_table_walk(struct vd_uobj_table *t, u32 *handle, u32 type,
 		       int (*fn)(const struct vd_uobj_info *info, void *arg),

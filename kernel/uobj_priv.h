@@ -57,6 +57,7 @@ struct vd_uobj {
 struct vd_uobj *vd_uobj_find(struct vd_uobj_table *t, u32 handle,
 			     enum vd_uobj_type type);
 void *vd_uobj_get(struct vd_uobj_table *t, u32 handle, enum vd_uobj_type type);
+void *vd_uobj_hold(struct vd_uobj_table *t, u32 handle, enum vd_uobj_type type);
 int vd_uobj_add_key(struct vd_uobj_table *t, struct vd_uobj *u,
 		    struct vd_ring_mem *mem, __u64 *key);
 void vd_uobj_drop_key(struct vd_uobj_table *t, u32 idx);

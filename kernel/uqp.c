@@ -9,7 +9,9 @@
 
 #include "cq.h"
 #include "device.h"
+#include "pd.h"
 #include "qp.h"
+#include "srq.h"
 #include "uctx.h"
 #include "uobj_priv.h"
 
@@ -34,36 +36,22 @@ static int uobj_add_qp_keys(struct vd_uobj_table *t, struct vd_uobj *u,
 	return ret;
 }
 
-/* A CQ of the table for a new QP: NULL for handle 0 (a private ring). */
-static int find_cq(struct vd_uobj_table *t, u32 handle, struct vd_cq **cq)
+/*
+ * The CQ or SRQ of the table a new QP uses, referenced, in *@obj: NULL for
+ * handle 0 (a private completion ring, an RQ of its own).
+ */
+static int hold_opt(struct vd_uobj_table *t, u32 handle,
+		    enum vd_uobj_type type, void **obj)
 {
-	struct vd_uobj *u;
-
-	*cq = NULL;
-	if (!handle)
-		return 0;
-	u = vd_uobj_find(t, handle, VD_UOBJ_CQ);
-	if (!u)
-		return -ENOENT;
-	*cq = u->cq;
-	return 0;
+	*obj = handle ? vd_uobj_hold(t, handle, type) : NULL;
+	return handle && !*obj ? -ENOENT : 0;
 }
 
-/* The SRQ of the table a new QP receives from: NULL for handle 0. */
-static int find_srq(struct vd_uobj_table *t, u32 handle, struct vd_srq **srq)
-{
-	struct vd_uobj *u;
-
-	*srq = NULL;
-	if (!handle)
-		return 0;
-	u = vd_uobj_find(t, handle, VD_UOBJ_SRQ);
-	if (!u)
-		return -ENOENT;
-	*srq = u->srq;
-	return 0;
-}
-
+/*
+ * Without the table's lock (vd_uobj_create()): references keep the PD,
+ * CQs and SRQ the QP will use, and the QP attaches to each, which fails
+ * if one was destroyed meanwhile.
+ */
 static int build_qp(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 		    void *arg)
 {
@@ -76,25 +64,21 @@ static int build_qp(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 		.handle = a->handle,
 		.attr = a,
 	};
-	struct vd_uobj *pdu;
-	struct vd_qp *qp;
-	int ret;
+	struct vd_qp *qp = ERR_PTR(-ENOENT);
 
-	pdu = vd_uobj_find(t, a->pd_handle, VD_UOBJ_PD);
-	if (!pdu)
-		return -ENOENT;
-	ret = find_cq(t, a->send_cq, &init.send_cq);
-	if (!ret)
-		ret = find_cq(t, a->recv_cq, &init.recv_cq);
-	if (!ret)
-		ret = find_srq(t, a->srq_handle, &init.srq);
-	if (ret)
-		return ret;
-	init.pd = pdu->pd;
-	u->pd_handle = a->pd_handle;
-	qp = vd_qp_create(&init);
+	init.pd = vd_uobj_hold(t, a->pd_handle, VD_UOBJ_PD);
+	if (init.pd &&
+	    !hold_opt(t, a->send_cq, VD_UOBJ_CQ, (void **)&init.send_cq) &&
+	    !hold_opt(t, a->recv_cq, VD_UOBJ_CQ, (void **)&init.recv_cq) &&
+	    !hold_opt(t, a->srq_handle, VD_UOBJ_SRQ, (void **)&init.srq))
+		qp = vd_qp_create(&init);
+	vd_srq_put(init.srq);
+	vd_cq_put(init.recv_cq);
+	vd_cq_put(init.send_cq);
+	vd_pd_put(init.pd);
 	if (IS_ERR(qp))
 		return PTR_ERR(qp);
+	u->pd_handle = a->pd_handle;
 	u->qp = qp;
 	return uobj_add_qp_keys(t, u, a);
 }

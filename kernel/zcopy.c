@@ -170,7 +170,7 @@ static void vd_zc_ubuf_init(struct ubuf_info *ubuf)
  */
 struct vd_zc *vd_zc_create(struct vd_tp *tp, void (*ready)(struct vd_tp *tp))
 {
-	struct vd_zc *zc = kzalloc(sizeof(*zc), GFP_KERNEL);
+	struct vd_zc *zc = kzalloc(sizeof(*zc), GFP_KERNEL_ACCOUNT);
 
 	if (!zc)
 		return NULL;

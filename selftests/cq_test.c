@@ -9,6 +9,7 @@
  * Completions come from flushing: a QP in Error completes every WQE posted
  * to it as VIADUCT_WC_FLUSHED, which needs no peer.
  */
+#include <pthread.h>
 #include <sys/time.h>
 
 #include "badarg.h"
@@ -464,6 +465,115 @@ TEST_F(res, resize_moves_unread_cqes)
 	EXPECT_EQ(0, vd_destroy_cq(self->fd, c.handle));
 	EXPECT_EQ(0, vd_destroy_pd(self->fd, pd));
 	vd_snap_expect_back(&self->before, 3000, "resize_moves_unread_cqes");
+}
+
+/*
+ * A full large CQ resized again and again while another thread's flushes
+ * keep completing into it: every CQE is kept, once, in order. The resize
+ * moves the CQEs in steps with completions arriving between them.
+ */
+struct resize_load {
+	int fd;
+	struct vd_qp *q;
+	__u32 first, total;		/* completions before the go, in all */
+	volatile int go, resized, done, err;
+};
+
+/* Posts @to - @from receives to the Error QP, in batches, ringing for each. */
+static int resize_load_post(struct resize_load *l, __u32 from, __u32 to, __u32 batch)
+{
+	while (from < to) {
+		__u32 n = 0;
+
+		while (from < to && n < batch && !vd_rq_full(l->q)) {
+			vd_post_rqe(l->q, from++, NULL, 0, 0);
+			n++;
+		}
+		if (vd_doorbell(l->fd, l->q->c.handle, VIADUCT_DOORBELL_RQ))
+			return -1;
+		if (!n)
+			usleep(100);
+	}
+	return 0;
+}
+
+static void *resize_load_thread(void *arg)
+{
+	struct resize_load *l = arg;
+
+	while (!__atomic_load_n(&l->go, __ATOMIC_ACQUIRE))
+		usleep(100);
+	/* the first ones fit the small ring: they race with the first resize */
+	if (resize_load_post(l, l->first, l->first + 16, 1))
+		l->err = 1;
+	while (!__atomic_load_n(&l->resized, __ATOMIC_ACQUIRE))
+		usleep(100);
+	if (resize_load_post(l, l->first + 16, l->total, 16))
+		l->err = 1;
+	__atomic_store_n(&l->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+TEST_F_TIMEOUT(res, resize_full_cq_while_completions_arrive, 600)
+{
+	__u32 big = self->dev.attr.max_cqe, small = big / 2, i, got = 0, resizes = 0;
+	struct viaduct_resize_cq rs = { 0 };
+	struct viaduct_create_cq c;
+	struct resize_load l = { 0 };
+	struct viaduct_cqe e;
+	struct vd_cring cur;
+	struct vd_qp q;
+	pthread_t t;
+	int pd = vd_create_pd(self->fd);
+
+	ASSERT_LT(0, pd);
+	ASSERT_LE(1024, small);
+	ASSERT_EQ(0, vd_create_cq(self->fd, small, -1, 1, &c));
+	ASSERT_EQ(small, c.entries);
+	ASSERT_EQ(0, vd_qp_make(self->fd, &q, pd, c.handle, c.handle, 256, 0, 1));
+	l.fd = self->fd;
+	l.q = &q;
+	/* the small ring all but full before the first resize */
+	l.first = small - 32;
+	l.total = big - 256;
+	ASSERT_EQ(0, resize_load_post(&l, 0, l.first, 256));
+	ASSERT_EQ(0, vd_qp_wait_consumed(&q, 30000));
+	ASSERT_EQ(0, pthread_create(&t, NULL, resize_load_thread, &l));
+	__atomic_store_n(&l.go, 1, __ATOMIC_RELEASE);
+	/* nothing is polled: every resize moves everything so far */
+	rs.handle = c.handle;
+	do {
+		rs.entries = big;
+		ASSERT_EQ(0, vd_ioctl(self->fd, VIADUCT_IOCTL_RESIZE_CQ, &rs))
+			TH_LOG("resize %u", resizes);
+		ASSERT_EQ(big, rs.entries);
+		resizes++;
+		__atomic_store_n(&l.resized, 1, __ATOMIC_RELEASE);
+	} while (!__atomic_load_n(&l.done, __ATOMIC_ACQUIRE));
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	ASSERT_EQ(0, l.err);
+	ASSERT_EQ(0, vd_qp_wait_consumed(&q, 30000));
+	TH_LOG("%u resizes of up to %u CQEs while %u completions arrived", resizes,
+	       l.total, l.total - l.first);
+
+	ASSERT_EQ(0, vd_cring_map(&cur, self->fd, rs.mmap_key, rs.mmap_size, rs.entries));
+	EXPECT_EQ(0, cur.hdr->flags & VIADUCT_RING_F_OVERFLOW);
+	for (i = 0; i < l.total; i++) {
+		if (vd_cring_wait(&cur, &e, 1, 10000) != 1)
+			break;
+		got++;
+		if (e.wr_id != i || e.status != VIADUCT_WC_FLUSHED)
+			break;
+	}
+	EXPECT_EQ(l.total, got) TH_LOG("CQE %u: wr_id %llu status %u", got - 1,
+				       (unsigned long long)e.wr_id, e.status);
+	EXPECT_EQ(0, vd_cring_avail(&cur));
+	vd_cring_unmap(&cur);
+	vd_qp_unmap(&q);
+	EXPECT_EQ(0, vd_destroy_qp(self->fd, q.c.handle));
+	EXPECT_EQ(0, vd_destroy_cq(self->fd, c.handle));
+	EXPECT_EQ(0, vd_destroy_pd(self->fd, pd));
+	vd_snap_expect_back(&self->before, 3000, "resize_full_cq_while_completions_arrive");
 }
 
 TEST_F(res, resize_never_loses_cqes)

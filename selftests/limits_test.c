@@ -11,11 +11,14 @@
  * Ring memory is charged to the memory cgroup of the process that creates
  * the ring: in a cgroup of its own, the test's memory.current grows by
  * most of a large CQ's ring while it exists, and falls back when it goes.
+ * So are the buffers of a connection's stream, which the connection
+ * manager allocates in its own work for the QP: connecting a few QPs grows
+ * the creator's memory.current by most of their streams' buffers.
  */
 #include <sys/mount.h>
 #include <sys/stat.h>
 
-#include "res_util.h"
+#include "xfer_util.h"
 
 #define LIM	3
 
@@ -236,6 +239,114 @@ TEST_F(lim, rings_are_charged_to_the_memcg)
 		umount(tmp);
 		rmdir(tmp);
 	}
+}
+
+#define LIM_STREAMS	8
+/* A stream's receive and transmit buffers: 64 KiB and a bit each. */
+#define LIM_STREAM_BUFS	(2 * 65536LL)
+
+/* Moves us to a memory cgroup of our own; its memory.current path in @cur. */
+static int lim_cgroup_enter(struct __test_metadata *_metadata, char *root, size_t rn,
+			    char *cg, size_t cn, char *cur, size_t curn, int *mounted)
+{
+	char tmp[64], path[400];
+
+	snprintf(tmp, sizeof(tmp), "/tmp/vdlim-cg%d", getpid());
+	if (lim_cgroup_root(root, rn, tmp, mounted))
+		return -1;
+	snprintf(path, sizeof(path), "%s/cgroup.subtree_control", root);
+	if (lim_write(path, "+memory"))
+		return -2;
+	snprintf(cg, cn, "%s/vdlim%d", root, getpid());
+	if (mkdir(cg, 0755))
+		return -3;
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	snprintf(cur, curn, "%s/memory.current", cg);
+	return lim_write(path, "0") ? -4 : 0;
+}
+
+static void lim_cgroup_leave(const char *root, const char *cg, int mounted)
+{
+	char path[400], tmp[64];
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", root);
+	lim_write(path, "0");
+	rmdir(cg);
+	if (mounted) {
+		snprintf(tmp, sizeof(tmp), "/tmp/vdlim-cg%d", getpid());
+		umount(tmp);
+		rmdir(tmp);
+	}
+}
+
+TEST_F_TIMEOUT(lim, streams_are_charged_to_the_memcg, 600)
+{
+	char root[256], cg[320], cur[400];
+	struct vd_qp qa[LIM_STREAMS], qb[LIM_STREAMS];
+	struct viaduct_cm_listen l = { 0 };
+	long long before, during, after, half;
+	struct viaduct_cm_event ev;
+	struct xf_side a, b;
+	int mounted = 0, up = 0, i, id;
+
+	ASSERT_EQ(0, lim_cgroup_enter(_metadata, root, sizeof(root), cg, sizeof(cg), cur,
+				      sizeof(cur), &mounted));
+	/* everything from here on is created by a process of the cgroup */
+	xf_pair_up(_metadata, &a, &b, &up);
+	for (i = 0; i < LIM_STREAMS; i++) {
+		ASSERT_EQ(0, xf_qp_up(&a, &qa[i]));
+		ASSERT_EQ(0, xf_qp_up(&b, &qb[i]));
+	}
+	l.handle = b.id;
+	xf_addr(&l.addr, 2, 0);
+	ASSERT_EQ(0, vd_ioctl(b.fd, VIADUCT_IOCTL_CM_LISTEN, &l));
+
+	before = vd_read_long(cur);
+	ASSERT_LE(0, before);
+	for (i = 0; i < LIM_STREAMS; i++) {
+		struct viaduct_cm_connect c = { 0 };
+		struct viaduct_cm_accept acc = { 0 };
+
+		id = xf_create_id(&a, i);
+		ASSERT_LT(0, id);
+		c.handle = id;
+		xf_addr(&c.dst, 2, ntohs(l.addr.port));
+		c.param.qp_handle = qa[i].c.handle;
+		ASSERT_EQ(0, vd_ioctl(a.fd, VIADUCT_IOCTL_CM_CONNECT, &c));
+		ASSERT_EQ(0, xf_cm_event(&b, &ev, XF_WAIT_MS));
+		ASSERT_EQ(VIADUCT_CM_EVENT_CONNECT_REQUEST, ev.type);
+		acc.handle = ev.handle;
+		acc.param.qp_handle = qb[i].c.handle;
+		ASSERT_EQ(0, vd_ioctl(b.fd, VIADUCT_IOCTL_CM_ACCEPT, &acc));
+		ASSERT_EQ(0, xf_cm_event(&a, &ev, XF_WAIT_MS));
+		ASSERT_EQ(VIADUCT_CM_EVENT_ESTABLISHED, ev.type) TH_LOG("status %d", ev.status);
+		ASSERT_EQ(0, xf_cm_event(&b, &ev, XF_WAIT_MS));
+		ASSERT_EQ(VIADUCT_CM_EVENT_ESTABLISHED, ev.type) TH_LOG("status %d", ev.status);
+	}
+	during = vd_read_long(cur);
+	/*
+	 * Two streams per connection. Charges move in per-CPU batches of 64
+	 * pages: half the buffers is the bar, which uncharged streams (a few
+	 * slab objects each) never meet.
+	 */
+	half = LIM_STREAMS * 2 * LIM_STREAM_BUFS / 2;
+	EXPECT_LE(half, during - before)
+		TH_LOG("%d connections: memory.current %lld -> %lld", LIM_STREAMS, before,
+		       during);
+	for (i = 0; i < LIM_STREAMS; i++) {
+		vd_qp_unmap(&qa[i]);
+		vd_qp_unmap(&qb[i]);
+	}
+	xf_pair_down(&a, &b, up);
+	/* the streams end in the CM's work after the files closed */
+	for (i = 0; i < 300; i++) {
+		after = vd_read_long(cur);
+		if (after <= during - half)
+			break;
+		vd_sleep_ms(100);
+	}
+	EXPECT_GE(during - half, after) TH_LOG("memory.current %lld after the streams went", after);
+	lim_cgroup_leave(root, cg, mounted);
 }
 
 TEST_HARNESS_MAIN

@@ -7,6 +7,9 @@
  *
  *   netns xa<pid>: vd0 on eth0 192.0.2.1  <-- veth -->  192.0.2.2 raw TCP :xb<pid>
  *
+ * The namespaces and vd0 serve every test (xf_net_share()); each test has
+ * its own context, listener and connection.
+ *
  * The receive side reads the stream in large chunks and cuts whole FPDUs
  * out of them, keeping the bytes of an FPDU that is not whole for the next
  * read. The tests:
@@ -53,7 +56,6 @@ FIXTURE(rx)
 {
 	struct xf_side a;	/* viaduct: connects */
 	struct xf_side b;	/* only its namespace: the raw peer lives there */
-	int up;
 	int lfd;		/* the peer's listener, 192.0.2.2 */
 	int port;
 	int fd;			/* the peer's end of the connection */
@@ -80,17 +82,13 @@ FIXTURE_VARIANT_ADD(rx, nocrc)
 
 FIXTURE_SETUP(rx)
 {
-	int id = getpid() % 100000;
-
 	crc32c_init();
 	ASSERT_EQ(0xe3069283U, crc32c((const unsigned char *)"123456789", 9));
-	xf_sides_init(&self->a, &self->b, id);
 	self->lfd = self->fd = -1;
 	memset(&self->st, 0, sizeof(self->st));
 	self->st.crc = variant->crc;
+	ASSERT_EQ(0, xf_net_share(&self->a, &self->b));
 	self->a.len = 2 * RX_REGION;
-	ASSERT_EQ(0, xf_net_up(self->a.ns, self->b.ns, id));
-	self->up = 1;
 	ASSERT_EQ(0, xf_in_ns(self->a.ns, xf_side_up, &self->a));
 	self->lfd = rx_listener(self->b.ns, &self->port);
 	ASSERT_LE(0, self->lfd);
@@ -108,8 +106,6 @@ FIXTURE_TEARDOWN(rx)
 	free(self->st.p);
 	free(self->src);
 	xf_side_down(&self->a);
-	if (self->up)
-		xf_net_down(self->a.ns, self->b.ns);
 }
 
 

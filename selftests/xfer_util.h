@@ -96,13 +96,17 @@ static inline int xf_side_up(struct xf_side *s)
 	struct viaduct_cm_create_id cid = { 0 };
 	int ret;
 
-	ret = vd_nl_link(VIADUCT_CMD_LINK_ADD, "vd0", "eth0");
-	if (ret)
-		return ret;
 	s->fd = vd_open();
 	if (s->fd < 0)
 		return -errno;
+	/* in the namespaces of xf_net_share(), an earlier test made vd0 */
 	ret = vd_ioctl(s->fd, VIADUCT_IOCTL_SELECT_DEVICE, &sel);
+	if (ret == -ENODEV) {
+		ret = vd_nl_link(VIADUCT_CMD_LINK_ADD, "vd0", "eth0");
+		if (ret)
+			return ret;
+		ret = vd_ioctl(s->fd, VIADUCT_IOCTL_SELECT_DEVICE, &sel);
+	}
 	if (ret)
 		return ret;
 	s->attr.index = VIADUCT_INDEX_SELECTED;
@@ -300,6 +304,52 @@ static inline void xf_net_down(const char *a, const char *b)
 	vd_sh("ip netns del %s; ip netns del %s", a, b);
 }
 
+/*
+ * The namespace pair of xf_net_up() that every test of the program shares:
+ * made by the first test that asks, named after the harness process (each
+ * test runs in a child of it), and removed by that process at exit. Under
+ * TCG, and more so under the debug kernel, the ip(8) processes and the
+ * namespace teardown cost more than most tests. The tests stay independent:
+ * each has its own context, PD, MR, QPs, CM ids and connections on the
+ * pair's vd0 devices, which xf_side_up() makes once; tests run one at a
+ * time. 0 or the shell's status; @a and @b are initialised either way.
+ */
+#define XF_NET_MARK	"/run/xf-net-%d"
+
+static inline int xf_net_share(struct xf_side *a, struct xf_side *b)
+{
+	int id = vd_harness_pid % 100000;
+	char mark[64];
+	int fd;
+
+	xf_sides_init(a, b, id);
+	snprintf(mark, sizeof(mark), XF_NET_MARK, id);
+	if (!access(mark, F_OK))
+		return 0;
+	if (xf_net_up(a->ns, b->ns, id))
+		return -1;
+	fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+/* In the harness process, at exit: the shared pair goes. */
+static void __attribute__((destructor)) xf_net_unshare(void)
+{
+	int id = vd_harness_pid % 100000;
+	char mark[64], a[32], b[32];
+
+	snprintf(mark, sizeof(mark), XF_NET_MARK, id);
+	if (getpid() != vd_harness_pid || access(mark, F_OK))
+		return;
+	snprintf(a, sizeof(a), "xa%d", id);
+	snprintf(b, sizeof(b), "xb%d", id);
+	xf_net_down(a, b);
+	unlink(mark);
+}
+
 static inline void xf_side_down(struct xf_side *s)
 {
 	vd_qp_unmap(&s->q);
@@ -352,17 +402,14 @@ static inline int xf_zc_set(long v)
 } while (0)
 
 /*
- * The two sides of a transfer suite, each up in its namespace, joined by
- * a veth pair; *@up says the namespaces exist (for xf_pair_down()).
+ * The two sides of a transfer suite, each up in its namespace of the
+ * shared pair (xf_net_share()); *@up stays 0: the pair outlives the test.
  */
 static inline void xf_pair_up(struct __test_metadata *_metadata, struct xf_side *a,
 			      struct xf_side *b, int *up)
 {
-	int id = getpid() % 100000;
-
-	xf_sides_init(a, b, id);
-	ASSERT_EQ(0, xf_net_up(a->ns, b->ns, id));
-	*up = 1;
+	*up = 0;
+	ASSERT_EQ(0, xf_net_share(a, b));
 	ASSERT_EQ(0, xf_in_ns(a->ns, xf_side_up, a));
 	ASSERT_EQ(0, xf_in_ns(b->ns, xf_side_up, b));
 }

@@ -34,7 +34,7 @@ table='
 4 devices: device.c
 5 streams: conn.c
 6 transport: stream.c tx.c fpdu.c zcopy.c rx.c
-7 connection manager: addr.c cm_channel.c cm.c cm_sock.c cm_connect.c cm_listen.c
+7 connection manager: addr.c cm_channel.c cm.c cm_sock.c cm_connect.c cm_listen.c cm_end.c
 8 faces: uctx.c uobj.c uobj_report.c ucq.c uqp.c umr.c usrq.c limits.c ucm.c netlink.c main.c
 '
 

@@ -228,6 +228,7 @@ struct viaduct_device_attr {
  *     completion channel (an fd from CREATE_COMP_CHANNEL) reports armed
  *     completions there. RESIZE_CQ moves unread CQEs to a new ring with a
  *     new key; the old mapping stays valid but is no longer written.
+ *     RESIZE_CQ fails with EBUSY if the CQ was polled during the call.
  *     Destroying a CQ used by a QP fails with EBUSY.
  *
  *   ARM_CQ: one-shot request for an event on the CQ's channel at the next
@@ -609,13 +610,15 @@ struct viaduct_cq_event {
 #define VIADUCT_EVENT_QP_FATAL		2	/* QP entered Error on its own */
 #define VIADUCT_EVENT_QP_REQ_ERR	3	/* bad WQE posted */
 #define VIADUCT_EVENT_QP_ACCESS_ERR	4	/* remote access violation */
-/*
- * The verbs face's numbering has room for these; this module never raises
- * them (a removed device shows as ENODEV from every command instead).
- */
+/* The verbs face's numbering has room for these two; the module raises neither. */
 #define VIADUCT_EVENT_COMM_EST		5
 #define VIADUCT_EVENT_SQ_DRAINED	6
-#define VIADUCT_EVENT_QP_LAST_WQE	7
+#define VIADUCT_EVENT_QP_LAST_WQE	7	/* a QP on an SRQ takes no more */
+/*
+ * The selected device was removed (@handle 0): every QP is in Error with its
+ * WRs flushed by then, every CM id got VIADUCT_CM_EVENT_DEVICE_REMOVED; only
+ * destroying, CM_ACK_EVENT and QUERY_QP work any more.
+ */
 #define VIADUCT_EVENT_DEVICE_FATAL	8
 /* SRQs (@handle is the SRQ's, @user_data the SRQ's) */
 #define VIADUCT_EVENT_SRQ_LIMIT		9	/* fewer WRs than the armed limit */

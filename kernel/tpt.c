@@ -464,16 +464,16 @@ EXPORT_SYMBOL_IF_KUNIT(vd_mr_deregister);
  * The STag, address and pages stay. The PD and the rights change in one
  * step against vd_tpt_check(): a check sees the old pair or the new one.
  * A copy that passed its check before goes on to its vd_mr_use_end(); if
- * the change takes a right away or moves the region, this waits (bounded)
- * until no bracket is open, so that nothing only the old rights allowed
- * is in progress when it returns. New brackets may open meanwhile under
- * the new rights, so the wait is not a quiesce: it never warns.
+ * the change took a right away or moved the region, the caller waits for
+ * such copies with vd_mr_wait_uses() (outside its lock) before it reports
+ * the change done.
  *
- * Context: Process context; may sleep (the wait is bounded).
- * Return: 0, with the change made; or, with nothing changed, -EINVAL (a
- * region of another type, bad access bits, REMOTE_WRITE without
- * LOCAL_WRITE), -EOPNOTSUPP (MW_BIND), -EACCES (a write right on pages
- * pinned for reading only), -ENOENT (@pd is being destroyed).
+ * Context: Process context.
+ * Return: 1 if the change narrowed what the region allows (wait), 0 if
+ * not; or, with nothing changed, -EINVAL (a region of another type, bad
+ * access bits, REMOTE_WRITE without LOCAL_WRITE), -EOPNOTSUPP (MW_BIND),
+ * -EACCES (a write right on pages pinned for reading only), -ENOENT (@pd
+ * is being destroyed).
  */
 int vd_mr_modify(struct vd_mr *mr, struct vd_pd *pd, u32 access)
 {
@@ -482,7 +482,6 @@ int vd_mr_modify(struct vd_mr *mr, struct vd_pd *pd, u32 access)
 	unsigned long flags;
 	bool narrower;
 
-	might_sleep();
 	if (mr->type != VD_STAG_MR)
 		return -EINVAL;
 	if (rights < 0)
@@ -508,19 +507,39 @@ int vd_mr_modify(struct vd_mr *mr, struct vd_pd *pd, u32 access)
 	write_seqcount_end(&mr->attr_seq);
 	local_irq_restore(flags);
 
-	if (narrower) {
-		/* the new pair written before, @users read after */
-		smp_mb();
-		wait_var_event_timeout(&mr->users, !atomic_read(&mr->users),
-				       VD_MR_QUIESCE_TIMEOUT);
-	}
+	/*
+	 * A copy checked against the old PD is in the region's pages, which
+	 * stay; the old PD may go as soon as nothing else uses it.
+	 */
 	if (pd != old) {
 		vd_pd_detach(old);
 		vd_pd_put(old);
 	}
-	return 0;
+	return narrower;
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_mr_modify);
+
+/**
+ * vd_mr_wait_uses() - wait for the copies open at a change to end
+ * @mr: the region, referenced by the caller
+ *
+ * After vd_mr_modify() narrowed the region: waits (bounded, as
+ * deregistration) until no vd_mr_use_begin() bracket is open, so that
+ * nothing only the old rights or PD allowed is still in progress. New
+ * brackets may open meanwhile under the new rights, so this is not a
+ * quiesce and never warns.
+ *
+ * Context: Process context; may sleep.
+ */
+void vd_mr_wait_uses(struct vd_mr *mr)
+{
+	might_sleep();
+	/* the new pair written before, @users read after */
+	smp_mb();
+	wait_var_event_timeout(&mr->users, !atomic_read(&mr->users),
+			       VD_MR_QUIESCE_TIMEOUT);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_mr_wait_uses);
 
 /* Steps 1 and 2 of the check. Under rcu_read_lock(). */
 static struct vd_mr *vd_tpt_lookup(struct vd_tpt *tpt, u32 stag)

@@ -167,6 +167,7 @@ struct vd_mr *vd_stag_insert(struct vd_tpt *tpt, struct vd_pd *pd,
 			     u32 qpn, bool valid);
 void vd_mr_deregister(struct vd_mr *mr);
 int vd_mr_modify(struct vd_mr *mr, struct vd_pd *pd, u32 access);
+void vd_mr_wait_uses(struct vd_mr *mr);
 void vd_mr_put(struct vd_mr *mr);
 
 /**

@@ -63,9 +63,11 @@ long vd_umr_alloc_mr(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 }
 
 /*
- * MODIFY_MR: the rights and/or the PD of a REG_MR region, in place. Under
- * the table's lock, so that one change of an MR runs at a time, none runs
- * with its DEREG_MR, and the reports see the MR's PD and PD handle agree.
+ * MODIFY_MR: the rights and/or the PD of a REG_MR region, in place. The
+ * change is made under the table's lock, so that one change of an MR runs
+ * at a time, none runs with its DEREG_MR, and the reports see the MR's PD
+ * and PD handle agree; the wait for the copies checked before it is not
+ * (the lock holds up the context's other commands).
  */
 long vd_umr_modify_mr(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 		      const struct vd_uarg *uarg)
@@ -74,6 +76,7 @@ long vd_umr_modify_mr(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 	struct viaduct_modify_mr *m = karg;
 	struct vd_uobj_table *t = &ctx->objs;
 	struct vd_uobj *u, *pdu = NULL;
+	struct vd_mr *wait = NULL;
 	long ret = -ENOENT;
 
 	if (!m->flags || (m->flags & ~known))
@@ -95,9 +98,18 @@ long vd_umr_modify_mr(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 	ret = vd_mr_modify(u->mr, pdu ? pdu->pd : u->mr->pd,
 			   m->flags & VIADUCT_MODIFY_MR_ACCESS ? m->access :
 			   u->mr->access);
-	if (!ret && pdu)
+	if (ret < 0)
+		goto out;
+	if (pdu)
 		u->pd_handle = m->pd_handle;
+	if (ret)
+		wait = vd_mr_get(u->mr);
+	ret = 0;
 out:
 	mutex_unlock(&t->lock);
+	if (wait) {
+		vd_mr_wait_uses(wait);
+		vd_mr_put(wait);
+	}
 	return ret;
 }

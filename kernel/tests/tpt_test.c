@@ -1237,6 +1237,7 @@ static void tpt_test_modify(struct kunit *test)
 
 	KUNIT_EXPECT_EQ(test, check(test, stag, f->pd, VD_RIGHT_REMOTE_WRITE,
 				    BASE, 1), VD_ACCESS_RIGHTS);
+	/* wider: nothing to wait for */
 	KUNIT_EXPECT_EQ(test, vd_mr_modify(mr, f->pd, rw), 0);
 	KUNIT_EXPECT_EQ(test, mr->stag, stag);
 	KUNIT_EXPECT_EQ(test, check(test, stag, f->pd, VD_RIGHT_REMOTE_WRITE,
@@ -1256,7 +1257,8 @@ static void tpt_test_modify(struct kunit *test)
 
 	/* to the other PD: users move, the old PD no longer matches */
 	KUNIT_EXPECT_EQ(test, vd_mr_modify(mr, f->pd2,
-					   VIADUCT_ACCESS_REMOTE_READ), 0);
+					   VIADUCT_ACCESS_REMOTE_READ), 1);
+	vd_mr_wait_uses(mr);
 	KUNIT_EXPECT_EQ(test, atomic_read(&f->pd->users), 1);
 	KUNIT_EXPECT_EQ(test, atomic_read(&f->pd2->users), 1);
 	KUNIT_EXPECT_EQ(test, check(test, stag, f->pd, VD_RIGHT_LOCAL_READ,

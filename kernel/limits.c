@@ -24,6 +24,9 @@ MODULE_PARM_DESC(ctx_max_cq, "Completion queues per context");
 static unsigned int ctx_max_qp = VD_MAX_QP;
 module_param(ctx_max_qp, uint, 0644);
 MODULE_PARM_DESC(ctx_max_qp, "Queue pairs per context");
+static unsigned int ctx_max_mw = VD_MAX_MR;
+module_param(ctx_max_mw, uint, 0644);
+MODULE_PARM_DESC(ctx_max_mw, "Memory windows per context");
 
 /**
  * vd_limit_objs() - whether a context may create one more object
@@ -45,4 +48,18 @@ int vd_limit_objs(u32 res_type, long held)
 	if (res_type >= ARRAY_SIZE(limit) || !limit[res_type])
 		return 0;
 	return held >= READ_ONCE(*limit[res_type]) ? -ENOSPC : 0;
+}
+
+/**
+ * vd_limit_mws() - whether a context may allocate one more memory window
+ * @held: how many windows the context holds now
+ *
+ * Windows are no reported resource type, so they have a limit of their
+ * own (module parameter ctx_max_mw).
+ *
+ * Return: 0, or -ENOSPC when @held is at the limit.
+ */
+int vd_limit_mws(long held)
+{
+	return held >= READ_ONCE(ctx_max_mw) ? -ENOSPC : 0;
 }

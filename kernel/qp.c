@@ -74,6 +74,8 @@ static u8 vd_sq_wc_opcode(u8 op)
 		return VIADUCT_WC_LOCAL_INV;
 	case VIADUCT_OP_FAST_REG:
 		return VIADUCT_WC_FAST_REG;
+	case VIADUCT_OP_BIND_MW:
+		return VIADUCT_WC_BIND_MW;
 	default:
 		return op;
 	}

@@ -174,10 +174,11 @@ static bool sum_sges(const struct viaduct_sge *sge, u32 n, u32 *total)
 }
 
 /*
- * Local Invalidate and Fast-Register move no data: no inline payload, no
- * solicited event. A Local Invalidate has no SGE and no address; a
- * Fast-Register's SGEs are its page list (at least one), its access bits
- * ride in @imm_data without VIADUCT_SQE_IMMEDIATE (frmr.c checks them).
+ * Local Invalidate, Fast-Register and Bind MW move no data: no inline
+ * payload, no solicited event. A Local Invalidate has no SGE and no
+ * address; a Fast-Register's SGEs are its page list (at least one), a
+ * bind's one SGE the range of the region; their access bits ride in
+ * @imm_data without VIADUCT_SQE_IMMEDIATE (frmr.c, mw.c check them).
  * Neither has a message length: *len is 0.
  */
 static u8 check_local_op(const struct viaduct_sqe *sqe,
@@ -191,6 +192,10 @@ static u8 check_local_op(const struct viaduct_sqe *sqe,
 		return VIADUCT_WC_LOC_QP_OP_ERR;
 	if (sqe->opcode == VIADUCT_OP_LOCAL_INV) {
 		if (sqe->num_sge || sqe->remote_addr || sqe->imm_data)
+			return VIADUCT_WC_LOC_QP_OP_ERR;
+	} else if (sqe->opcode == VIADUCT_OP_BIND_MW) {
+		/* one SGE: the region's range; the rights in @imm_data */
+		if (sqe->num_sge != 1 || sqe->remote_addr)
 			return VIADUCT_WC_LOC_QP_OP_ERR;
 	} else {
 		if (!sqe->num_sge || sqe->num_sge > lim->max_sge)
@@ -222,7 +227,8 @@ u8 vd_qp_check_sqe(const void *slot, const struct vd_wqe_limits *lim,
 
 	if (op > VIADUCT_OP_MAX || flags & ~VIADUCT_SQE_FLAGS_ALL)
 		return VIADUCT_WC_LOC_QP_OP_ERR;
-	if (op == VIADUCT_OP_LOCAL_INV || op == VIADUCT_OP_FAST_REG)
+	if (op == VIADUCT_OP_LOCAL_INV || op == VIADUCT_OP_FAST_REG ||
+	    op == VIADUCT_OP_BIND_MW)
 		return check_local_op(sqe, lim, len);
 	if (op == VIADUCT_OP_RDMA_READ_INV)
 		op = VIADUCT_OP_RDMA_READ;	/* the same rules */

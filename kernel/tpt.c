@@ -32,7 +32,9 @@ static void vd_mr_free(struct vd_mr *mr)
 	struct vd_tpt *tpt = mr->tpt;
 	u32 i;
 
-	vd_umem_release(mr->umem);
+	if (!mr->borrowed_umem)
+		vd_umem_release(mr->umem);
+	vd_mw_unlink(mr);
 	for (i = 0; i < mr->nr_srcs; i++)
 		vd_mr_put(mr->srcs[i]);
 	kfree(mr->srcs);
@@ -145,7 +147,7 @@ static bool vd_stag_is_mw(enum vd_stag_type type)
  * @umem: the pages, or NULL (a region without pages, for tests of the
  *        table, or an empty fast-register MR)
  * @addr: the address of the first byte
- * @length: bytes; 0 only for an INVALID VD_STAG_FAST_REG STag
+ * @length: bytes; 0 only for an INVALID fast-register MR or window
  * @access: VIADUCT_ACCESS_*
  * @key: the key of the STag
  * @type: what the STag names (enum vd_stag_type)
@@ -153,8 +155,9 @@ static bool vd_stag_is_mw(enum vd_stag_type type)
  * @valid: enter the STag VALID, else INVALID
  *
  * On success the STag owns @umem; on failure the caller still does. A
- * fast-register MR that has not been registered yet has no pages and a
- * length of 0; every other STag covers at least one byte. A window grants
+ * fast-register MR that has not been registered yet, and a window not
+ * bound yet, have no pages and a length of 0; every other STag covers at
+ * least one byte. A window grants
  * only the remote rights of @access: nothing reaches local memory through
  * it.
  *
@@ -182,7 +185,8 @@ struct vd_mr *vd_stag_insert(struct vd_tpt *tpt, struct vd_pd *pd,
 		return ERR_PTR(-EINVAL);
 	if (vd_stag_is_mw(type))
 		rights &= VD_RIGHTS_MW;
-	if (!length && !(type == VD_STAG_FAST_REG && !valid))
+	/* empty: a fast-register MR or a window, neither registered yet */
+	if (!length && (valid || type == VD_STAG_MR))
 		return ERR_PTR(-EINVAL);
 	if (length && check_add_overflow(addr, length - 1, &last))
 		return ERR_PTR(-EINVAL);
@@ -410,6 +414,25 @@ static void vd_mr_quiesce(struct vd_mr *mr)
 }
 
 /**
+ * vd_mr_instance_end() - end an instance taken out of its slot
+ * @inst: a Fast-Register's registration or a window's binding that its
+ *        slot no longer holds; the table's reference is consumed
+ *
+ * No copy starts in it any more and none is in progress when this
+ * returns; a window's binding lets go of its region (vd_mw_unlink()).
+ *
+ * Context: Process context; may sleep (the wait is bounded).
+ */
+void vd_mr_instance_end(struct vd_mr *inst)
+{
+	WRITE_ONCE(inst->dead, true);
+	vd_mr_quiesce(inst);
+	vd_mw_unlink(inst);
+	vd_mr_put(inst);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_mr_instance_end);
+
+/**
  * vd_mr_deregister() - remove an STag from the table (DEREG_MR)
  * @mr: the region; the caller's registration reference is consumed
  *
@@ -446,10 +469,8 @@ void vd_mr_deregister(struct vd_mr *mr)
 	if (cur && cur != mr)
 		WRITE_ONCE(cur->dead, true);
 	vd_mr_quiesce(mr);
-	if (cur && cur != mr) {
-		vd_mr_quiesce(cur);
-		vd_mr_put(cur);
-	}
+	if (cur && cur != mr)
+		vd_mr_instance_end(cur);
 	kref_put(&mr->ref, vd_mr_release_now);
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_mr_deregister);
@@ -471,9 +492,8 @@ EXPORT_SYMBOL_IF_KUNIT(vd_mr_deregister);
  * Context: Process context.
  * Return: 1 if the change narrowed what the region allows (wait), 0 if
  * not; or, with nothing changed, -EINVAL (a region of another type, bad
- * access bits, REMOTE_WRITE without LOCAL_WRITE), -EOPNOTSUPP (MW_BIND),
- * -EACCES (a write right on pages pinned for reading only), -ENOENT (@pd
- * is being destroyed).
+ * access bits, REMOTE_WRITE without LOCAL_WRITE), -EACCES (a write right
+ * on pages pinned for reading only), -ENOENT (@pd is being destroyed).
  */
 int vd_mr_modify(struct vd_mr *mr, struct vd_pd *pd, u32 access)
 {
@@ -486,8 +506,6 @@ int vd_mr_modify(struct vd_mr *mr, struct vd_pd *pd, u32 access)
 		return -EINVAL;
 	if (rights < 0)
 		return rights;
-	if (rights & VD_RIGHT_MW_BIND)
-		return -EOPNOTSUPP;
 	if ((rights & (VD_RIGHT_LOCAL_WRITE | VD_RIGHT_REMOTE_WRITE)) &&
 	    mr->umem && !mr->umem->writable)
 		return -EACCES;
@@ -667,7 +685,12 @@ static enum vd_access_status vd_stag_invalidatable(const struct vd_mr *mr,
 		return VD_ACCESS_PD_MISMATCH;
 	if (mr->type != VD_STAG_FAST_REG && mr->type != VD_STAG_MW2)
 		return VD_ACCESS_INVALIDATE;
-	if (remote && mr->type == VD_STAG_MW2 && mr->qpn != qpn)
+	/*
+	 * A type-2 window is invalidated only through its QP: a peer's
+	 * always, a Local Invalidate while it is bound (verbs 7.10.6.3).
+	 */
+	if (mr->type == VD_STAG_MW2 && mr->qpn != qpn &&
+	    (remote || READ_ONCE(mr->state) == VD_MR_VALID))
 		return VD_ACCESS_QP_MISMATCH;
 	return VD_ACCESS_OK;
 }
@@ -688,8 +711,8 @@ static enum vd_access_status vd_stag_invalidatable(const struct vd_mr *mr,
  * - its type cannot be invalidated that way: VD_ACCESS_INVALIDATE (a plain
  *   MR never; a type-1 window only by a bind, never by an invalidation; a
  *   fast-register MR and a type-2 window both ways);
- * - @remote and a type-2 window bound to another QP:
- *   VD_ACCESS_QP_MISMATCH.
+ * - a type-2 window bound to another QP, when @remote or the window is
+ *   VALID: VD_ACCESS_QP_MISMATCH.
  *
  * An STag already INVALID stays so and the call succeeds. A copy already
  * in progress may still finish: vd_tpt_invalidate_sync() waits for it.
@@ -728,7 +751,8 @@ EXPORT_SYMBOL_IF_KUNIT(vd_tpt_invalidate);
  *
  * vd_tpt_invalidate(), and when it returns VD_ACCESS_OK no copy into or
  * out of the region (the data path's) is in progress any more, so none
- * touches it after.
+ * touches it after. An invalidated window is then unbound from its region
+ * (it no longer holds up the region's DEREG_MR).
  *
  * Context: Process context; it may wait, bounded.
  * Return: as vd_tpt_invalidate().
@@ -750,6 +774,12 @@ enum vd_access_status vd_tpt_invalidate_sync(struct vd_tpt *tpt, u32 stag,
 	rcu_read_unlock();
 	if (mr) {
 		vd_mr_quiesce(mr);
+		/*
+		 * An invalidated window is no longer bound to its region
+		 * (verbs 7.10.4), which DEREG_MR may now end: no copy through
+		 * the window is in progress any more.
+		 */
+		vd_mw_unlink(mr);
 		vd_mr_put(mr);
 	}
 	return status;

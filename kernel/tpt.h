@@ -136,12 +136,24 @@ struct vd_mr {
 	u32 qpn;			/* VD_STAG_MW2: the QP bound to, else 0 */
 	u32 max_pages;			/* VD_STAG_FAST_REG: page list capacity */
 	/*
-	 * A registration by a Fast-Register WR (frmr.c): the MRs its pages
-	 * come from, referenced, and the table slot of ALLOC_MR it occupies.
+	 * A registration by a Fast-Register WR (frmr.c) or a window's
+	 * binding (mw.c): the MRs its pages come from, referenced, and it
+	 * occupies the table slot of ALLOC_MR or ALLOC_MW (an instance).
 	 */
 	struct vd_mr **srcs;
 	u32 nr_srcs;
 	bool fr_instance;
+	/*
+	 * A window's binding: @umem is its region's (srcs[0]), not owned,
+	 * and the window's first byte is @umem_off bytes into it. While
+	 * @mw_linked is 1 the binding counts in the region's @mw_bound.
+	 */
+	bool borrowed_umem;
+	struct vd_mr *slot;		/* its ALLOC_MW slot; not referenced */
+	atomic_t mw_linked;
+	u64 umem_off;
+	/* VD_STAG_MR: windows bound to it; -1 once DEREG_MR began */
+	atomic_t mw_bound;
 	/* access ends: vd_mr_use_begin()/end() against deregistration */
 	bool dead;			/* deregistered; READ_ONCE/WRITE_ONCE */
 	atomic_t users;			/* copies in progress */
@@ -168,6 +180,7 @@ struct vd_mr *vd_stag_insert(struct vd_tpt *tpt, struct vd_pd *pd,
 void vd_mr_deregister(struct vd_mr *mr);
 int vd_mr_modify(struct vd_mr *mr, struct vd_pd *pd, u32 access);
 void vd_mr_wait_uses(struct vd_mr *mr);
+void vd_mr_instance_end(struct vd_mr *inst);
 void vd_mr_put(struct vd_mr *mr);
 
 /**
@@ -220,11 +233,12 @@ enum vd_access_status vd_tpt_invalidate_sync(struct vd_tpt *tpt, u32 stag,
  * @mr: the region
  * @addr: an address vd_tpt_check() accepted for @mr
  *
- * Return: @addr less the region's base, the offset in its umem.
+ * Return: @addr less the region's base, the offset in its umem (for a
+ * window, plus where the window starts in its region's umem).
  */
 static inline u64 vd_mr_offset(const struct vd_mr *mr, u64 addr)
 {
-	return addr - mr->addr;
+	return addr - mr->addr + mr->umem_off;
 }
 
 enum vd_access_status vd_tpt_check(struct vd_tpt *tpt, u32 stag,
@@ -261,5 +275,15 @@ struct vd_mr *vd_frmr_alloc(struct vd_tpt *tpt, struct vd_pd *pd,
 u8 vd_frmr_register(struct vd_tpt *tpt, struct vd_pd *pd, u32 qpn, u32 stag,
 		    u64 iova, u32 access, const struct viaduct_sge *sge,
 		    u32 num_sge);
+
+/* mw.c: memory windows. */
+struct vd_mr *vd_mw_alloc(struct vd_tpt *tpt, struct vd_pd *pd,
+			  enum vd_stag_type type, u8 key);
+int vd_mw_bind(struct vd_tpt *tpt, struct vd_pd *pd, u32 qpn, u32 mw_stag,
+	       u32 mr_stag, u64 addr, u64 length, u32 access);
+u8 vd_mw_bind_status(int err);
+void vd_mw_unlink(struct vd_mr *mr);
+void vd_mw_qp_gone(struct vd_tpt *tpt, u32 qpn);
+int vd_mr_refuse_binds(struct vd_mr *mr);
 
 #endif /* _VD_TPT_H */

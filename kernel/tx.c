@@ -313,7 +313,8 @@ static bool tx_is_read(u8 op)
 
 static bool tx_is_local(u8 op)
 {
-	return op == VIADUCT_OP_LOCAL_INV || op == VIADUCT_OP_FAST_REG;
+	return op == VIADUCT_OP_LOCAL_INV || op == VIADUCT_OP_FAST_REG ||
+	       op == VIADUCT_OP_BIND_MW;
 }
 
 /* What qp.c does not check: the SGEs against the TPT, and what we lack. */
@@ -354,15 +355,28 @@ static u8 tx_send_opcode(u8 op, u8 flags)
 	return se ? VD_OP_SEND_SE : VD_OP_SEND;
 }
 
+/* A window's bind: its one SGE names the range of the region. */
+static u8 tx_bind_mw(struct vd_tp *tp, const struct viaduct_sqe *sqe)
+{
+	const struct viaduct_sge *sge = (const void *)(sqe + 1);
+
+	return vd_mw_bind_status(vd_mw_bind(&tp->dev->tpt, tp->qp->pd,
+					    tp->qp->qpn, sqe->remote_stag,
+					    sge->stag, sge->addr, sge->length,
+					    sqe->imm_data));
+}
+
 /*
- * Local Invalidate and Fast-Register: executed here, in SQ order, so that
- * every later WR sees their effect. Returns the CQE status.
+ * Local Invalidate, Fast-Register and Bind MW: executed here, in SQ order,
+ * so that every later WR sees their effect. Returns the CQE status.
  */
 static u8 tx_local_op(struct vd_tp *tp, const struct viaduct_sqe *sqe)
 {
 	struct vd_tpt *tpt = &tp->dev->tpt;
 	enum vd_access_status st;
 
+	if (sqe->opcode == VIADUCT_OP_BIND_MW)
+		return tx_bind_mw(tp, sqe);
 	if (sqe->opcode == VIADUCT_OP_FAST_REG)
 		return vd_frmr_register(tpt, tp->qp->pd, tp->qp->qpn,
 					sqe->remote_stag, sqe->remote_addr,

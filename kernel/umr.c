@@ -34,9 +34,6 @@ long vd_umr_reg_mr(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 
 	if (r->reserved[0] || r->reserved[1] || r->reserved[2] || r->reserved2)
 		return -EINVAL;
-	/* no memory windows (VIADUCT_DEV_CAP_MW) */
-	if (r->access & VIADUCT_ACCESS_MW_BIND)
-		return -EOPNOTSUPP;
 	return vd_uobj_create_mr(ctx, &req, r, &r->handle, sizeof(*r), uarg);
 }
 

@@ -77,6 +77,9 @@ static void uobj_account(struct vd_uobj_table *t, const struct vd_uobj *u,
 			 long sign)
 {
 	lockdep_assert_held(&t->lock);
+	/* a window counts from its reservation on (vd_uobj_create()) */
+	if (u->type == VD_UOBJ_MW && sign < 0)
+		atomic_long_dec(&t->nr_mws);
 	if (u->type >= VD_UOBJ_NR_TYPES)
 		return;
 	atomic_long_add(sign, &t->nr_objs[u->type]);
@@ -128,6 +131,22 @@ static void uobj_drop_keys(struct vd_uobj_table *t, struct vd_uobj *u)
 }
 
 /*
+ * Destroys a QP and invalidates the type-2 windows bound to it, so that
+ * none opens to a later QP that gets its number: before, so that no
+ * window is usable while the QP goes, and after, for a bind the QP's
+ * transmit work was still executing.
+ */
+static void uobj_destroy_qp(struct vd_qp *qp)
+{
+	struct vd_tpt *tpt = &qp->dev->tpt;
+	u32 qpn = qp->qpn;
+
+	vd_mw_qp_gone(tpt, qpn);
+	vd_qp_destroy(qp);
+	vd_mw_qp_gone(tpt, qpn);
+}
+
+/*
  * Releases the object of @u, whose handle is no longer in the table and
  * whose PD or CQ was marked destroyed, and frees @u. Process context.
  */
@@ -139,13 +158,14 @@ static void uobj_release(struct vd_uobj_table *t, struct vd_uobj *u)
 		vd_pd_put(u->pd);
 		break;
 	case VD_UOBJ_MR:
+	case VD_UOBJ_MW:
 		vd_mr_deregister(u->mr);
 		break;
 	case VD_UOBJ_CQ:
 		vd_cq_put(u->cq);
 		break;
 	case VD_UOBJ_QP:
-		vd_qp_destroy(u->qp);
+		uobj_destroy_qp(u->qp);
 		break;
 	case VD_UOBJ_CM_ID:
 		/* never with @t->lock held: the id's lock comes first */
@@ -158,12 +178,17 @@ static void uobj_release(struct vd_uobj_table *t, struct vd_uobj *u)
 	kfree(u);
 }
 
-/* Marks a PD or CQ destroyed: -EBUSY while it has users. */
+/*
+ * Marks a PD or CQ destroyed: -EBUSY while it has users; an MR: -EBUSY
+ * while windows are bound to it.
+ */
 static int uobj_try_destroy(struct vd_uobj *u)
 {
 	switch (u->type) {
 	case VD_UOBJ_PD:
 		return vd_pd_try_destroy(u->pd);
+	case VD_UOBJ_MR:
+		return vd_mr_refuse_binds(u->mr);
 	case VD_UOBJ_CQ:
 		return vd_cq_try_destroy(u->cq);
 	case VD_UOBJ_SRQ:
@@ -224,6 +249,8 @@ void vd_uobj_table_destroy(struct vd_uobj_table *t)
 	uobj_destroy_type(t, VD_UOBJ_QP);
 	uobj_destroy_type(t, VD_UOBJ_SRQ);
 	uobj_destroy_type(t, VD_UOBJ_CQ);
+	/* windows before the regions they are bound to */
+	uobj_destroy_type(t, VD_UOBJ_MW);
 	uobj_destroy_type(t, VD_UOBJ_MR);
 	uobj_destroy_type(t, VD_UOBJ_PD);
 	WARN_ON_ONCE(!xa_empty(&t->handles));
@@ -352,7 +379,7 @@ static void uobj_publish(struct vd_uobj_table *t, struct vd_uobj *u,
 	uobj_account(t, u, 1);
 }
 
-/* DESTROY_PD, DEREG_MR, DESTROY_CQ, DESTROY_QP */
+/* DESTROY_PD, DEREG_MR, DESTROY_CQ, DESTROY_QP, DEALLOC_MW */
 static int uobj_remove(struct vd_uobj_table *t, u32 handle,
 		       enum vd_uobj_type type)
 {
@@ -423,6 +450,12 @@ long vd_uobj_create(struct vd_uobj_table *t, enum vd_uobj_type type,
 		if (ret)
 			goto out_unlock;
 	}
+	/* windows count from their reservation, creations in progress too */
+	if (type == VD_UOBJ_MW) {
+		ret = vd_limit_mws(atomic_long_read(&t->nr_mws));
+		if (ret)
+			goto out_unlock;
+	}
 	u = uobj_reserve(t, type, handle);
 	if (IS_ERR(u)) {
 		ret = PTR_ERR(u);
@@ -430,6 +463,8 @@ long vd_uobj_create(struct vd_uobj_table *t, enum vd_uobj_type type,
 	}
 	if (type < VD_UOBJ_NR_TYPES)
 		t->creating[type]++;
+	if (type == VD_UOBJ_MW)
+		atomic_long_inc(&t->nr_mws);
 	mutex_unlock(&t->lock);
 
 	/* nobody can name the handle yet */
@@ -440,6 +475,8 @@ long vd_uobj_create(struct vd_uobj_table *t, enum vd_uobj_type type,
 	mutex_lock(&t->lock);
 	if (type < VD_UOBJ_NR_TYPES)
 		t->creating[type]--;
+	if (ret && type == VD_UOBJ_MW)
+		atomic_long_dec(&t->nr_mws);
 	if (!ret)
 		uobj_publish(t, u, *handle);
 	else
@@ -461,7 +498,7 @@ out_unlock:
  * vd_uobj_get() - the object a handle names, referenced
  * @t: the table
  * @handle: the handle
- * @type: VD_UOBJ_CQ, VD_UOBJ_QP, VD_UOBJ_CM_ID or VD_UOBJ_SRQ
+ * @type: VD_UOBJ_CQ, VD_UOBJ_QP, VD_UOBJ_CM_ID, VD_UOBJ_SRQ or VD_UOBJ_MW
  *
  * For the commands that do not change the table.
  *
@@ -484,12 +521,14 @@ void *vd_uobj_get(struct vd_uobj_table *t, u32 handle, enum vd_uobj_type type)
 			obj = vd_cm_id_get(u->cm_id);
 		else if (type == VD_UOBJ_SRQ)
 			obj = vd_srq_get(u->srq);
+		else if (type == VD_UOBJ_MW)
+			obj = vd_mr_get(u->mr);
 	}
 	xa_unlock(&t->handles);
 	return obj;
 }
 
-/* DESTROY_PD, DEREG_MR, DESTROY_CQ, DESTROY_QP */
+/* DESTROY_PD, DEREG_MR, DESTROY_CQ, DESTROY_QP, DEALLOC_MW */
 static long uobj_destroy_cmd(struct vd_uctx *ctx, void *karg,
 			     enum vd_uobj_type type)
 {
@@ -510,6 +549,27 @@ long vd_uobj_dereg_mr(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 		      const struct vd_uarg *uarg)
 {
 	return uobj_destroy_cmd(ctx, karg, VD_UOBJ_MR);
+}
+
+long vd_uobj_dealloc_mw(struct vd_uctx *ctx, struct vd_device *vd,
+			void *karg, const struct vd_uarg *uarg)
+{
+	return uobj_destroy_cmd(ctx, karg, VD_UOBJ_MW);
+}
+
+/**
+ * vd_uobj_get_mw() - the window a handle names, referenced
+ * @t: the table
+ * @handle: the window's handle (ALLOC_MW)
+ *
+ * For BIND_MW (umw.c), which binds without the table's lock.
+ *
+ * Context: Any context.
+ * Return: the window's slot with a reference (vd_mr_put()), or NULL.
+ */
+struct vd_mr *vd_uobj_get_mw(struct vd_uobj_table *t, u32 handle)
+{
+	return vd_uobj_get(t, handle, VD_UOBJ_MW);
 }
 
 long vd_uobj_destroy_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
@@ -546,9 +606,10 @@ long vd_uobj_create_pd(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 }
 
 /*
- * The MR create commands (umr.c): @req->make creates the region on the PD
- * @req->pd_handle names, without the table's lock (it pins pages); its
- * STag goes to *@req->stag, which is in the reply.
+ * The MR create commands (umr.c) and ALLOC_MW (umw.c, @req->window):
+ * @req->make creates the region or window on the PD @req->pd_handle
+ * names, without the table's lock (it pins pages); its STag goes to
+ * *@req->stag, which is in the reply.
  */
 static int build_mr(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 		    void *arg)
@@ -575,8 +636,9 @@ long vd_uobj_create_mr(struct vd_uctx *ctx, const struct vd_uobj_mr_req *req,
 		       void *reply, u32 *handle, size_t size,
 		       const struct vd_uarg *uarg)
 {
-	return vd_uobj_create(&ctx->objs, VD_UOBJ_MR, build_mr, (void *)req,
-			      reply, handle, size, uarg);
+	return vd_uobj_create(&ctx->objs,
+			      req->window ? VD_UOBJ_MW : VD_UOBJ_MR, build_mr,
+			      (void *)req, reply, handle, size, uarg);
 }
 
 /* For usrq.c: the table's side of the SRQ commands. */

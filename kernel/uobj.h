@@ -86,6 +86,7 @@ struct vd_uobj_table {
 	u32 creating[VD_UOBJ_NR_TYPES];
 	/* for reports only: changed under @lock, read without it */
 	atomic_long_t nr_objs[VD_UOBJ_NR_TYPES];
+	atomic_long_t nr_mws;		/* memory windows, for their limit */
 	atomic_long_t pinned_pages;
 	atomic64_t doorbells;
 };
@@ -190,6 +191,7 @@ struct vd_uobj_mr_req {
 	u32 *stag;		/* in the reply */
 	struct vd_mr *(*make)(struct vd_device *vd, struct vd_pd *pd,
 			      void *reply);
+	bool window;		/* ALLOC_MW: a window's handle, not an MR's */
 };
 
 long vd_uobj_create_mr(struct vd_uctx *ctx, const struct vd_uobj_mr_req *req,
@@ -198,6 +200,11 @@ long vd_uobj_create_mr(struct vd_uctx *ctx, const struct vd_uobj_mr_req *req,
 VD_IOCTL_HANDLER(vd_umr_reg_mr);
 VD_IOCTL_HANDLER(vd_umr_alloc_mr);
 VD_IOCTL_HANDLER(vd_umr_modify_mr);
+/* umw.c: memory windows (ALLOC_MW, BIND_MW); DEALLOC_MW is uobj.c's. */
+VD_IOCTL_HANDLER(vd_umw_alloc_mw);
+VD_IOCTL_HANDLER(vd_umw_bind_mw);
+VD_IOCTL_HANDLER(vd_uobj_dealloc_mw);
+struct vd_mr *vd_uobj_get_mw(struct vd_uobj_table *t, u32 handle);
 VD_IOCTL_HANDLER(vd_uobj_create_cq);
 VD_IOCTL_HANDLER(vd_uobj_resize_cq);
 VD_IOCTL_HANDLER(vd_uobj_destroy_cq);

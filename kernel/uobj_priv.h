@@ -27,6 +27,7 @@ enum vd_uobj_type {
 	VD_UOBJ_QP,
 	VD_UOBJ_CM_ID,		/* not reported: no VIADUCT_RES_* type */
 	VD_UOBJ_SRQ,		/* not reported either */
+	VD_UOBJ_MW,		/* a memory window (umw.c); not reported */
 };
 
 /* A QP's rings: doorbell page, SQ, RQ, two private completion rings. */
@@ -45,7 +46,7 @@ struct vd_uobj {
 	u32 pd_handle;			/* MR, QP: for reports only */
 	union {
 		struct vd_pd *pd;
-		struct vd_mr *mr;
+		struct vd_mr *mr;		/* MR and MW */
 		struct vd_cq *cq;
 		struct vd_qp *qp;
 		struct vd_cm_id *cm_id;

@@ -54,6 +54,7 @@ static void uobj_describe(const struct vd_uobj *u, u32 handle,
 		break;
 	case VD_UOBJ_CM_ID:
 	case VD_UOBJ_SRQ:
+	case VD_UOBJ_MW:
 		/* never reported: the walk skips them */
 		break;
 	}

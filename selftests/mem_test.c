@@ -25,6 +25,14 @@
  * Access ends when the application ends it: DEREG_MR of the source of a
  * 16 MiB RDMA Read Response being streamed, then a canary written over
  * it, which never reaches the reader.
+ *
+ * Memory windows: a type-1 window bound by a call and through the send
+ * queue, a type-2 window bound by a WR; RDMA Write and Read through them
+ * with the bytes checked; the window's bounds and rights (not the
+ * region's) with the Terminates security.rst lists; a type-2 window used
+ * through another connection refused; Local Invalidate and a peer's Send
+ * with Invalidate ending it; DEREG_MR of its region refused while it is
+ * bound; bind WRs that are refused, each with its status.
  */
 #include "xfer_util.h"
 
@@ -547,6 +555,552 @@ TEST_F_TIMEOUT(mem, modify_mr_rights, XF_TIMEOUT_S)
 			break;
 	EXPECT_EQ((int)(2 * PG), i) TH_LOG("byte %d was written", i);
 	EXPECT_EQ(0, vd_dereg_mr(self->b.fd, h));
+}
+
+/* Memory windows. b binds windows onto its buffer through a second MR. */
+#define MW_OFF		(3 * PG + 10)	/* where the windows start in b's buf */
+#define MW_LEN		(2 * PG)
+#define RR_		VIADUCT_ACCESS_REMOTE_READ
+#define RW_		VIADUCT_ACCESS_REMOTE_WRITE
+
+/* b's region over its whole buffer that windows may bind to. */
+static __u32 bind_region(struct __test_metadata *_metadata, struct xf_side *s,
+			 __u32 access, int *handle)
+{
+	__u32 stag = 0;
+
+	*handle = vd_reg_mr(s->fd, s->pd, s->buf, s->len, access, &stag);
+	EXPECT_LT(0, *handle);
+	return stag;
+}
+
+static int alloc_mw(int fd, __u32 pd, __u32 type, __u32 *stag)
+{
+	struct viaduct_alloc_mw r = { .pd_handle = pd, .type = type, .key = 0x11 };
+	int ret = vd_ioctl(fd, VIADUCT_IOCTL_ALLOC_MW, &r);
+
+	if (ret)
+		return ret;
+	*stag = r.stag;
+	return (int)r.handle;
+}
+
+static int bind_call(int fd, __u32 mw, __u32 mr_stag, __u64 addr, __u64 len,
+		     __u32 access, __u8 key, __u32 *stag)
+{
+	struct viaduct_bind_mw b = {
+		.mw_handle = mw, .mr_stag = mr_stag, .addr = addr,
+		.length = len, .access = access, .key = key,
+	};
+	int ret = vd_ioctl(fd, VIADUCT_IOCTL_BIND_MW, &b);
+
+	if (!ret && stag)
+		*stag = b.stag;
+	return ret;
+}
+
+/* Posts a bind WR on @q of @s: @mw_stag to [@addr, +@len) of @mr_stag. */
+static void post_bind_q(struct xf_side *s, struct vd_qp *q, __u64 wr_id,
+			__u32 mw_stag, __u32 mr_stag, __u64 addr, __u32 len,
+			__u32 access, __u16 nsge)
+{
+	struct viaduct_sqe *e = vd_sq_slot(q, q->sq_prod);
+	struct viaduct_sge *sge = (struct viaduct_sge *)(e + 1);
+	__u16 i;
+
+	memset(e, 0, q->c.sq_wqe_size);
+	e->wr_id = wr_id;
+	e->opcode = VIADUCT_OP_BIND_MW;
+	e->flags = VIADUCT_SQE_SIGNALED;
+	e->num_sge = nsge;
+	e->imm_data = access;
+	e->remote_stag = mw_stag;
+	for (i = 0; i < nsge; i++) {
+		sge[i].addr = addr;
+		sge[i].length = len;
+		sge[i].stag = mr_stag;
+	}
+	q->sq_prod++;
+	__atomic_store_n(&q->db->sq_producer, q->sq_prod, __ATOMIC_RELEASE);
+	vd_doorbell(s->fd, q->c.handle, VIADUCT_DOORBELL_SQ);
+}
+
+static void bind_wr(struct __test_metadata *_metadata, struct xf_side *s,
+		    __u32 mw_stag, __u32 mr_stag, __u64 addr, __u32 len,
+		    __u32 access, __u8 want)
+{
+	struct viaduct_cqe cqe;
+
+	post_bind_q(s, &s->q, 800, mw_stag, mr_stag, addr, len, access, 1);
+	XF_EXPECT_CQE(&s->q.scq, 800, want, &cqe);
+	EXPECT_EQ(VIADUCT_WC_BIND_MW, cqe.opcode);
+}
+
+static __u64 b_addr(FIXTURE_DATA(mem) *self, size_t off)
+{
+	return (unsigned long)(self->b.buf + off);
+}
+
+/* a reads @len bytes at @to of @stag at b into its buffer at 0. */
+static void read_through(struct __test_metadata *_metadata, FIXTURE_DATA(mem) *self,
+			 __u32 stag, __u64 to, __u32 len, __u8 want)
+{
+	struct xf_sge dst = { 0, len };
+	struct viaduct_cqe cqe;
+
+	memset(self->a.buf, 0, len);
+	xf_post_send(&self->a, 90, VIADUCT_OP_RDMA_READ, VIADUCT_SQE_SIGNALED,
+		     &dst, 1, stag, to);
+	XF_EXPECT_CQE(&self->a.q.scq, 90, want, &cqe);
+}
+
+/*
+ * The capability, REG_MR with MW_BIND, and ALLOC_MW and BIND_MW's
+ * refusals: each bad argument gets its errno and changes nothing.
+ */
+TEST_F_TIMEOUT(mem, mw_args, XF_TIMEOUT_S)
+{
+	struct viaduct_alloc_mw r = { .pd_handle = self->b.pd, .type = 1 };
+	__u32 mw_stag = 0, mr_stag, stag;
+	int mr, mw, mw2;
+
+	EXPECT_TRUE(self->b.attr.caps & VIADUCT_DEV_CAP_MW);
+	mr_stag = bind_region(_metadata, &self->b, VIADUCT_ACCESS_MW_BIND, &mr);
+	EXPECT_EQ(-EINVAL, alloc_mw(self->b.fd, self->b.pd, 0, &mw_stag));
+	EXPECT_EQ(-EINVAL, alloc_mw(self->b.fd, self->b.pd, 3, &mw_stag));
+	EXPECT_EQ(-ENOENT, alloc_mw(self->b.fd, self->b.pd + 100, 1, &mw_stag));
+	r.reserved[0] = 1;
+	EXPECT_EQ(-EINVAL, vd_ioctl(self->b.fd, VIADUCT_IOCTL_ALLOC_MW, &r));
+	r.reserved[0] = 0;
+	r.reserved2 = 1;
+	EXPECT_EQ(-EINVAL, vd_ioctl(self->b.fd, VIADUCT_IOCTL_ALLOC_MW, &r));
+	mw = alloc_mw(self->b.fd, self->b.pd, VIADUCT_MW_TYPE_1, &mw_stag);
+	ASSERT_LT(0, mw);
+	EXPECT_EQ(0x11U, mw_stag & VIADUCT_STAG_KEY_MASK);
+	mw2 = alloc_mw(self->b.fd, self->b.pd, VIADUCT_MW_TYPE_2, &stag);
+	ASSERT_LT(0, mw2);
+	/* a window is no MR, an MR no window */
+	EXPECT_EQ(-ENOENT, vd_destroy(self->b.fd, VIADUCT_IOCTL_DEREG_MR, mw));
+	EXPECT_EQ(-ENOENT, vd_destroy(self->b.fd, VIADUCT_IOCTL_DEALLOC_MW, mr));
+
+	/* the call binds type 1 only */
+	EXPECT_EQ(-EINVAL, bind_call(self->b.fd, mw2, mr_stag, b_addr(self, 0),
+				     8, RR_, 1, NULL));
+	EXPECT_EQ(-ENOENT, bind_call(self->b.fd, mw + 100, mr_stag,
+				     b_addr(self, 0), 8, RR_, 1, NULL));
+	/* rights: remote ones only, at least one; remote write needs LW */
+	EXPECT_EQ(-EINVAL, bind_call(self->b.fd, mw, mr_stag, b_addr(self, 0),
+				     8, 0, 1, NULL));
+	EXPECT_EQ(-EINVAL, bind_call(self->b.fd, mw, mr_stag, b_addr(self, 0),
+				     8, VIADUCT_ACCESS_LOCAL_WRITE | RR_, 1, NULL));
+	EXPECT_EQ(-EACCES, bind_call(self->b.fd, mw, mr_stag, b_addr(self, 0),
+				     8, RW_, 1, NULL));
+	/* the region: MW_BIND, its key, its range */
+	EXPECT_EQ(-EACCES, bind_call(self->b.fd, mw, self->b.stag,
+				     b_addr(self, 0), 8, RR_, 1, NULL));
+	EXPECT_EQ(-EACCES, bind_call(self->b.fd, mw, mr_stag ^ 1,
+				     b_addr(self, 0), 8, RR_, 1, NULL));
+	EXPECT_EQ(-EACCES, bind_call(self->b.fd, mw, mr_stag,
+				     b_addr(self, XF_BUF - 4), 8, RR_, 1, NULL));
+	EXPECT_EQ(-EACCES, bind_call(self->b.fd, mw, mr_stag,
+				     b_addr(self, 0) - 1, 8, RR_, 1, NULL));
+	EXPECT_EQ(0, bind_call(self->b.fd, mw, mr_stag, b_addr(self, 0), 8,
+			       RR_, 0x33, &stag));
+	EXPECT_EQ(with_key(mw_stag, 0x33), stag);
+	/* the region is in use by the window; the PD by both */
+	EXPECT_EQ(-EBUSY, vd_destroy(self->b.fd, VIADUCT_IOCTL_DEREG_MR, mr));
+	EXPECT_EQ(0, vd_destroy(self->b.fd, VIADUCT_IOCTL_DEALLOC_MW, mw));
+	EXPECT_EQ(0, vd_destroy(self->b.fd, VIADUCT_IOCTL_DEREG_MR, mr));
+	EXPECT_EQ(0, vd_destroy(self->b.fd, VIADUCT_IOCTL_DEALLOC_MW, mw2));
+	EXPECT_EQ(-ENOENT, vd_destroy(self->b.fd, VIADUCT_IOCTL_DEALLOC_MW, mw2));
+}
+
+/*
+ * Type 1 bound by a call: a Writes through it and the bytes land at the
+ * window's place in b's buffer; a Reads them back. Bound again through
+ * the send queue, zero based and read-only: the old STag names nothing,
+ * address 0 is the window's first byte. Unbound: nothing through it.
+ */
+TEST_F_TIMEOUT(mem, mw_type1_write_read, XF_TIMEOUT_S)
+{
+	__u32 mw_stag, mr_stag, stag, stag2;
+	int mr, mw, i;
+
+	mr_stag = bind_region(_metadata, &self->b, VIADUCT_ACCESS_MW_BIND |
+			      VIADUCT_ACCESS_LOCAL_WRITE, &mr);
+	mw = alloc_mw(self->b.fd, self->b.pd, VIADUCT_MW_TYPE_1, &mw_stag);
+	ASSERT_LT(0, mw);
+	memset(self->b.buf, 0xee, 8 * PG);
+	ASSERT_EQ(0, bind_call(self->b.fd, mw, mr_stag, b_addr(self, MW_OFF),
+			       MW_LEN, RR_ | RW_, 0x44, &stag));
+
+	write_then_mark(_metadata, self, stag, b_addr(self, MW_OFF + 100),
+			MW_LEN - 100, 5);
+	EXPECT_EQ(0, memcmp(self->b.buf + MW_OFF + 100, self->a.buf, MW_LEN - 100));
+	EXPECT_EQ(0xee, self->b.buf[MW_OFF + 99]);
+	EXPECT_EQ(0xee, self->b.buf[MW_OFF + MW_LEN]);
+	xf_fill(self->b.buf + MW_OFF, MW_LEN, 6);
+	read_through(_metadata, self, stag, b_addr(self, MW_OFF), MW_LEN,
+		     VIADUCT_WC_SUCCESS);
+	EXPECT_EQ(0, memcmp(self->a.buf, self->b.buf + MW_OFF, MW_LEN));
+
+	/* bound again through the send queue: zero based, read only */
+	stag2 = with_key(mw_stag, 0x45);
+	bind_wr(_metadata, &self->b, stag2, mr_stag, b_addr(self, MW_OFF + 8),
+		64, RR_ | VIADUCT_ACCESS_ZERO_BASED, VIADUCT_WC_SUCCESS);
+	read_through(_metadata, self, stag2, 0, 64, VIADUCT_WC_SUCCESS);
+	for (i = 0; i < 64; i++)
+		if (self->a.buf[i] != self->b.buf[MW_OFF + 8 + i])
+			break;
+	EXPECT_EQ(64, i) TH_LOG("byte %d differs", i);
+
+	/* unbound: the region may go; the old key is refused (0x0100) */
+	ASSERT_EQ(0, bind_call(self->b.fd, mw, 0, 0, 0, 0, 0, &stag));
+	EXPECT_EQ(mw_stag, stag);
+	EXPECT_EQ(0, vd_destroy(self->b.fd, VIADUCT_IOCTL_DEREG_MR, mr));
+	read_through(_metadata, self, stag2, 0, 64, VIADUCT_WC_REM_ACCESS_ERR);
+}
+
+/*
+ * Type 2 bound by a WR to b's QP: Write and Read through it with the
+ * bytes checked; DEREG_MR of its region refused while it is bound; a's
+ * Send with Invalidate ends it (reported in b's receive completion), and
+ * the next Write through it is refused with the DDP Terminate for an
+ * invalid STag, placing nothing.
+ */
+TEST_F_TIMEOUT(mem, mw_type2_send_inv, XF_TIMEOUT_S)
+{
+	struct xf_sge src = { 0, 64 }, dst = { 8 * PG, 4096 };
+	struct viaduct_async_event ev;
+	__u32 mw_stag = 0, mr_stag, stag;
+	struct viaduct_cqe cqe;
+	int mr, mw, i;
+
+	mr_stag = bind_region(_metadata, &self->b, VIADUCT_ACCESS_MW_BIND |
+			      VIADUCT_ACCESS_LOCAL_WRITE, &mr);
+	mw = alloc_mw(self->b.fd, self->b.pd, VIADUCT_MW_TYPE_2, &mw_stag);
+	ASSERT_LT(0, mw);
+	stag = with_key(mw_stag, 0x55);
+	bind_wr(_metadata, &self->b, stag, mr_stag, b_addr(self, MW_OFF),
+		MW_LEN, RR_ | RW_, VIADUCT_WC_SUCCESS);
+
+	write_then_mark(_metadata, self, stag, b_addr(self, MW_OFF), MW_LEN, 8);
+	EXPECT_EQ(0, memcmp(self->b.buf + MW_OFF, self->a.buf, MW_LEN));
+	read_through(_metadata, self, stag, b_addr(self, MW_OFF + 1), 1000,
+		     VIADUCT_WC_SUCCESS);
+	EXPECT_EQ(0, memcmp(self->a.buf, self->b.buf + MW_OFF + 1, 1000));
+	EXPECT_EQ(-EBUSY, vd_destroy(self->b.fd, VIADUCT_IOCTL_DEREG_MR, mr));
+
+	xf_post_recv(&self->b, 70, &dst, 1);
+	xf_post_send(&self->a, 71, VIADUCT_OP_SEND_INV, VIADUCT_SQE_SIGNALED,
+		     &src, 1, stag, 0);
+	XF_EXPECT_CQE(&self->a.q.scq, 71, VIADUCT_WC_SUCCESS, &cqe);
+	XF_EXPECT_CQE(&self->b.q.rcq, 70, VIADUCT_WC_SUCCESS, &cqe);
+	EXPECT_TRUE(cqe.flags & VIADUCT_WC_F_INVALIDATED);
+	EXPECT_EQ(stag, cqe.invalidated_stag);
+	/* unbound now: its region may go (the window keeps the pages) */
+	EXPECT_EQ(0, vd_destroy(self->b.fd, VIADUCT_IOCTL_DEREG_MR, mr));
+
+	memset(self->b.buf + MW_OFF, 0xcc, MW_LEN);
+	xf_post_send(&self->a, 72, VIADUCT_OP_RDMA_WRITE, VIADUCT_SQE_SIGNALED,
+		     &src, 1, stag, b_addr(self, MW_OFF));
+	ASSERT_EQ(0, vd_wait_async(self->b.fd, VIADUCT_EVENT_QP_ACCESS_ERR,
+				   self->b.q.c.handle, &ev, XF_WAIT_MS));
+	EXPECT_EQ(0x1100U, ev.detail);
+	for (i = 0; i < (int)MW_LEN; i++)
+		if (self->b.buf[MW_OFF + i] != 0xcc)
+			break;
+	EXPECT_EQ((int)MW_LEN, i) TH_LOG("byte %d was written", i);
+}
+
+/* A Local Invalidate of a type-2 window: the next Read is refused. */
+TEST_F_TIMEOUT(mem, mw_type2_local_inv, XF_TIMEOUT_S)
+{
+	__u32 mw_stag = 0, mr_stag, stag;
+	int mr, mw;
+
+	mr_stag = bind_region(_metadata, &self->b, VIADUCT_ACCESS_MW_BIND, &mr);
+	mw = alloc_mw(self->b.fd, self->b.pd, VIADUCT_MW_TYPE_2, &mw_stag);
+	ASSERT_LT(0, mw);
+	stag = with_key(mw_stag, 0x56);
+	bind_wr(_metadata, &self->b, stag, mr_stag, b_addr(self, MW_OFF), 100,
+		RR_, VIADUCT_WC_SUCCESS);
+	xf_fill(self->b.buf + MW_OFF, 100, 9);
+	read_through(_metadata, self, stag, b_addr(self, MW_OFF), 100,
+		     VIADUCT_WC_SUCCESS);
+	EXPECT_EQ(0, memcmp(self->a.buf, self->b.buf + MW_OFF, 100));
+	local_inv(_metadata, &self->b, stag, VIADUCT_WC_SUCCESS);
+	/* INVALID again: it binds again (a VALID one would not) */
+	stag = with_key(mw_stag, 0x57);
+	bind_wr(_metadata, &self->b, stag, mr_stag, b_addr(self, MW_OFF), 100,
+		RR_, VIADUCT_WC_SUCCESS);
+	local_inv(_metadata, &self->b, stag, VIADUCT_WC_SUCCESS);
+	/* RDMAP remote protection error, invalid STag */
+	read_through(_metadata, self, stag, b_addr(self, MW_OFF), 100,
+		     VIADUCT_WC_REM_ACCESS_ERR);
+}
+
+/* a does @op of @len bytes at @to through @stag; b ends it with @term. */
+static void refused_through(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(mem) *self, __u8 op, __u32 stag,
+			    __u64 to, __u32 len, __u16 term)
+{
+	struct xf_sge src = { 0, len };
+	struct viaduct_async_event ev;
+	struct viaduct_query_qp q;
+	struct viaduct_cqe cqe;
+	int i;
+
+	memset(self->b.buf, 0xcc, 8 * PG);
+	xf_fill(self->a.buf, len, 11);
+	xf_post_send(&self->a, 95, op, VIADUCT_SQE_SIGNALED, &src, 1, stag, to);
+	ASSERT_EQ(0, vd_wait_async(self->b.fd, VIADUCT_EVENT_QP_ACCESS_ERR,
+				   self->b.q.c.handle, &ev, XF_WAIT_MS));
+	EXPECT_EQ(term, ev.detail);
+	ASSERT_EQ(0, vd_query_qp(self->b.fd, self->b.q.c.handle, &q));
+	EXPECT_EQ(VIADUCT_QPS_ERROR, q.state);
+	/* a Write completes once sent: done, or blamed for the Terminate */
+	ASSERT_EQ(1U, vd_cring_wait(&self->a.q.scq, &cqe, 1, XF_WAIT_MS));
+	EXPECT_EQ(95U, cqe.wr_id);
+	EXPECT_TRUE(cqe.status == VIADUCT_WC_SUCCESS ||
+		    cqe.status == VIADUCT_WC_REM_ACCESS_ERR)
+		TH_LOG("status %u", cqe.status);
+	for (i = 0; i < (int)(8 * PG); i++)
+		if (self->b.buf[i] != 0xcc)
+			break;
+	EXPECT_EQ((int)(8 * PG), i) TH_LOG("byte %d was written", i);
+}
+
+/* One byte beyond the window, well inside its region: DDP bounds. */
+TEST_F_TIMEOUT(mem, mw_write_beyond_window_refused, XF_TIMEOUT_S)
+{
+	__u32 mw_stag = 0, mr_stag, stag;
+	int mr, mw;
+
+	mr_stag = bind_region(_metadata, &self->b, VIADUCT_ACCESS_MW_BIND |
+			      VIADUCT_ACCESS_LOCAL_WRITE, &mr);
+	mw = alloc_mw(self->b.fd, self->b.pd, VIADUCT_MW_TYPE_1, &mw_stag);
+	ASSERT_LT(0, mw);
+	ASSERT_EQ(0, bind_call(self->b.fd, mw, mr_stag, b_addr(self, MW_OFF),
+			       100, RW_, 0x61, &stag));
+	refused_through(_metadata, self, VIADUCT_OP_RDMA_WRITE, stag,
+			b_addr(self, MW_OFF), 101, 0x1101);
+}
+
+/*
+ * A read-only window onto a region that grants remote write itself: the
+ * window's rights count, not the region's (DDP: not associated, 0x1102).
+ */
+TEST_F_TIMEOUT(mem, mw_write_without_right_refused, XF_TIMEOUT_S)
+{
+	__u32 mw_stag = 0, mr_stag, stag;
+	int mr, mw;
+
+	mr_stag = bind_region(_metadata, &self->b, VIADUCT_ACCESS_MW_BIND |
+			      XF_ACCESS, &mr);
+	mw = alloc_mw(self->b.fd, self->b.pd, VIADUCT_MW_TYPE_1, &mw_stag);
+	ASSERT_LT(0, mw);
+	ASSERT_EQ(0, bind_call(self->b.fd, mw, mr_stag, b_addr(self, MW_OFF),
+			       MW_LEN, RR_, 0x62, &stag));
+	refused_through(_metadata, self, VIADUCT_OP_RDMA_WRITE, stag,
+			b_addr(self, MW_OFF), 8, 0x1102);
+}
+
+/* A Read Request beyond the window: RDMAP base or bounds (0x0101). */
+TEST_F_TIMEOUT(mem, mw_read_beyond_window_refused, XF_TIMEOUT_S)
+{
+	struct viaduct_async_event ev;
+	__u32 mw_stag = 0, mr_stag, stag;
+	int mr, mw;
+
+	mr_stag = bind_region(_metadata, &self->b, VIADUCT_ACCESS_MW_BIND, &mr);
+	mw = alloc_mw(self->b.fd, self->b.pd, VIADUCT_MW_TYPE_1, &mw_stag);
+	ASSERT_LT(0, mw);
+	ASSERT_EQ(0, bind_call(self->b.fd, mw, mr_stag, b_addr(self, MW_OFF),
+			       100, RR_, 0x63, &stag));
+	read_through(_metadata, self, stag, b_addr(self, MW_OFF) - 1, 2,
+		     VIADUCT_WC_REM_ACCESS_ERR);
+	ASSERT_EQ(0, vd_wait_async(self->b.fd, VIADUCT_EVENT_QP_ACCESS_ERR,
+				   self->b.q.c.handle, &ev, XF_WAIT_MS));
+	EXPECT_EQ(0x0101U, ev.detail);
+}
+
+/*
+ * A type-2 window is reached only through the QP it is bound to: a Write
+ * through it arriving on a second connection between the same two
+ * contexts is refused (DDP: STag not associated, 0x1102).
+ */
+TEST_F_TIMEOUT(mem, mw_type2_other_qp_refused, XF_TIMEOUT_S)
+{
+	struct xf_side a2 = self->a, b2 = self->b;
+	struct xf_sge src = { 0, 64 };
+	struct viaduct_async_event ev;
+	__u32 mw_stag = 0, mr_stag, stag;
+	int mr, mw, id, i;
+
+	mr_stag = bind_region(_metadata, &self->b, VIADUCT_ACCESS_MW_BIND |
+			      VIADUCT_ACCESS_LOCAL_WRITE, &mr);
+	mw = alloc_mw(self->b.fd, self->b.pd, VIADUCT_MW_TYPE_2, &mw_stag);
+	ASSERT_LT(0, mw);
+	stag = with_key(mw_stag, 0x64);
+	bind_wr(_metadata, &self->b, stag, mr_stag, b_addr(self, MW_OFF),
+		MW_LEN, RW_, VIADUCT_WC_SUCCESS);
+
+	/* a second connection: new QPs and ids on the same contexts */
+	ASSERT_EQ(0, xf_qp_up(&a2, &a2.q));
+	ASSERT_EQ(0, xf_qp_up(&b2, &b2.q));
+	id = xf_create_id(&a2, 2);
+	ASSERT_LT(0, id);
+	a2.id = id;
+	id = xf_create_id(&b2, 2);
+	ASSERT_LT(0, id);
+	b2.id = id;
+	xf_pair_connect(_metadata, &a2, &b2, VIADUCT_CM_F_CRC, NULL, NULL, NULL);
+
+	memset(self->b.buf + MW_OFF, 0xcc, MW_LEN);
+	xf_fill(a2.buf, 64, 12);
+	xf_post_send(&a2, 96, VIADUCT_OP_RDMA_WRITE, VIADUCT_SQE_SIGNALED,
+		     &src, 1, stag, b_addr(self, MW_OFF));
+	ASSERT_EQ(0, vd_wait_async(b2.fd, VIADUCT_EVENT_QP_ACCESS_ERR,
+				   b2.q.c.handle, &ev, XF_WAIT_MS));
+	EXPECT_EQ(0x1102U, ev.detail);
+	for (i = 0; i < (int)MW_LEN; i++)
+		if (self->b.buf[MW_OFF + i] != 0xcc)
+			break;
+	EXPECT_EQ((int)MW_LEN, i) TH_LOG("byte %d was written", i);
+	/* through its own QP the window works */
+	write_then_mark(_metadata, self, stag, b_addr(self, MW_OFF), 64, 13);
+	EXPECT_EQ(0, memcmp(self->b.buf + MW_OFF, self->a.buf, 64));
+	vd_qp_unmap(&a2.q);
+	vd_qp_unmap(&b2.q);
+}
+
+/* One bad bind WR on b's QP: its status, and the QP in Error. */
+static void bad_bind(struct __test_metadata *_metadata, FIXTURE_DATA(mem) *self,
+		     __u32 type, __u32 region_access, bool use_plain, __u64 off,
+		     __u32 len, __u32 access, __u16 nsge, __u8 want)
+{
+	__u32 mw_stag = 0, mr_stag, stag;
+	struct viaduct_query_qp q;
+	struct viaduct_cqe cqe;
+	int mr, mw;
+
+	mr_stag = bind_region(_metadata, &self->b, region_access, &mr);
+	if (use_plain)
+		mr_stag = self->b.stag;
+	mw = alloc_mw(self->b.fd, self->b.pd, type, &mw_stag);
+	ASSERT_LT(0, mw);
+	stag = with_key(mw_stag, 0x70);
+	post_bind_q(&self->b, &self->b.q, 801, stag, mr_stag,
+		    b_addr(self, 0) + off, len, access, nsge);
+	XF_EXPECT_CQE(&self->b.q.scq, 801, want, &cqe);
+	ASSERT_EQ(0, vd_query_qp(self->b.fd, self->b.q.c.handle, &q));
+	EXPECT_EQ(VIADUCT_QPS_ERROR, q.state);
+	/* nothing was bound: the region goes */
+	EXPECT_EQ(0, vd_destroy(self->b.fd, VIADUCT_IOCTL_DEREG_MR, mr));
+}
+
+#define MWB	(VIADUCT_ACCESS_MW_BIND | VIADUCT_ACCESS_LOCAL_WRITE)
+
+TEST_F_TIMEOUT(mem, mw_bind_no_mw_bind_right, XF_TIMEOUT_S)
+{
+	bad_bind(_metadata, self, 2, MWB, true, 0, 64, RR_, 1,
+		 VIADUCT_WC_LOC_PROT_ERR);
+}
+
+TEST_F_TIMEOUT(mem, mw_bind_beyond_region, XF_TIMEOUT_S)
+{
+	bad_bind(_metadata, self, 2, MWB, false, XF_BUF - 10, 11, RR_, 1,
+		 VIADUCT_WC_LOC_PROT_ERR);
+}
+
+TEST_F_TIMEOUT(mem, mw_bind_write_without_local_write, XF_TIMEOUT_S)
+{
+	bad_bind(_metadata, self, 1, VIADUCT_ACCESS_MW_BIND, false, 0, 64, RW_,
+		 1, VIADUCT_WC_LOC_PROT_ERR);
+}
+
+TEST_F_TIMEOUT(mem, mw_bind_bad_rights, XF_TIMEOUT_S)
+{
+	bad_bind(_metadata, self, 2, MWB, false, 0, 64,
+		 VIADUCT_ACCESS_LOCAL_WRITE, 1, VIADUCT_WC_LOC_QP_OP_ERR);
+}
+
+TEST_F_TIMEOUT(mem, mw_bind_two_sges, XF_TIMEOUT_S)
+{
+	bad_bind(_metadata, self, 2, MWB, false, 0, 64, RR_, 2,
+		 VIADUCT_WC_LOC_QP_OP_ERR);
+}
+
+TEST_F_TIMEOUT(mem, mw_bind_type2_length_0, XF_TIMEOUT_S)
+{
+	bad_bind(_metadata, self, 2, MWB, false, 0, 0, RR_, 1,
+		 VIADUCT_WC_LOC_LEN_ERR);
+}
+
+/*
+ * The per-context limit of windows (module parameter ctx_max_mw): the
+ * window beyond it fails with ENOSPC and takes nothing; one deallocated
+ * makes room for one.
+ */
+#define MW_LIMIT_PARAM	"/sys/module/viaduct/parameters/ctx_max_mw"
+
+static long mw_limit(long set)
+{
+	FILE *f = fopen(MW_LIMIT_PARAM, set < 0 ? "r" : "w");
+	long v = -1;
+
+	if (!f)
+		return -1;
+	if (set < 0) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+	} else {
+		v = fprintf(f, "%ld\n", set) < 0 ? -1 : set;
+	}
+	if (fclose(f))
+		v = -1;
+	return v;
+}
+
+TEST_F_TIMEOUT(mem, mw_ctx_limit, XF_TIMEOUT_S)
+{
+	long old = mw_limit(-1);
+	__u32 stag;
+	int mw[3], i;
+
+	ASSERT_LT(0, old);
+	EXPECT_EQ(self->b.attr.max_mr, (__u32)old);
+	ASSERT_EQ(2, mw_limit(2));
+	for (i = 0; i < 2; i++) {
+		mw[i] = alloc_mw(self->b.fd, self->b.pd, VIADUCT_MW_TYPE_1 + i, &stag);
+		EXPECT_LT(0, mw[i]);
+	}
+	EXPECT_EQ(-ENOSPC, alloc_mw(self->b.fd, self->b.pd, VIADUCT_MW_TYPE_1, &stag));
+	EXPECT_EQ(-ENOSPC, alloc_mw(self->b.fd, self->b.pd, VIADUCT_MW_TYPE_2, &stag));
+	/* other contexts are not affected; MRs are not windows */
+	mw[2] = alloc_mw(self->a.fd, self->a.pd, VIADUCT_MW_TYPE_1, &stag);
+	EXPECT_LT(0, mw[2]);
+	EXPECT_EQ(0, vd_destroy(self->b.fd, VIADUCT_IOCTL_DEALLOC_MW, mw[0]));
+	mw[0] = alloc_mw(self->b.fd, self->b.pd, VIADUCT_MW_TYPE_2, &stag);
+	EXPECT_LT(0, mw[0]);
+	EXPECT_EQ(-ENOSPC, alloc_mw(self->b.fd, self->b.pd, VIADUCT_MW_TYPE_1, &stag));
+	EXPECT_EQ(old, mw_limit(old));
+}
+
+/* A bound type-2 window is not bound again: LOC_PROT_ERR. */
+TEST_F_TIMEOUT(mem, mw_bind_type2_twice, XF_TIMEOUT_S)
+{
+	__u32 mw_stag = 0, mr_stag;
+	int mr, mw;
+
+	mr_stag = bind_region(_metadata, &self->b, MWB, &mr);
+	mw = alloc_mw(self->b.fd, self->b.pd, VIADUCT_MW_TYPE_2, &mw_stag);
+	ASSERT_LT(0, mw);
+	bind_wr(_metadata, &self->b, with_key(mw_stag, 1), mr_stag,
+		b_addr(self, 0), 64, RR_, VIADUCT_WC_SUCCESS);
+	bind_wr(_metadata, &self->b, with_key(mw_stag, 2), mr_stag,
+		b_addr(self, 0), 64, RR_, VIADUCT_WC_LOC_PROT_ERR);
 }
 
 TEST_HARNESS_MAIN

@@ -200,10 +200,10 @@ VD_ROW_CHECK(reg_mr_last_byte, VIADUCT_IOCTL_REG_MR, f_mr_last_byte, check_mr_st
 	     "REG_MR of the last byte before a hole");
 VD_ROW_CHECK(reg_mr_all_access, VIADUCT_IOCTL_REG_MR, f_mr_all, check_mr_stag, 0,
 	     "REG_MR with every access bit the device supports");
-VD_ROW(reg_mr_mw_bind, VIADUCT_IOCTL_REG_MR, f_mr_mw, -EOPNOTSUPP,
-       "REG_MR with MW_BIND: no memory windows");
-VD_ROW(reg_mr_ro_mw_bind, VIADUCT_IOCTL_REG_MR, f_mr_ro_mw, -EOPNOTSUPP,
-       "REG_MR of read-only memory with MW_BIND: refused before pinning");
+VD_ROW_CHECK(reg_mr_mw_bind, VIADUCT_IOCTL_REG_MR, f_mr_mw, check_mr_stag, 0,
+	     "REG_MR with MW_BIND: windows may be bound to it");
+VD_ROW_CHECK(reg_mr_ro_mw_bind, VIADUCT_IOCTL_REG_MR, f_mr_ro_mw, check_mr_stag, 0,
+	     "REG_MR of read-only memory with MW_BIND: read-only windows");
 VD_ROW_CHECK(reg_mr_ro_read, VIADUCT_IOCTL_REG_MR, f_mr_ro_read, check_mr_stag, 0,
 	     "REG_MR of read-only memory for local read");
 VD_ROW_CHECK(reg_mr_ro_remote_read, VIADUCT_IOCTL_REG_MR, f_mr_ro_rread, check_mr_stag, 0,
@@ -596,7 +596,8 @@ TEST_F(res, modify_mr)
 	EXPECT_EQ(-EINVAL, modify_mr(self->fd, r.handle, MOD_ACCESS, RW | RR, 0));
 	EXPECT_EQ(-EINVAL, modify_mr(self->fd, r.handle, MOD_ACCESS, LW | 0x10, 0));
 	EXPECT_EQ(-EINVAL, modify_mr(self->fd, r.handle, MOD_ACCESS, 0x80000000U, 0));
-	EXPECT_EQ(-EOPNOTSUPP, modify_mr(self->fd, r.handle, MOD_ACCESS, LW | MW, 0));
+	/* the window right, as at REG_MR */
+	EXPECT_EQ(0, modify_mr(self->fd, r.handle, MOD_ACCESS, LW | MW, 0));
 	/* a field the flags do not name must be zero */
 	EXPECT_EQ(-EINVAL, modify_mr(self->fd, r.handle, MOD_PD, LW, pd2));
 	EXPECT_EQ(-EINVAL, modify_mr(self->fd, r.handle, MOD_ACCESS, LW, pd2));

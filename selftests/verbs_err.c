@@ -10,6 +10,8 @@
  *   verbs_err server ADDR -p PORT  accepts, posts receives, expects the peer's
  *                              disconnect: DISCONNECTED and flushed receives
  *   verbs_err client ADDR -p PORT  connects, sends one message, disconnects
+ *   verbs_err refused ADDR -p PORT perftest's client retry: refused
+ *                              connects, QPs and ids destroyed and made anew
  *
  * Prints "ok"/"not ok" lines for each check (TAP-style comments for the
  * caller) and exits non-zero if any failed.
@@ -134,14 +136,10 @@ static int local_checks(void)
 			.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
 				 .max_recv_sge = 1 },
 		};
-		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
 
 		errno = 0;
 		CHECK(ibv_create_qp(pd, &ia) == NULL && errno == EOPNOTSUPP,
 		      "a UD QP: EOPNOTSUPP");
-		errno = 0;
-		CHECK(ibv_create_srq(pd, &sa) == NULL && errno == EOPNOTSUPP,
-		      "an SRQ: EOPNOTSUPP");
 		errno = 0;
 		CHECK(ibv_alloc_mw(pd, IBV_MW_TYPE_1) == NULL, "a memory window: refused");
 		ia.qp_type = IBV_QPT_RC;
@@ -407,6 +405,14 @@ static int client(const char *addr, const char *port)
 	if (!ev)
 		return 1;
 	rdma_ack_cm_event(ev);
+	{
+		uint8_t timeout = 14;
+
+		/* accepted on every iWARP device, used only by IB and RoCE */
+		CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout,
+				      sizeof(timeout)) == 0,
+		      "rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT)");
+	}
 	CHECK(rdma_create_qp(id, NULL, &ia) == 0 && id->send_cq && id->recv_cq,
 	      "rdma_create_qp without CQs makes them on the id");
 	mr = ibv_reg_mr(id->pd, reply, sizeof(reply), IBV_ACCESS_LOCAL_WRITE);
@@ -470,6 +476,78 @@ static int client(const char *addr, const char *port)
 	return 0;
 }
 
+/*
+ * perftest's client retry (rdma_cm_client_connection()): connect, be
+ * refused, destroy the QP and the id, make new ones on the same PD and CQs
+ * and connect again. Nobody listens on @port.
+ */
+static int refused(const char *addr, const char *port)
+{
+	struct rdma_event_channel *ec = rdma_create_event_channel();
+	struct rdma_cm_event *ev;
+	struct sockaddr_storage ss;
+	struct ibv_pd *pd = NULL;
+	struct ibv_cq *cq = NULL;
+	int round;
+
+	CHECK(ec && resolve(addr, port, 0, &ss) == 0, "event channel, address");
+	for (round = 0; round < 4; round++) {
+		struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
+					       .cap = { .max_send_wr = 4, .max_recv_wr = 4,
+							.max_send_sge = 1, .max_recv_sge = 1 } };
+		struct rdma_conn_param cp = { .responder_resources = 1, .initiator_depth = 1,
+					      .retry_count = 7, .rnr_retry_count = 7 };
+		struct rdma_cm_id *id;
+		struct ibv_qp *qp;
+
+		CHECK(rdma_create_id(ec, &id, NULL, RDMA_PS_TCP) == 0, "round %d: rdma_create_id",
+		      round);
+		CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&ss, 2000) == 0,
+		      "rdma_resolve_addr");
+		ev = expect_event(ec, RDMA_CM_EVENT_ADDR_RESOLVED);
+		if (!ev)
+			return 1;
+		rdma_ack_cm_event(ev);
+		CHECK(rdma_resolve_route(id, 2000) == 0, "rdma_resolve_route");
+		ev = expect_event(ec, RDMA_CM_EVENT_ROUTE_RESOLVED);
+		if (!ev)
+			return 1;
+		rdma_ack_cm_event(ev);
+		if (!pd) {
+			pd = ibv_alloc_pd(id->verbs);
+			cq = ibv_create_cq(id->verbs, 16, NULL, NULL, 0);
+			CHECK(pd && cq, "PD and CQ, kept across the rounds");
+			if (!pd || !cq)
+				return 1;
+		}
+		ia.send_cq = ia.recv_cq = cq;
+		CHECK(rdma_create_qp(id, pd, &ia) == 0, "rdma_create_qp");
+		qp = id->qp;
+		/* siw refuses in the call, viaduct with an event, as rdma_cm allows */
+		if (rdma_connect(id, &cp) == 0) {
+			ev = expect_event(ec, RDMA_CM_EVENT_REJECTED);
+			if (ev) {
+				CHECK(ev->status == -ECONNREFUSED, "refused (status %d)",
+				      ev->status);
+				rdma_ack_cm_event(ev);
+			}
+		} else {
+			CHECK(errno == ECONNREFUSED, "rdma_connect: ECONNREFUSED");
+		}
+		if (round & 1) {
+			CHECK(ibv_destroy_qp(qp) == 0, "ibv_destroy_qp after the refusal");
+			id->qp = NULL;
+		} else {
+			rdma_destroy_qp(id);
+		}
+		CHECK(rdma_destroy_id(id) == 0, "rdma_destroy_id after the refusal");
+	}
+	CHECK(ibv_destroy_cq(cq) == 0 && ibv_dealloc_pd(pd) == 0,
+	      "the CQ and PD free once the QPs are gone");
+	rdma_destroy_event_channel(ec);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -479,8 +557,10 @@ int main(int argc, char **argv)
 		server(argv[2], argv[4]);
 	else if (argc == 5 && !strcmp(argv[1], "client") && !strcmp(argv[3], "-p"))
 		client(argv[2], argv[4]);
+	else if (argc == 5 && !strcmp(argv[1], "refused") && !strcmp(argv[3], "-p"))
+		refused(argv[2], argv[4]);
 	else {
-		fprintf(stderr, "usage: %s local | server ADDR -p PORT | client ADDR -p PORT\n",
+		fprintf(stderr, "usage: %s local | {server|client|refused} ADDR -p PORT\n",
 			argv[0]);
 		return 2;
 	}

@@ -10,7 +10,11 @@
 #   - rping against itself on viaduct, plain, with -V and with -q (a QP the
 #     program creates and moves itself);
 #   - rping on viaduct against rping on Linux's siw (the real rdma-core),
-#     in both roles.
+#     in both roles;
+#   - verbs_err and verbs_ops (built against rdma-core): error paths, SRQs,
+#     Send with Invalidate and Local Invalidate (against verbs_inv_peer,
+#     which fast-registers with the native API), on viaduct and from siw;
+#   - perftest's binaries, and their clients with no server.
 #
 #   +---------------------+            +---------------------+
 #   | netns vva$$         |            | netns vvb$$         |
@@ -25,7 +29,9 @@ src=${VD_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 bin=${VD_CMAKE_BUILD:-$src/build/cmake}
 ctl=$bin/tools/viaductctl/viaductctl
 dropin=$bin/user/verbs/viaduct
+invpeer=$bin/user/verbs/verbs_inv_peer
 err=$(dirname "$0")/helpers/verbs_err
+ops=$(dirname "$0")/helpers/verbs_ops
 exv=$(dirname "$0")/helpers/viaduct-verbs
 exr=$(dirname "$0")/helpers/rdma-core
 A=vva$$
@@ -108,10 +114,26 @@ run() {
 	ok $((rc_c != 0 || rc_s != 0)) "$desc"
 }
 
-echo "TAP version 13"
-echo "1..29"
+# solo DESCRIPTION NS CMD...: CMD (with "-p $port" for a port nobody
+# listens on) must exit 0 within a minute; its output is shown if not.
+solo() {
+	local desc=$1 ns=$2 out rc cmd
+	shift 2
+	port=$((port + 1))
+	with_port "$@"
+	out=$(ip netns exec "$ns" timeout 60 "${cmd[@]}" 2>&1)
+	rc=$?
+	if [ $rc -ne 0 ]; then
+		echo "# $desc: exit $rc"
+		echo "$out" | tail -n 20 | sed 's/^/#   /'
+	fi
+	ok $rc "$desc"
+}
 
-if [ ! -x "$ctl" ] || [ ! -e "$dropin/libibverbs.so.1" ]; then
+echo "TAP version 13"
+echo "1..37"
+
+if [ ! -x "$ctl" ] || [ ! -e "$dropin/libibverbs.so.1" ] || [ ! -x "$invpeer" ]; then
 	echo "Bail out! viaductctl or libviaduct-verbs not built under $bin"
 	exit 1
 fi
@@ -205,6 +227,22 @@ run "verbs_err: private data, flushed receives, DISCONNECTED, destroy waits for 
 	"$A" "${vv[@]}" "$err" server 192.0.2.1 -- \
 	"$B" "${vv[@]}" "$err" client 192.0.2.1
 
+out=$(ip netns exec "$A" env LD_LIBRARY_PATH="$dropin" "$ops" local 2>&1)
+rc=$?
+echo "$out"
+[ $rc -eq 0 ]
+ok $? "verbs_ops local: SRQ limits, limit arming, bad WRs, QPs on an SRQ, destroy order (EBUSY)"
+run "verbs_ops: 3 QPs receive from one SRQ, data verified, limit and last-WQE events" \
+	"$A" "${vv[@]}" "$ops" server 192.0.2.1 -- \
+	"$B" "${vv[@]}" "$ops" client 192.0.2.1
+solo "verbs_err refused: perftest's retry, refused connects, QPs and ids destroyed and made anew" \
+	"$B" "${vv[@]}" "$err" refused 192.0.2.1
+
+# verbs_inv_peer (native API) fast-registers an STag, which verbs cannot.
+run "verbs_ops inv+local: RDMA Write via a peer's STag, IBV_WR_SEND_WITH_INV of it, IBV_WR_LOCAL_INV" \
+	"$A" "$invpeer" 192.0.2.1 @PORT@ -- \
+	"$B" "${vv[@]}" "$ops" inv+local 192.0.2.1
+
 # The reference's examples, built with pkg-config viaduct-verbs.
 EXPECT="3 + 4 = 7" run "examples: add_client -> add_server (RDMA Write, Send, private data)" \
 	"$A" "$exv/add_server" @PORT@ -- \
@@ -227,9 +265,30 @@ if command -v ib_write_bw >/dev/null; then
 	EXPECT="#bytes" run "perftest: ib_send_lat -R on viaduct, 200 x 64 bytes" \
 		"$A" "${vv[@]}" ib_send_lat -R -n 200 -s 64 -- \
 		"$B" "${vv[@]}" ib_send_lat -R -n 200 -s 64 192.0.2.1
+	# A client started before its server (with make bench's arguments):
+	# the connection is refused and perftest gives up; it must exit with
+	# its own error, not a signal. If it dies of one, gdb shows where.
+	bad=0
+	for p in ib_send_bw ib_write_bw ib_read_bw ib_send_lat ib_write_lat; do
+		port=$((port + 1))
+		out=$(ip netns exec "$B" timeout 60 "${vv[@]}" $p -d vd0 -R -F -n 5 -p $port 192.0.2.1 2>&1)
+		rc=$?
+		echo "$out" | tail -n 3 | sed "s/^/#   $p: /"
+		if [ $rc -eq 0 ] || [ $rc -ge 124 ]; then
+			echo "# $p against no server: exit $rc"
+			bad=1
+			command -v gdb >/dev/null &&
+				ip netns exec "$B" timeout 120 gdb -q -batch \
+					-ex "set environment LD_LIBRARY_PATH $dropin" -ex run \
+					-ex 'thread apply all bt' --args $p -d vd0 -R -F -n 5 -p $port 192.0.2.1 2>&1 |
+				tail -n 40 | sed 's/^/#   gdb: /'
+		fi
+	done
+	ok $bad "perftest: ib_{send,write,read}_bw, ib_{send,write}_lat -R with no server: refused, exit 1, no crash"
 else
 	skip "perftest: ib_write_bw -R" "perftest not installed"
 	skip "perftest: ib_send_lat -R" "perftest not installed"
+	skip "perftest: client without a server" "perftest not installed"
 fi
 
 have_siw=1
@@ -261,6 +320,15 @@ if [ $have_siw = 1 ]; then
 	run "verbs_err server on viaduct, the same binary as client on siw (rdma-core)" \
 		"$B" "${vv[@]}" "$err" server 192.0.2.2 -- \
 		"$A" "$err" client 192.0.2.2
+	# siw has no last-WQE event: the SRQ side is viaduct's, siw sends
+	run "verbs_ops server on viaduct, the same binary as client on siw (rdma-core)" \
+		"$B" "${vv[@]}" "$ops" server 192.0.2.2 -- \
+		"$A" "$ops" client 192.0.2.2
+	solo "verbs_err refused on siw (rdma-core): the same retry, for comparison" \
+		"$A" "$err" refused 192.0.2.2
+	run "verbs_ops inv on siw (rdma-core): its Send with Invalidate ends viaduct's STag" \
+		"$B" "$invpeer" 192.0.2.2 @PORT@ -- \
+		"$A" "$ops" inv 192.0.2.2
 	EXPECT="40 + 2 = 42" run "examples: add_server built for rdma-core on siw, add_client for viaduct-verbs" \
 		"$A" "$exr/add_server" @PORT@ -- \
 		"$B" "$exv/add_client" 192.0.2.1 40 2 @PORT@
@@ -272,7 +340,7 @@ if [ $have_siw = 1 ]; then
 else
 	for t in "siw device" "rping siw -> viaduct" "rping viaduct -> siw" \
 		"rping siw -> viaduct, plain" "rping -s -q viaduct -> siw" "rping -q siw -> viaduct" \
-		"verbs_err siw -> viaduct" "verbs_err viaduct -> siw" \
+		"verbs_err siw -> viaduct" "verbs_err viaduct -> siw" "verbs_ops siw -> viaduct" "verbs_err refused on siw" "verbs_ops inv siw -> viaduct" \
 		"add siw -> viaduct" "add viaduct -> siw" \
 		"siw device removed"; do
 		skip "$t" "no siw module"

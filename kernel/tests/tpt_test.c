@@ -1044,7 +1044,7 @@ static const enum vd_access_status inv_table[VD_STAG_TYPE_NR][2][2] = {
 		{ VD_ACCESS_INVALIDATE, VD_ACCESS_INVALIDATE },
 	},
 	[VD_STAG_MW2] = {
-		{ VD_ACCESS_OK, VD_ACCESS_OK },
+		{ VD_ACCESS_OK, VD_ACCESS_OK },	/* another QP: while INVALID */
 		{ VD_ACCESS_QP_MISMATCH, VD_ACCESS_OK },
 	},
 };
@@ -1055,6 +1055,10 @@ static void invalidate_one(struct kunit *test, u32 t, bool remote, bool same,
 	struct tpt_fixture *f = test->priv;
 	enum vd_access_status want = inv_table[t][remote][same];
 	struct vd_mr *mr;
+
+	/* an INVALID type-2 window is the PD's again: any of its QPs */
+	if (t == VD_STAG_MW2 && !remote && !same && valid)
+		want = VD_ACCESS_QP_MISMATCH;
 
 	mr = reg_type(test, f->pd, BASE, LEN, AALL, KEY, t,
 		      t == VD_STAG_MW2 ? QPA : 0);
@@ -1102,16 +1106,24 @@ static void tpt_test_stag_insert_args(struct kunit *test)
 	mr = vd_stag_insert(&f->tpt, f->pd, NULL, BASE, LEN, 0, KEY,
 			    VD_STAG_TYPE_NR, 0, true);
 	KUNIT_EXPECT_EQ(test, PTR_ERR(mr), -EINVAL);
-	/* an empty STag is a fast-register MR not yet registered, only */
+	/*
+	 * An empty STag is a fast-register MR not yet registered or a
+	 * window not yet bound, only: INVALID, never a plain MR.
+	 */
 	for (t = 0; t < VD_STAG_TYPE_NR; t++) {
 		mr = vd_stag_insert(&f->tpt, f->pd, NULL, BASE, 0, 0, KEY,
 				    t, 0, true);
 		KUNIT_EXPECT_EQ(test, PTR_ERR(mr), -EINVAL);
-		if (t == VD_STAG_FAST_REG)
-			continue;
 		mr = vd_stag_insert(&f->tpt, f->pd, NULL, BASE, 0, 0, KEY,
 				    t, 0, false);
-		KUNIT_EXPECT_EQ(test, PTR_ERR(mr), -EINVAL);
+		if (t == VD_STAG_MR) {
+			KUNIT_EXPECT_EQ(test, PTR_ERR(mr), -EINVAL);
+			continue;
+		}
+		KUNIT_ASSERT_NOT_ERR_OR_NULL(test, mr);
+		KUNIT_EXPECT_EQ(test, check(test, mr->stag, f->pd, RR, BASE, 1),
+				VD_ACCESS_INVALID_STATE);
+		vd_mr_deregister(mr);
 	}
 	mr = vd_stag_insert(&f->tpt, f->pd, NULL, 0, 0, AALL, KEY,
 			    VD_STAG_FAST_REG, 0, false);
@@ -1248,9 +1260,6 @@ static void tpt_test_modify(struct kunit *test)
 					   VIADUCT_ACCESS_REMOTE_WRITE),
 			-EINVAL);
 	KUNIT_EXPECT_EQ(test, vd_mr_modify(mr, f->pd, 0x100), -EINVAL);
-	KUNIT_EXPECT_EQ(test, vd_mr_modify(mr, f->pd,
-					   lw | VIADUCT_ACCESS_MW_BIND),
-			-EOPNOTSUPP);
 	KUNIT_EXPECT_EQ(test, vd_mr_modify(fr, f->pd, lw), -EINVAL);
 	KUNIT_EXPECT_EQ(test, mr->access, rw);
 	KUNIT_EXPECT_EQ(test, atomic_read(&f->pd->users), 2);

@@ -59,8 +59,14 @@ static void check_sq(const u8 *slot, const struct vd_wqe_limits *lim)
 		return;
 	if (e->opcode > VIADUCT_OP_MAX || len > lim->max_msg_size)
 		abort();
-	/* local operations move no payload: FAST_REG's SGEs are its page list */
-	if (e->opcode == VIADUCT_OP_LOCAL_INV || e->opcode == VIADUCT_OP_FAST_REG) {
+	/*
+	 * local operations move no payload: FAST_REG's SGEs are its page
+	 * list, BIND_MW's one SGE the range of its region
+	 */
+	if (e->opcode == VIADUCT_OP_LOCAL_INV || e->opcode == VIADUCT_OP_FAST_REG ||
+	    e->opcode == VIADUCT_OP_BIND_MW) {
+		if (e->opcode == VIADUCT_OP_BIND_MW && e->num_sge != 1)
+			abort();
 		if (len || e->num_sge > lim->max_sge || e->flags & VIADUCT_SQE_INLINE)
 			abort();
 		return;

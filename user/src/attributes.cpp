@@ -66,6 +66,7 @@ DeviceAttributes to_attributes(const viaduct_device_attr &a) {
     r.ifindex = a.ifindex;
     r.mtu = a.mtu;
     r.flags = a.flags;
+    r.caps = a.caps;
     for (std::size_t i = 0; i < r.hw_addr.size(); ++i)
         r.hw_addr[i] = a.hw_addr[i];
 

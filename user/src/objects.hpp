@@ -114,6 +114,18 @@ struct VIADUCT_LOCAL MemoryRegion::State {
     ~State();
 };
 
+struct VIADUCT_LOCAL MemoryWindow::State {
+    std::shared_ptr<ProtectionDomain::State> pd;
+    std::uint32_t handle = 0;
+    std::uint32_t stag = 0;
+    MwType type = MwType::Type1;
+    // The region of the binding bind() made: deregistered only after the
+    // window lets go of it (the kernel refuses it while bound).
+    std::shared_ptr<MemoryRegion::State> region;
+
+    ~State();
+};
+
 struct VIADUCT_LOCAL CompletionChannel::State {
     std::shared_ptr<Device::State> dev;
     detail::FileDescriptor fd;

@@ -37,8 +37,8 @@ Error modify_error(int err) {
                           "write needs local write), or a fast-register region");
     case EOPNOTSUPP:
     case ENOTTY:
-        return Error(EOPNOTSUPP, "the module cannot make this change: memory window "
-                                 "binding, or no VIADUCT_DEV_CAP_MODIFY_MR (an older module)");
+        return Error(EOPNOTSUPP, "the module cannot change a registered region in place "
+                                 "(no VIADUCT_DEV_CAP_MODIFY_MR: an older module)");
     default:
         return detail::call_error(err, "change a registered region");
     }
@@ -200,6 +200,94 @@ std::uint32_t FastRegRegion::stag() const {
 std::uint32_t FastRegRegion::max_pages() const {
     detail::checked(state_, "FastRegRegion");
     return max_pages_;
+}
+
+MemoryWindow::State::~State() {
+    detail::destroy_handle(pd ? pd->dev.get() : nullptr, VIADUCT_IOCTL_DEALLOC_MW, handle);
+    region.reset(); // after the window: its region may go now
+}
+
+MemoryWindow::MemoryWindow(const ProtectionDomain &pd, MwType type, std::uint8_t key) {
+    auto s = std::make_shared<State>();
+    s->pd = pd.state();
+    viaduct_alloc_mw r{};
+    r.pd_handle = s->pd->handle;
+    r.type = static_cast<std::uint32_t>(type);
+    r.key = key;
+    if (int err = detail::do_ioctl(s->pd->dev->fd.get(), VIADUCT_IOCTL_ALLOC_MW, &r)) {
+        const std::string what = "cannot allocate a memory window of type " +
+                                 std::to_string(static_cast<std::uint32_t>(type));
+        if (err == EINVAL)
+            throw Error(err, what + ": no such type");
+        if (err == EOPNOTSUPP || err == ENOTTY)
+            throw Error(EOPNOTSUPP, what + ": the module has no memory windows");
+        throw detail::call_error(err, what);
+    }
+    s->handle = r.handle;
+    s->stag = r.stag;
+    s->type = type;
+    state_ = std::move(s);
+}
+
+std::uint32_t MemoryWindow::handle() const {
+    return detail::checked(state_, "MemoryWindow").handle;
+}
+
+std::uint32_t MemoryWindow::stag() const {
+    return detail::checked(state_, "MemoryWindow").stag;
+}
+
+MwType MemoryWindow::type() const {
+    return detail::checked(state_, "MemoryWindow").type;
+}
+
+namespace {
+
+std::uint32_t bind_call(MemoryWindow::State &s, std::uint32_t mr_stag, std::uint64_t addr,
+                        std::uint64_t length, std::uint32_t access, std::uint8_t key) {
+    viaduct_bind_mw b{};
+    b.mw_handle = s.handle;
+    b.mr_stag = mr_stag;
+    b.addr = addr;
+    b.length = length;
+    b.access = access;
+    b.key = key;
+    if (int err = detail::do_ioctl(s.pd->dev->fd.get(), VIADUCT_IOCTL_BIND_MW, &b)) {
+        const std::string what = length ? "cannot bind a memory window to " +
+                                              std::to_string(length) + " bytes of a region"
+                                        : std::string("cannot unbind a memory window");
+        switch (err) {
+        case EACCES:
+            throw Error(err, what + ": the region refuses (not registered with mw_bind, "
+                                    "the range is outside it, or remote write without "
+                                    "its local write)");
+        case EINVAL:
+            throw Error(err, what + ": a type-2 window is bound through the send queue, "
+                                    "and the rights are remote_read and/or remote_write");
+        default:
+            throw detail::call_error(err, what);
+        }
+    }
+    s.stag = b.stag;
+    return b.stag;
+}
+
+} // namespace
+
+std::uint32_t MemoryWindow::bind(const MemoryRegion &mr, std::uint64_t addr, std::uint64_t length,
+                                 std::uint32_t access, std::uint8_t key) {
+    State &s = detail::checked(state_, "MemoryWindow");
+    if (!length)
+        throw Error(EINVAL, "a memory window's bind needs a length; unbind() ends a binding");
+    const std::uint32_t stag = bind_call(s, mr.stag(), addr, length, access, key);
+    s.region = mr.state_;
+    return stag;
+}
+
+void MemoryWindow::unbind() {
+    State &s = detail::checked(state_, "MemoryWindow");
+    bind_call(s, 0, 0, 0, 0, static_cast<std::uint8_t>(s.stag & VIADUCT_STAG_KEY_MASK));
+    s.region.reset();
 }
 
 } // namespace viaduct

@@ -135,6 +135,13 @@ void encode_send(std::span<std::byte> slot, const SendWr &wr, const WqeLimits &l
         if (wr.opcode == SendOp::FastRegister && !nsge)
             throw refuse("a Fast-Register takes its page list as at least one SGE");
         break;
+    case SendOp::BindWindow:
+        if (wr.solicited || wr.imm_data || ninline)
+            throw refuse("a local operation has no solicited event, immediate or inline data");
+        if (nsge != 1 || wr.remote_addr)
+            throw refuse("a window's bind takes exactly one SGE (the range of the region) "
+                         "and no remote address");
+        break;
     case SendOp::RdmaRead:
     case SendOp::RdmaReadWithInvalidate:
         if (wr.solicited)
@@ -147,8 +154,8 @@ void encode_send(std::span<std::byte> slot, const SendWr &wr, const WqeLimits &l
     default:
         throw refuse("unknown opcode " + std::to_string(static_cast<unsigned>(wr.opcode)));
     }
-    if (wr.fast_reg_access && wr.opcode != SendOp::FastRegister)
-        throw refuse("only a Fast-Register takes access rights");
+    if (wr.fast_reg_access && wr.opcode != SendOp::FastRegister && wr.opcode != SendOp::BindWindow)
+        throw refuse("only a Fast-Register or a window's bind takes access rights");
     const std::size_t body = ninline ? ninline : nsge * sizeof(viaduct_sge);
     if (sizeof(viaduct_sqe) + body > slot.size())
         throw Error(EINVAL, "send WR " + std::to_string(wr.wr_id) + " does not fit a " +
@@ -177,7 +184,7 @@ void encode_send(std::span<std::byte> slot, const SendWr &wr, const WqeLimits &l
     h.length = static_cast<__u32>(ninline);
     h.remote_stag = wr.remote_stag;
     h.remote_addr = wr.remote_addr;
-    if (wr.opcode == SendOp::FastRegister)
+    if (wr.opcode == SendOp::FastRegister || wr.opcode == SendOp::BindWindow)
         h.imm_data = wr.fast_reg_access;
     std::memcpy(slot.data(), &h, sizeof(h));
     if (ninline)

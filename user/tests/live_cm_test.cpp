@@ -636,6 +636,108 @@ TEST_F(LiveCm, FastRegisterAndInvalidate) {
     server_->expect(CmEventType::Disconnected);
 }
 
+// Memory windows through the native API: a type-1 window bound by a call
+// and a type-2 window bound by a WR onto the responder's region, an RDMA
+// Write and Read through each with the bytes checked, the type-2 window
+// ended by the initiator's Send with Invalidate, and a region kept by the
+// type-1 window bound to it after the MemoryRegion is gone.
+TEST_F(LiveCm, MemoryWindows) {
+    const std::size_t size = 1 << 20;
+    Endpoint client(*client_, size, false), server(*server_, size, false);
+    client.fill(4);
+
+    ConnectionId conn(client_->channel);
+    conn.connect(client.qp, addr_, port_);
+    CmEvent req = server_->expect(CmEventType::ConnectRequest);
+    ConnectionId accepted = req.connection();
+    req.ack();
+    accepted.accept(server.qp);
+    client_->expect(CmEventType::Established);
+    server_->expect(CmEventType::Established);
+
+    auto region = std::make_unique<viaduct::MemoryRegion>(
+        server_->pd, server.buf.data(), server.buf.size(),
+        viaduct::access::local_write | viaduct::access::mw_bind);
+    const std::uint64_t base = region->addr();
+
+    // Type 1 by a call: Write then Read through it.
+    viaduct::MemoryWindow w1(server_->pd, viaduct::MwType::Type1, 3);
+    EXPECT_EQ(viaduct::MwType::Type1, w1.type());
+    EXPECT_EQ(3u, w1.stag() & 0xffu);
+    const std::uint32_t s1 =
+        w1.bind(*region, base + 4096, 8192,
+                viaduct::access::remote_read | viaduct::access::remote_write, 0x31);
+    EXPECT_EQ(viaduct::with_key(w1.stag(), 0x31), s1);
+    EXPECT_EQ(s1, w1.stag());
+    auto src = client.mr.sge(0, 8192);
+    client.qp.post_send(viaduct::SendWr{.wr_id = 30,
+                                        .opcode = viaduct::SendOp::RdmaWrite,
+                                        .sge = {&src, 1},
+                                        .remote_addr = base + 4096,
+                                        .remote_stag = s1});
+    client.next();
+    auto back = client.mr.sge(size / 2, 8192);
+    client.qp.post_send(viaduct::SendWr{.wr_id = 31,
+                                        .opcode = viaduct::SendOp::RdmaRead,
+                                        .sge = {&back, 1},
+                                        .remote_addr = base + 4096,
+                                        .remote_stag = s1});
+    client.next();
+    EXPECT_EQ(-1, first_difference(std::span(server.buf).subspan(4096, 8192),
+                                   std::span(client.buf).first(8192)));
+    EXPECT_EQ(-1, first_difference(std::span(client.buf).subspan(size / 2, 8192),
+                                   std::span(client.buf).first(8192)));
+    // Type 2 by a WR of the server's QP, zero based.
+    viaduct::MemoryWindow w2(server_->pd, viaduct::MwType::Type2);
+    const std::uint32_t s2 = viaduct::with_key(w2.stag(), 0x32);
+    auto range = region->sge(65536, 4096);
+    server.qp.post_send(viaduct::SendWr{.wr_id = 32,
+                                        .opcode = viaduct::SendOp::BindWindow,
+                                        .sge = {&range, 1},
+                                        .remote_stag = s2,
+                                        .fast_reg_access = viaduct::access::remote_write |
+                                                           viaduct::access::zero_based});
+    EXPECT_EQ(viaduct::WcOpcode::BindWindow, server.next().opcode);
+    auto src2 = client.mr.sge(100, 4000);
+    client.qp.post_send(viaduct::SendWr{.wr_id = 33,
+                                        .opcode = viaduct::SendOp::RdmaWrite,
+                                        .sge = {&src2, 1},
+                                        .remote_addr = 96,
+                                        .remote_stag = s2});
+    client.next();
+    server.qp.post_recv(viaduct::RecvWr{.wr_id = 34});
+    client.qp.post_send(viaduct::SendWr{
+        .wr_id = 35, .opcode = viaduct::SendOp::SendWithInvalidate, .remote_stag = s2});
+    client.next();
+    viaduct::Completion rc = server.next();
+    EXPECT_TRUE(rc.has_invalidated());
+    EXPECT_EQ(s2, rc.invalidated_stag);
+    EXPECT_EQ(-1, first_difference(std::span(server.buf).subspan(65536 + 96, 4000),
+                                   std::span(client.buf).subspan(100, 4000)));
+    // The type-1 window, bound by a call, holds its region: dropping the
+    // MemoryRegion leaves it registered until the window lets go.
+    region.reset();
+    auto src3 = client.mr.sge(200, 100);
+    client.qp.post_send(viaduct::SendWr{.wr_id = 36,
+                                        .opcode = viaduct::SendOp::RdmaWrite,
+                                        .sge = {&src3, 1},
+                                        .remote_addr = base + 4096,
+                                        .remote_stag = s1});
+    client.next();
+    server.qp.post_recv(viaduct::RecvWr{.wr_id = 37});
+    client.qp.post_send(viaduct::SendWr{.wr_id = 38, .opcode = viaduct::SendOp::Send});
+    client.next();
+    server.next();
+    EXPECT_EQ(-1, first_difference(std::span(server.buf).subspan(4096, 100),
+                                   std::span(client.buf).subspan(200, 100)));
+    w1.unbind();
+    EXPECT_EQ(3u, w1.stag() & 0xffu);
+
+    conn.disconnect();
+    client_->expect(CmEventType::Disconnected);
+    server_->expect(CmEventType::Disconnected);
+}
+
 TEST_F(LiveCm, BadArguments) {
     auto expect_error = [](int err, const char *what, auto &&fn) {
         try {

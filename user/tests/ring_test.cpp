@@ -375,6 +375,38 @@ TEST(Encode, RefusesWhatTheSlotCannotHold) {
     rinv.sge = std::span(sges, 2);
     expect_einval(rinv, WqeLimits{64, 2, 32});
     EXPECT_EQ(0x1234'56ffU, with_key(0x1234'5601U, 0xff));
+    // A window's bind: one SGE (the region's range), rights in imm_data.
+    SendWr bind;
+    bind.opcode = SendOp::BindWindow;
+    bind.sge = std::span(sges, 1);
+    bind.remote_stag = 0x400'09U;
+    bind.fast_reg_access = VIADUCT_ACCESS_REMOTE_READ | VIADUCT_ACCESS_ZERO_BASED;
+    EXPECT_NO_THROW(encode_send(slot, bind, WqeLimits{64, 2, 32}, 3));
+    {
+        viaduct_sqe w;
+        viaduct_sge g;
+        std::memcpy(&w, slot.data(), sizeof(w));
+        std::memcpy(&g, slot.data() + sizeof(w), sizeof(g));
+        EXPECT_EQ(VIADUCT_OP_BIND_MW, w.opcode);
+        EXPECT_EQ(VIADUCT_SQE_SIGNALED, w.flags);
+        EXPECT_EQ(bind.fast_reg_access, w.imm_data);
+        EXPECT_EQ(0x400'09U, w.remote_stag);
+        EXPECT_EQ(1u, w.num_sge);
+        EXPECT_EQ(0u, w.remote_addr);
+        EXPECT_EQ(sges[0].stag, g.stag);
+        EXPECT_EQ(sges[0].addr, g.addr);
+        EXPECT_EQ(sges[0].length, g.length);
+    }
+    bind.sge = std::span(sges, 2);
+    expect_einval(bind, WqeLimits{64, 2, 32}); // one range only
+    bind.sge = {};
+    expect_einval(bind, WqeLimits{64, 2, 32});
+    bind.sge = std::span(sges, 1);
+    bind.remote_addr = 0x1000;
+    expect_einval(bind, WqeLimits{64, 2, 32});
+    bind.remote_addr = 0;
+    bind.solicited = true;
+    expect_einval(bind, WqeLimits{64, 2, 32});
     SendWr bad_op;
     bad_op.opcode = static_cast<SendOp>(VIADUCT_OP_MAX + 1);
     expect_einval(bad_op, WqeLimits{64, 2, 32});

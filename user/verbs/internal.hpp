@@ -50,7 +50,8 @@ struct Context {
     std::shared_mutex qps_lock;
     std::unordered_map<std::uint32_t, Qp *> qps_by_handle;
     std::unordered_map<std::uint32_t, Qp *> qps_by_qpn;
-    std::unordered_map<std::uint32_t, struct Cq *> cqs_by_handle; // for events
+    std::unordered_map<std::uint32_t, struct Cq *> cqs_by_handle;   // for events
+    std::unordered_map<std::uint32_t, struct Srq *> srqs_by_handle; // for events
 
     explicit Context(viaduct::Device dev) : native(std::move(dev)) {}
     ibv_context *ibv() noexcept { return &vctx.context; }
@@ -89,14 +90,24 @@ struct Cq {
     std::uint32_t async_events = 0;
 };
 
+struct Srq {
+    ibv_srq srq{};
+    std::optional<viaduct::SharedReceiveQueue> native;
+    Pd *pd = nullptr;
+    std::atomic<int> users{0};      // QPs: destroy is EBUSY until none
+    std::uint32_t async_events = 0; // reported, under srq.mutex
+};
+
 struct Qp {
     ibv_qp qp{};
     std::optional<viaduct::QueuePair> native;
     Pd *pd = nullptr;
+    Srq *srq = nullptr;
     Cq *send_cq = nullptr;
     Cq *recv_cq = nullptr;
     ibv_qp_cap cap{};
-    unsigned access = 0; // IBV_ACCESS_* as last modified
+    unsigned access = 0;    // IBV_ACCESS_* as last modified
+    std::uint32_t caps = 0; // the device's VIADUCT_DEV_CAP_*
     bool sq_sig_all = false;
     std::uint32_t async_events = 0;    // reported, under qp.mutex
     std::atomic<bool> cm_owned{false}; // connected (or being) by the CM
@@ -117,6 +128,9 @@ inline Cq *to_cq(ibv_cq *c) noexcept {
 }
 inline Qp *to_qp(ibv_qp *q) noexcept {
     return reinterpret_cast<Qp *>(q);
+}
+inline Srq *to_srq(ibv_srq *s) noexcept {
+    return reinterpret_cast<Srq *>(s);
 }
 inline CompChannel *to_channel(ibv_comp_channel *c) noexcept {
     return reinterpret_cast<CompChannel *>(c);

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
 
 #include "internal.hpp"
 
@@ -287,6 +288,11 @@ Event *translate(EventChannel &ec, Context *ctx, viaduct::CmEvent nev) {
     auto e = std::make_unique<Event>();
     e->ev.event = to_event_type(nev.type());
     e->ev.status = status_of(nev);
+    // A connection the peer's TCP refused or reset is REJECTED on iWARP
+    // (the kernel's rdma_cm maps it so); only a timeout is UNREACHABLE.
+    if (e->ev.event == RDMA_CM_EVENT_UNREACHABLE &&
+        (e->ev.status == -ECONNREFUSED || e->ev.status == -ECONNRESET))
+        e->ev.event = RDMA_CM_EVENT_REJECTED;
     auto pd = nev.private_data();
     if (nev.type() == viaduct::CmEventType::ConnectRequest) {
         // @id is the listener; the request gets an id of its own.
@@ -295,8 +301,10 @@ Event *translate(EventChannel &ec, Context *ctx, viaduct::CmEvent nev) {
         req->ctx = ctx;
         req->native.emplace(nev.connection());
         ec.add_id(ctx, req->native->handle(), req.get());
-        req->req_ird = nev.ord(); // the peer's ORD is the IRD to grant it
-        req->req_ord = nev.ird();
+        // The peer's ORD is the IRD to grant it (and its IRD our ORD),
+        // capped by the device as librdmacm caps them: siw asks for 128.
+        req->req_ird = std::min(nev.ord(), ctx->attr.limits.max_ird);
+        req->req_ord = std::min(nev.ird(), ctx->attr.limits.max_ord);
         req->listen_parent = id;
         rdma_cm_id &r = req->id;
         r.verbs = ctx->ibv();
@@ -451,14 +459,17 @@ ibv_qp *qp_for(Id *id, const rdma_conn_param *p) {
 viaduct::ConnectionOptions options_of(const rdma_conn_param *p, std::uint32_t ird,
                                       std::uint32_t ord) {
     viaduct::ConnectionOptions o;
+    o.ird = ird;
+    o.ord = ord;
     if (p) {
         o.private_data = std::span(static_cast<const std::byte *>(p->private_data),
                                    p->private_data ? p->private_data_len : 0);
-        o.ird = p->responder_resources;
-        o.ord = p->initiator_depth;
-    } else {
-        o.ird = ird;
-        o.ord = ord;
+        // RDMA_MAX_RESP_RES and RDMA_MAX_INIT_DEPTH ask for the default,
+        // as without a conn_param (librdmacm's reading).
+        if (p->responder_resources != RDMA_MAX_RESP_RES)
+            o.ird = p->responder_resources;
+        if (p->initiator_depth != RDMA_MAX_INIT_DEPTH)
+            o.ord = p->initiator_depth;
     }
     return o;
 }
@@ -659,6 +670,18 @@ VV_EXPORT int rdma_listen(rdma_cm_id *cid, int backlog) {
     });
 }
 
+// The PD calls without one use: the id's, else one of its own.
+static ibv_pd *default_pd(Id *id) {
+    if (id->id.pd)
+        return id->id.pd;
+    if (!id->own_pd) {
+        id->own_pd = ibv_alloc_pd(id->id.verbs);
+        if (!id->own_pd)
+            throw viaduct::Error(errno, "cannot allocate a PD");
+    }
+    return id->own_pd;
+}
+
 VV_EXPORT int rdma_create_qp(rdma_cm_id *cid, ibv_pd *pd, ibv_qp_init_attr *attr) {
     Id *id = to_id(cid);
     return guarded(-1, [&] {
@@ -666,15 +689,11 @@ VV_EXPORT int rdma_create_qp(rdma_cm_id *cid, ibv_pd *pd, ibv_qp_init_attr *attr
             throw viaduct::Error(EINVAL, "the id has no device yet");
         if (pd && pd->context != id->id.verbs)
             throw viaduct::Error(EINVAL, "the PD is of another device");
-        if (!pd) {
-            if (!id->own_pd) {
-                id->own_pd = ibv_alloc_pd(id->id.verbs);
-                if (!id->own_pd)
-                    throw viaduct::Error(errno, "cannot allocate a PD");
-            }
-            pd = id->own_pd;
-        }
+        if (!pd)
+            pd = default_pd(id);
         ibv_qp_init_attr a = *attr;
+        if (id->id.srq && !a.srq)
+            a.srq = id->id.srq; // as librdmacm: the id's SRQ (rdma_create_srq())
         if (!a.send_cq || !a.recv_cq) {
             // As librdmacm: CQs with channels of their own, on the id.
             auto make = [&](ibv_comp_channel *&ch, ibv_cq *&cq, std::uint32_t n) {
@@ -696,7 +715,7 @@ VV_EXPORT int rdma_create_qp(rdma_cm_id *cid, ibv_pd *pd, ibv_qp_init_attr *attr
             id->own_cqs = true;
         }
         ibv_qp *qp = create_qp(pd, &a, true);
-        attr->cap = a.cap;
+        *attr = a; // as librdmacm: the CQs and SRQ it chose, the caps made
         id->id.qp = qp;
         id->id.pd = pd;
         return 0;
@@ -704,7 +723,7 @@ VV_EXPORT int rdma_create_qp(rdma_cm_id *cid, ibv_pd *pd, ibv_qp_init_attr *attr
 }
 
 VV_EXPORT int rdma_create_qp_ex(rdma_cm_id *cid, ibv_qp_init_attr_ex *ex) {
-    if ((ex->comp_mask & ~static_cast<std::uint32_t>(IBV_QP_INIT_ATTR_PD)) || ex->srq) {
+    if (ex->comp_mask & ~static_cast<std::uint32_t>(IBV_QP_INIT_ATTR_PD)) {
         errno = EOPNOTSUPP;
         return -1;
     }
@@ -712,6 +731,7 @@ VV_EXPORT int rdma_create_qp_ex(rdma_cm_id *cid, ibv_qp_init_attr_ex *ex) {
     a.qp_context = ex->qp_context;
     a.send_cq = ex->send_cq;
     a.recv_cq = ex->recv_cq;
+    a.srq = ex->srq;
     a.cap = ex->cap;
     a.qp_type = ex->qp_type;
     a.sq_sig_all = ex->sq_sig_all;
@@ -848,11 +868,20 @@ VV_EXPORT int rdma_ack_cm_event(rdma_cm_event *event) {
     return 0;
 }
 
-VV_EXPORT int rdma_set_option(rdma_cm_id *, int level, int optname, void *, size_t) {
-    // TOS, REUSEADDR, AFONLY and the IB options are not settable on
+VV_EXPORT int rdma_set_option(rdma_cm_id *cid, int level, int optname, void *optval,
+                              size_t optlen) {
+    // The IB ACK timeout: the kernel takes it for any RC id and uses it
+    // only on InfiniBand and RoCE, so on an iWARP device it is accepted
+    // and changes nothing (TCP retransmits); newer perftest sets it.
+    if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_ACK_TIMEOUT) {
+        if (!optval || optlen != sizeof(std::uint8_t) || cid->qp_type != IBV_QPT_RC) {
+            errno = EINVAL;
+            return -1;
+        }
+        return 0;
+    }
+    // TOS, REUSEADDR, AFONLY and the IB path options are not settable on
     // viaduct's connections; say so as the kernel does for an unknown one.
-    (void)level;
-    (void)optname;
     errno = ENOSYS;
     return -1;
 }
@@ -1021,6 +1050,7 @@ VV_EXPORT int rdma_create_ep(rdma_cm_id **out, rdma_addrinfo *res, ibv_pd *pd,
 VV_EXPORT void rdma_destroy_ep(rdma_cm_id *cid) {
     Id *id = to_id(cid);
     rdma_destroy_qp(cid);
+    rdma_destroy_srq(cid);
     if (id->own_pd)
         ibv_dealloc_pd(id->own_pd);
     rdma_destroy_id(cid);
@@ -1101,17 +1131,49 @@ VV_EXPORT int rdma_join_multicast_ex(rdma_cm_id *, rdma_cm_join_mc_attr_ex *, vo
     return -1;
 }
 
-VV_EXPORT int rdma_create_srq(rdma_cm_id *, ibv_pd *, ibv_srq_init_attr *) {
-    errno = EOPNOTSUPP;
-    return -1;
+// An SRQ on the id (id->srq): the QP rdma_create_qp() makes on the id
+// receives from it, and rdma_post_recv() posts to it.
+VV_EXPORT int rdma_create_srq_ex(rdma_cm_id *cid, ibv_srq_init_attr_ex *attr) {
+    Id *id = to_id(cid);
+    return guarded(-1, [&] {
+        if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE))
+            throw viaduct::Error(EINVAL, "no SRQ type");
+        if (!id->ctx)
+            throw viaduct::Error(EINVAL, "the id has no device yet");
+        if (id->id.srq)
+            throw viaduct::Error(EINVAL, "the id has an SRQ");
+        if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
+            attr->pd = default_pd(id);
+            attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
+        }
+        if (attr->pd->context != id->id.verbs)
+            throw viaduct::Error(EINVAL, "the PD is of another device");
+        ibv_srq *srq = ibv_create_srq_ex(id->id.verbs, attr);
+        if (!srq)
+            throw viaduct::Error(errno, "cannot create the SRQ");
+        if (!id->id.pd)
+            id->id.pd = attr->pd;
+        id->id.srq = srq;
+        return 0;
+    });
 }
 
-VV_EXPORT int rdma_create_srq_ex(rdma_cm_id *, ibv_srq_init_attr_ex *) {
-    errno = EOPNOTSUPP;
-    return -1;
+VV_EXPORT int rdma_create_srq(rdma_cm_id *cid, ibv_pd *pd, ibv_srq_init_attr *attr) {
+    ibv_srq_init_attr_ex ex{};
+    ex.srq_context = attr->srq_context;
+    ex.attr = attr->attr;
+    ex.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
+    ex.srq_type = IBV_SRQT_BASIC;
+    ex.pd = pd;
+    int r = rdma_create_srq_ex(cid, &ex);
+    attr->attr = ex.attr;
+    return r;
 }
 
-VV_EXPORT void rdma_destroy_srq(rdma_cm_id *) {}
+VV_EXPORT void rdma_destroy_srq(rdma_cm_id *cid) {
+    if (cid->srq && ibv_destroy_srq(cid->srq) == 0)
+        cid->srq = nullptr;
+}
 
 VV_EXPORT int rdma_set_local_ece(rdma_cm_id *, ibv_ece *) {
     errno = EOPNOTSUPP;

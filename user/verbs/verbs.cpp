@@ -170,6 +170,12 @@ void fill_device_attr(Context &ctx, ibv_device_attr *da) {
     da->max_qp_init_rd_atom = static_cast<int>(l.max_ord);
     da->max_res_rd_atom = static_cast<int>(l.max_ird);
     da->atomic_cap = IBV_ATOMIC_NONE;
+    if (a.caps & VIADUCT_DEV_CAP_SRQ) {
+        // No count of their own: an SRQ costs what a QP's receive queue does.
+        da->max_srq = static_cast<int>(l.max_qp);
+        da->max_srq_wr = static_cast<int>(l.max_qp_wr);
+        da->max_srq_sge = static_cast<int>(l.max_sge);
+    }
     da->max_pkeys = 1;
     da->phys_port_cnt = 1;
 }
@@ -228,6 +234,8 @@ ibv_wc_opcode to_wc_opcode(std::uint8_t op) {
         return IBV_WC_RDMA_READ;
     case VIADUCT_WC_RECV_RDMA_WITH_IMM:
         return IBV_WC_RECV_RDMA_WITH_IMM;
+    case VIADUCT_WC_LOCAL_INV:
+        return IBV_WC_LOCAL_INV;
     default:
         return IBV_WC_RECV;
     }
@@ -260,6 +268,9 @@ int poll_cq(ibv_cq *ibcq, int num, ibv_wc *wc) {
                 if (c.flags & VIADUCT_WC_F_IMMEDIATE) {
                     w.wc_flags |= IBV_WC_WITH_IMM;
                     w.imm_data = htonl(c.imm_data);
+                } else if (c.flags & VIADUCT_WC_F_INVALIDATED) {
+                    w.wc_flags |= IBV_WC_WITH_INV;
+                    w.invalidated_rkey = c.invalidated_stag;
                 }
                 if (auto it = ctx.qps_by_handle.find(c.qp_handle); it != ctx.qps_by_handle.end())
                     w.qp_num = it->second->qp.qp_num;
@@ -318,8 +329,20 @@ int to_send_wr(const Qp &qp, const ibv_send_wr &w, viaduct::SendWr &out,
         out.remote_addr = w.wr.rdma.remote_addr;
         out.remote_stag = w.wr.rdma.rkey;
         break;
+    case IBV_WR_SEND_WITH_INV:
+        if (!(qp.caps & VIADUCT_DEV_CAP_SEND_INV))
+            return EINVAL;
+        out.opcode = viaduct::SendOp::SendWithInvalidate;
+        out.remote_stag = w.invalidate_rkey;
+        break;
+    case IBV_WR_LOCAL_INV:
+        if (!(qp.caps & VIADUCT_DEV_CAP_FAST_REG) || (w.send_flags & IBV_SEND_INLINE))
+            return EINVAL;
+        out.opcode = viaduct::SendOp::LocalInvalidate;
+        out.remote_stag = w.invalidate_rkey;
+        return 0; // no SGEs
     default:
-        return EINVAL; // atomics, memory windows, invalidation, TSO
+        return EINVAL; // atomics, memory windows, TSO
     }
     std::span<const viaduct::Sge> sges(reinterpret_cast<const viaduct::Sge *>(w.sg_list),
                                        static_cast<std::size_t>(w.num_sge));
@@ -406,11 +429,10 @@ int post_send(ibv_qp *ibqp, ibv_send_wr *wr, ibv_send_wr **bad) {
     return 0;
 }
 
-int post_recv(ibv_qp *ibqp, ibv_recv_wr *wr, ibv_recv_wr **bad) {
-    Qp &qp = *to_qp(ibqp);
+// Posts a receive WR list to @post (a QP's RQ or an SRQ), in batches.
+template <class Post> int post_recv_list(ibv_recv_wr *wr, ibv_recv_wr **bad, Post &&post) {
     std::array<viaduct::RecvWr, batch_max> batch;
     std::array<ibv_recv_wr *, batch_max> ibs;
-    auto post = [&](std::span<const viaduct::RecvWr> s) { qp.native->post_recv(s); };
     while (wr) {
         std::size_t n = 0;
         for (; wr && n < batch_max; wr = wr->next) {
@@ -433,9 +455,20 @@ int post_recv(ibv_qp *ibqp, ibv_recv_wr *wr, ibv_recv_wr **bad) {
     return 0;
 }
 
-int post_srq_recv(ibv_srq *, ibv_recv_wr *wr, ibv_recv_wr **bad) {
-    *bad = wr;
-    return EOPNOTSUPP;
+int post_recv(ibv_qp *ibqp, ibv_recv_wr *wr, ibv_recv_wr **bad) {
+    Qp &qp = *to_qp(ibqp);
+    if (qp.srq) {
+        *bad = wr; // its receives go to the SRQ (as rdma-core's providers answer)
+        return EINVAL;
+    }
+    return post_recv_list(wr, bad,
+                          [&](std::span<const viaduct::RecvWr> s) { qp.native->post_recv(s); });
+}
+
+int post_srq_recv(ibv_srq *ibsrq, ibv_recv_wr *wr, ibv_recv_wr **bad) {
+    Srq &srq = *to_srq(ibsrq);
+    return post_recv_list(wr, bad,
+                          [&](std::span<const viaduct::RecvWr> s) { srq.native->post_recv(s); });
 }
 
 ibv_mw *alloc_mw(ibv_pd *, ibv_mw_type) {
@@ -506,6 +539,12 @@ Cq *find_cq(Context &ctx, std::uint32_t handle) {
     return it == ctx.cqs_by_handle.end() ? nullptr : it->second;
 }
 
+Srq *find_srq(Context &ctx, std::uint32_t handle) {
+    std::shared_lock<std::shared_mutex> guard(ctx.qps_lock);
+    auto it = ctx.srqs_by_handle.find(handle);
+    return it == ctx.srqs_by_handle.end() ? nullptr : it->second;
+}
+
 } // namespace
 
 std::vector<std::string> device_names() {
@@ -518,14 +557,19 @@ std::vector<std::string> device_names() {
 ibv_qp *create_qp(ibv_pd *ibpd, ibv_qp_init_attr *attr, bool for_cm) {
     Pd &pd = *to_pd(ibpd);
     Context &ctx = *to_ctx(ibpd->context);
-    if (attr->qp_type != IBV_QPT_RC || attr->srq)
-        throw viaduct::Error(EOPNOTSUPP, "only RC QPs without SRQ");
+    if (attr->qp_type != IBV_QPT_RC)
+        throw viaduct::Error(EOPNOTSUPP, "only RC QPs");
     if (!attr->send_cq || !attr->recv_cq)
         throw viaduct::Error(EINVAL, "a QP needs a send and a receive CQ");
+    Srq *srq = attr->srq ? to_srq(attr->srq) : nullptr;
+    if (srq && srq->pd != &pd)
+        throw viaduct::Error(EINVAL, "the SRQ is of another PD");
     const viaduct::DeviceLimits &l = ctx.attr.limits;
     const ibv_qp_cap &c = attr->cap;
-    if (c.max_send_wr > l.max_qp_wr || c.max_recv_wr > l.max_qp_wr || c.max_send_sge > l.max_sge ||
-        c.max_recv_sge > l.max_sge || c.max_inline_data > l.max_inline)
+    // With an SRQ the receive capabilities are the SRQ's and ignored here.
+    if (c.max_send_wr > l.max_qp_wr || c.max_send_sge > l.max_sge ||
+        c.max_inline_data > l.max_inline ||
+        (!srq && (c.max_recv_wr > l.max_qp_wr || c.max_recv_sge > l.max_sge)))
         throw viaduct::Error(EINVAL, "QP capabilities beyond the device's");
     auto qp = std::make_unique<Qp>();
     qp->send_cq = to_cq(attr->send_cq);
@@ -533,6 +577,7 @@ ibv_qp *create_qp(ibv_pd *ibpd, ibv_qp_init_attr *attr, bool for_cm) {
     viaduct::QpConfig cfg;
     cfg.send_cq = &*qp->send_cq->native;
     cfg.recv_cq = &*qp->recv_cq->native;
+    cfg.srq = srq ? &*srq->native : nullptr;
     cfg.sq_depth = std::max(1u, c.max_send_wr);
     cfg.rq_depth = std::max(1u, c.max_recv_wr);
     cfg.max_send_sge = std::max(1u, c.max_send_sge);
@@ -555,8 +600,14 @@ ibv_qp *create_qp(ibv_pd *ibpd, ibv_qp_init_attr *attr, bool for_cm) {
     qp->cap.max_send_sge = caps.max_send_sge;
     qp->cap.max_recv_sge = caps.max_recv_sge;
     qp->cap.max_inline_data = caps.max_inline;
+    if (srq) {
+        qp->cap.max_recv_wr = 0;
+        qp->cap.max_recv_sge = 0;
+    }
     attr->cap = qp->cap;
     qp->pd = &pd;
+    qp->srq = srq;
+    qp->caps = ctx.attr.caps;
     qp->sq_sig_all = attr->sq_sig_all != 0;
     ibv_qp &q = qp->qp;
     q.context = ibpd->context;
@@ -564,6 +615,7 @@ ibv_qp *create_qp(ibv_pd *ibpd, ibv_qp_init_attr *attr, bool for_cm) {
     q.pd = ibpd;
     q.send_cq = attr->send_cq;
     q.recv_cq = attr->recv_cq;
+    q.srq = attr->srq;
     q.handle = qp->native->handle();
     q.qp_num = caps.qpn;
     q.state = for_cm ? IBV_QPS_INIT : IBV_QPS_RESET;
@@ -578,6 +630,8 @@ ibv_qp *create_qp(ibv_pd *ibpd, ibv_qp_init_attr *attr, bool for_cm) {
     pd.users++;
     qp->send_cq->users++;
     qp->recv_cq->users++;
+    if (srq)
+        srq->users++;
     return &qp.release()->qp;
 }
 
@@ -774,6 +828,18 @@ VV_EXPORT int ibv_get_async_event(ibv_context *c, ibv_async_event *event) {
                 event->element.port_num = 1;
                 return 0;
             }
+            if (ev->type == T::SrqLimit || ev->type == T::SrqError) {
+                Srq *srq = find_srq(ctx, ev->handle);
+                if (!srq)
+                    continue; // destroyed since
+                pthread_mutex_lock(&srq->srq.mutex);
+                srq->async_events++;
+                pthread_mutex_unlock(&srq->srq.mutex);
+                event->event_type =
+                    ev->type == T::SrqLimit ? IBV_EVENT_SRQ_LIMIT_REACHED : IBV_EVENT_SRQ_ERR;
+                event->element.srq = &srq->srq;
+                return 0;
+            }
             if (ev->type == T::CqError) {
                 Cq *cq = find_cq(ctx, ev->handle);
                 if (!cq)
@@ -832,6 +898,15 @@ VV_EXPORT void ibv_ack_async_event(ibv_async_event *event) {
         cq->async_events_completed++;
         pthread_cond_broadcast(&cq->cond);
         pthread_mutex_unlock(&cq->mutex);
+        return;
+    }
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_SRQ_LIMIT_REACHED: {
+        ibv_srq *srq = event->element.srq;
+        pthread_mutex_lock(&srq->mutex);
+        srq->events_completed++;
+        pthread_cond_broadcast(&srq->cond);
+        pthread_mutex_unlock(&srq->mutex);
         return;
     }
     case IBV_EVENT_QP_FATAL:
@@ -1132,6 +1207,7 @@ VV_EXPORT int ibv_query_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int, ibv_qp_init_att
         init->qp_context = ibqp->qp_context;
         init->send_cq = ibqp->send_cq;
         init->recv_cq = ibqp->recv_cq;
+        init->srq = ibqp->srq;
         init->cap = qp.cap;
         init->qp_type = IBV_QPT_RC;
         init->sq_sig_all = qp.sq_sig_all;
@@ -1154,25 +1230,95 @@ VV_EXPORT int ibv_destroy_qp(ibv_qp *ibqp) {
     qp->pd->users--;
     qp->send_cq->users--;
     qp->recv_cq->users--;
+    if (qp->srq)
+        qp->srq->users--;
     delete qp;
+    return 0;
+}
+
+// --- Shared receive queues ----------------------------------------------
+//
+// ibv_create_srq_ex() (an inline function) comes here for a basic SRQ on a
+// PD; XRC and tag-matching SRQs find no create_srq_ex in the context and
+// fail with EOPNOTSUPP, as on a device without them.
+
+VV_EXPORT ibv_srq *ibv_create_srq(ibv_pd *ibpd, ibv_srq_init_attr *init) {
+    return guarded<ibv_srq *>(nullptr, [&] {
+        Pd &pd = *to_pd(ibpd);
+        Context &ctx = *to_ctx(ibpd->context);
+        if (!(ctx.attr.caps & VIADUCT_DEV_CAP_SRQ))
+            throw viaduct::Error(EOPNOTSUPP, "no shared receive queues");
+        const ibv_srq_attr &a = init->attr;
+        const viaduct::DeviceLimits &l = ctx.attr.limits;
+        if (a.max_wr > l.max_qp_wr || a.max_sge > l.max_sge || a.srq_limit > a.max_wr)
+            throw viaduct::Error(EINVAL, "SRQ attributes beyond the device's");
+        auto srq = std::make_unique<Srq>();
+        viaduct::SrqConfig cfg;
+        cfg.depth = std::max(1u, a.max_wr);
+        cfg.max_sge = std::max(1u, a.max_sge);
+        cfg.user_data = reinterpret_cast<std::uintptr_t>(srq.get());
+        srq->native.emplace(pd.native, cfg);
+        if (a.srq_limit)
+            srq->native->arm_limit(a.srq_limit);
+        srq->pd = &pd;
+        init->attr.max_wr = srq->native->depth();
+        init->attr.max_sge = srq->native->max_sge();
+        ibv_srq &q = srq->srq;
+        q.context = ibpd->context;
+        q.srq_context = init->srq_context;
+        q.pd = ibpd;
+        q.handle = srq->native->handle();
+        pthread_mutex_init(&q.mutex, nullptr);
+        pthread_cond_init(&q.cond, nullptr);
+        {
+            std::unique_lock<std::shared_mutex> guard(ctx.qps_lock);
+            ctx.srqs_by_handle[q.handle] = srq.get();
+        }
+        pd.users++;
+        return &srq.release()->srq;
+    });
+}
+
+// Arms the limit (IBV_SRQ_LIMIT); the depth cannot change (IBV_SRQ_MAX_WR
+// is EOPNOTSUPP, as from a device without IBV_DEVICE_SRQ_RESIZE).
+VV_EXPORT int ibv_modify_srq(ibv_srq *ibsrq, ibv_srq_attr *attr, int mask) {
+    return guarded_err([&] {
+        const unsigned m = static_cast<unsigned>(mask);
+        if (m & ~static_cast<unsigned>(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
+            throw viaduct::Error(EINVAL, "unknown SRQ attribute");
+        if (m & IBV_SRQ_MAX_WR)
+            throw viaduct::Error(EOPNOTSUPP, "an SRQ cannot be resized");
+        if (m & IBV_SRQ_LIMIT)
+            to_srq(ibsrq)->native->arm_limit(attr->srq_limit);
+    });
+}
+
+VV_EXPORT int ibv_query_srq(ibv_srq *ibsrq, ibv_srq_attr *attr) {
+    return guarded_err([&] {
+        viaduct::SrqAttributes a = to_srq(ibsrq)->native->query();
+        attr->max_wr = a.depth;
+        attr->max_sge = a.max_sge;
+        attr->srq_limit = a.limit;
+    });
+}
+
+VV_EXPORT int ibv_destroy_srq(ibv_srq *ibsrq) {
+    Srq *srq = to_srq(ibsrq);
+    if (srq->users.load() > 0)
+        return EBUSY;
+    wait_events(ibsrq->mutex, ibsrq->cond, ibsrq->events_completed, srq->async_events);
+    {
+        Context &ctx = *to_ctx(ibsrq->context);
+        std::unique_lock<std::shared_mutex> guard(ctx.qps_lock);
+        ctx.srqs_by_handle.erase(ibsrq->handle);
+    }
+    srq->pd->users--;
+    delete srq;
     return 0;
 }
 
 // --- What iWARP (or viaduct) does not have ------------------------------
 
-VV_EXPORT ibv_srq *ibv_create_srq(ibv_pd *, ibv_srq_init_attr *) {
-    errno = EOPNOTSUPP;
-    return nullptr;
-}
-VV_EXPORT int ibv_modify_srq(ibv_srq *, ibv_srq_attr *, int) {
-    return EOPNOTSUPP;
-}
-VV_EXPORT int ibv_query_srq(ibv_srq *, ibv_srq_attr *) {
-    return EOPNOTSUPP;
-}
-VV_EXPORT int ibv_destroy_srq(ibv_srq *) {
-    return EOPNOTSUPP;
-}
 VV_EXPORT ibv_ah *ibv_create_ah(ibv_pd *, ibv_ah_attr *) {
     errno = EOPNOTSUPP;
     return nullptr;

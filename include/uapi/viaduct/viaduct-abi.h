@@ -148,7 +148,7 @@ struct viaduct_addr {
 #define VIADUCT_DEV_CAP_ZERO_COPY	(1U << 2)	/* large sends by reference */
 #define VIADUCT_DEV_CAP_CONVERT_SOCKET	(1U << 3)	/* CM_CONVERT_SOCKET */
 #define VIADUCT_DEV_CAP_P2P		(1U << 4)	/* RFC 6581 peer-to-peer RTR */
-#define VIADUCT_DEV_CAP_MW		(1U << 5)	/* memory windows: MW_BIND */
+#define VIADUCT_DEV_CAP_MW		(1U << 5)	/* memory windows: ALLOC_MW, BIND_MW */
 #define VIADUCT_DEV_CAP_SRQ		(1U << 6)	/* shared receive queues */
 #define VIADUCT_DEV_CAP_FAST_REG	(1U << 7)	/* ALLOC_MR, OP_FAST_REG, LOCAL_INV */
 #define VIADUCT_DEV_CAP_RELIABLE_RECEPTION (1U << 8)	/* VIPL Reliable Reception */
@@ -264,8 +264,13 @@ struct viaduct_device_attr {
 #define VIADUCT_ACCESS_LOCAL_WRITE	(1U << 0)
 #define VIADUCT_ACCESS_REMOTE_WRITE	(1U << 1)
 #define VIADUCT_ACCESS_REMOTE_READ	(1U << 2)
-#define VIADUCT_ACCESS_MW_BIND		(1U << 3)	/* EOPNOTSUPP: no memory windows */
+#define VIADUCT_ACCESS_MW_BIND		(1U << 3)	/* windows may be bound to it */
 #define VIADUCT_ACCESS_ALL		0xfU
+/*
+ * Binding a window only (never REG_MR): the window is addressed from 0
+ * (its first byte is address 0), not by the region's addresses.
+ */
+#define VIADUCT_ACCESS_ZERO_BASED	(1U << 4)
 
 #define VIADUCT_STAG_KEY_MASK		0xffU
 #define VIADUCT_STAG_INDEX_SHIFT	8
@@ -512,6 +517,25 @@ struct viaduct_sge {
  *   VIADUCT_OP_RDMA_READ_INV: an RDMA Read whose sink STag (a fast-register
  *     MR) is invalidated once the response is placed, before it completes
  *     (as VIADUCT_WC_RDMA_READ).
+ *
+ * VIADUCT_OP_BIND_MW (VIADUCT_DEV_CAP_MW): binds the window whose index
+ *   @remote_stag has (from ALLOC_MW) under the STag @remote_stag (the new
+ *   key in its low 8 bits) to exactly one SGE: the region's STag and the
+ *   range [addr, addr + length) of it the window covers. @imm_data holds
+ *   the window's rights (VIADUCT_ACCESS_REMOTE_READ and/or REMOTE_WRITE,
+ *   optionally VIADUCT_ACCESS_ZERO_BASED; VIADUCT_SQE_IMMEDIATE stays
+ *   clear); @remote_addr is 0. A type-2 window must be INVALID (new or
+ *   invalidated) and is bound to this QP: only this QP reaches memory
+ *   through it, and a Local Invalidate on it or a peer's Send with
+ *   Invalidate arriving on it unbinds it. A type-1 window is bound as by
+ *   BIND_MW (usable by every QP of the PD; a bound one is bound again;
+ *   an SGE of length 0 unbinds it). The bind takes effect in SQ order
+ *   before any later WR starts (the implicit fence of IT-API's link) and
+ *   completes as VIADUCT_WC_BIND_MW. Statuses: LOC_QP_OP_ERR (malformed:
+ *   not one SGE, bad rights bits, a @remote_addr), LOC_PROT_ERR (the
+ *   window is no window of the QP's PD or a bound type-2 one; the region
+ *   fails the check as for BIND_MW), LOC_LEN_ERR (a type-2 bind of
+ *   length 0); the QP then enters Error as for any failed WR.
  */
 #define VIADUCT_OP_SEND			0
 #define VIADUCT_OP_RDMA_WRITE		1
@@ -520,7 +544,8 @@ struct viaduct_sge {
 #define VIADUCT_OP_LOCAL_INV		4
 #define VIADUCT_OP_FAST_REG		5
 #define VIADUCT_OP_RDMA_READ_INV	6
-#define VIADUCT_OP_MAX			6
+#define VIADUCT_OP_BIND_MW		7
+#define VIADUCT_OP_MAX			7
 
 /* struct viaduct_sqe.flags */
 #define VIADUCT_SQE_SIGNALED		(1U << 0)	/* write a CQE on success */
@@ -566,6 +591,7 @@ struct viaduct_rqe {
 #define VIADUCT_WC_RECV_RDMA_WITH_IMM	4	/* RQ: the peer's RDMA Write with immediate data */
 #define VIADUCT_WC_LOCAL_INV		5
 #define VIADUCT_WC_FAST_REG		6
+#define VIADUCT_WC_BIND_MW		7
 
 /* CQE status */
 #define VIADUCT_WC_SUCCESS		0
@@ -665,8 +691,8 @@ struct viaduct_async_event {
  *
  * Errors, with nothing changed: EINVAL for no or unknown @flags, nonzero
  * reserved fields, bad access bits (REMOTE_WRITE needs LOCAL_WRITE, as
- * at REG_MR) or a region ALLOC_MR made; EOPNOTSUPP for
- * VIADUCT_ACCESS_MW_BIND; EACCES for a write right on a region whose
+ * at REG_MR) or a region ALLOC_MR made; EACCES for a write right on a
+ * region whose
  * pages were pinned for reading only (registered without LOCAL_WRITE:
  * register it again); ENOENT for an MR or PD handle that names nothing
  * (or a PD being destroyed).
@@ -682,6 +708,73 @@ struct viaduct_modify_mr {
 };
 
 #define VIADUCT_IOCTL_MODIFY_MR		_IOW(VIADUCT_IOCTL_MAGIC, 0x38, struct viaduct_modify_mr)
+
+/*
+ * Memory windows (VIADUCT_DEV_CAP_MW)
+ * -----------------------------------
+ * A window is an STag of its own onto part of a registered region, with
+ * remote rights of its own: it grants remote read and/or remote write of
+ * [addr, addr + length) of the region, and nothing local. Documentation/
+ * memory.rst, "Memory windows", has the rules.
+ *
+ *   ALLOC_MW: a window on a PD, of type 1 or 2 (@type), INVALID (unbound).
+ *     The STag's index is fixed for its life; each bind gives it a new key.
+ *
+ *   DEALLOC_MW (struct viaduct_handle): ends the window, bound or not; no
+ *     byte is reached through it once this returns.
+ *
+ *   BIND_MW: binds a type-1 window by a call: @mr_stag names a region of
+ *     the window's PD registered with VIADUCT_ACCESS_MW_BIND, [@addr,
+ *     @addr + @length) lies inside it, @access is VIADUCT_ACCESS_REMOTE_READ
+ *     and/or REMOTE_WRITE (remote read needs the region's local read,
+ *     which every region has; remote write its local write), optionally
+ *     with VIADUCT_ACCESS_ZERO_BASED. The window's STag becomes its index
+ *     with @key, returned in @stag. A type-1 window may be bound again
+ *     while bound (the old binding ends); @length 0 unbinds it. A type-1
+ *     window is usable through every QP of its PD and is never
+ *     invalidated (Local Invalidate, Send with Invalidate): it is unbound
+ *     by a bind. Errors: ENOENT (no such window), EINVAL (a type-2 window,
+ *     bad @access, reserved fields), EACCES (@mr_stag fails the check:
+ *     unknown STag or key, another PD, no MW_BIND right, not a registered
+ *     region, the rights or the range do not fit).
+ *
+ *   The same bind as a work request: VIADUCT_OP_BIND_MW, for both types
+ *   (a type-2 window is bound to the QP that executes it). See the SQ
+ *   opcodes below.
+ *
+ *   DEREG_MR of a region that windows are bound to fails with EBUSY: the
+ *   windows are invalidated, unbound or deallocated first (the verbs'
+ *   rule). A window keeps the region's pages pinned until it is bound
+ *   again or deallocated.
+ */
+#define VIADUCT_MW_TYPE_1		1
+#define VIADUCT_MW_TYPE_2		2
+
+struct viaduct_alloc_mw {
+	__u32 pd_handle;	/* in */
+	__u32 type;		/* in: VIADUCT_MW_TYPE_* */
+	__u8 key;		/* in: low 8 bits of the first STag */
+	__u8 reserved[3];
+	__u32 handle;		/* out */
+	__u32 stag;		/* out: INVALID until bound */
+	__u32 reserved2;
+};
+
+struct viaduct_bind_mw {
+	__u32 mw_handle;	/* in: a type-1 window */
+	__u32 mr_stag;		/* in: the region (its STag, with its key) */
+	__aligned_u64 addr;	/* in: the window's first byte in the region */
+	__aligned_u64 length;	/* in: bytes; 0 unbinds */
+	__u32 access;		/* in: VIADUCT_ACCESS_REMOTE_*, _ZERO_BASED */
+	__u8 key;		/* in: the key of the new binding */
+	__u8 reserved[3];
+	__u32 stag;		/* out: the window's STag, key @key */
+	__u32 reserved2;
+};
+
+#define VIADUCT_IOCTL_ALLOC_MW		_IOWR(VIADUCT_IOCTL_MAGIC, 0x34, struct viaduct_alloc_mw)
+#define VIADUCT_IOCTL_DEALLOC_MW	_IOW(VIADUCT_IOCTL_MAGIC, 0x35, struct viaduct_handle)
+#define VIADUCT_IOCTL_BIND_MW		_IOWR(VIADUCT_IOCTL_MAGIC, 0x36, struct viaduct_bind_mw)
 
 /*
  * Shared receive queues (VIADUCT_DEV_CAP_SRQ)

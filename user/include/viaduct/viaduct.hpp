@@ -120,6 +120,7 @@ struct VIADUCT_API DeviceAttributes {
     std::array<std::uint8_t, 6> hw_addr{};
     std::vector<Address> addresses;
     DeviceLimits limits;
+    std::uint32_t caps = 0; // VIADUCT_DEV_CAP_*: what the module does
 
     bool up() const noexcept { return (flags & VIADUCT_DEV_F_UP) != 0; }
     bool running() const noexcept { return (flags & VIADUCT_DEV_F_RUNNING) != 0; }
@@ -244,6 +245,8 @@ inline constexpr std::uint32_t local_write = VIADUCT_ACCESS_LOCAL_WRITE;
 inline constexpr std::uint32_t remote_write = VIADUCT_ACCESS_REMOTE_WRITE;
 inline constexpr std::uint32_t remote_read = VIADUCT_ACCESS_REMOTE_READ;
 inline constexpr std::uint32_t mw_bind = VIADUCT_ACCESS_MW_BIND;
+// Binding a window only: address 0 is the window's first byte.
+inline constexpr std::uint32_t zero_based = VIADUCT_ACCESS_ZERO_BASED;
 } // namespace access
 
 // [addr, addr + length) of this process, pinned and registered in a PD.
@@ -290,6 +293,7 @@ public:
     struct State;
 
 private:
+    friend class MemoryWindow;
     std::shared_ptr<State> state_;
 };
 
@@ -316,6 +320,56 @@ public:
 private:
     std::shared_ptr<MemoryRegion::State> state_;
     std::uint32_t max_pages_ = 0;
+};
+
+// Memory windows (VIADUCT_DEV_CAP_MW, Documentation/memory.rst): a window
+// is an STag of its own onto part of a MemoryRegion registered with
+// access::mw_bind, granting the peer remote read and/or write of that part
+// only. Type 1 is bound by a call (bind()) or by a SendOp::BindWindow WR
+// and is usable through every QP of the PD; type 2 is bound by a
+// BindWindow WR to the QP that executes it, usable only through that QP,
+// and unbound by a LocalInvalidate on it or a peer's SendWithInvalidate
+// arriving on it. The kernel refuses to deregister a region while windows
+// are bound to it: a window bound by bind() keeps its MemoryRegion's
+// registration until it is unbound or destroyed; for a window bound
+// through the send queue, invalidate or destroy it before its region (a
+// region destroyed first stays registered until the device is closed).
+enum class MwType : std::uint32_t {
+    Type1 = VIADUCT_MW_TYPE_1,
+    Type2 = VIADUCT_MW_TYPE_2,
+};
+
+class VIADUCT_API MemoryWindow {
+public:
+    MemoryWindow(const ProtectionDomain &pd, MwType type, std::uint8_t key = 0);
+
+    MemoryWindow(const MemoryWindow &) = delete;
+    MemoryWindow &operator=(const MemoryWindow &) = delete;
+    MemoryWindow(MemoryWindow &&) noexcept = default;
+    MemoryWindow &operator=(MemoryWindow &&) noexcept = default;
+    ~MemoryWindow() = default;
+
+    explicit operator bool() const noexcept { return state_ != nullptr; }
+    std::uint32_t handle() const;
+    // As allocated, then as the last bind() or unbind() left it; a bind
+    // through the send queue picks its own key (with_key()).
+    std::uint32_t stag() const;
+    MwType type() const;
+
+    // Type 1 only: binds @length bytes at @addr (an address of @mr) with
+    // @access (access::remote_read and/or remote_write, optionally
+    // access::zero_based) under the STag with @key; returns that STag.
+    // Error(EACCES) if @mr refuses (no mw_bind, the range, the rights),
+    // Error(EINVAL) for a type-2 window or bad rights.
+    std::uint32_t bind(const MemoryRegion &mr, std::uint64_t addr, std::uint64_t length,
+                       std::uint32_t access, std::uint8_t key);
+    // Type 1 only: ends the binding; the window reaches nothing.
+    void unbind();
+
+    struct State;
+
+private:
+    std::shared_ptr<State> state_;
 };
 
 // @stag's index with another 8-bit key: the STag a FastRegister names.
@@ -363,6 +417,7 @@ enum class WcOpcode : std::uint8_t {
     RecvRdmaWithImm = VIADUCT_WC_RECV_RDMA_WITH_IMM, // consumed by the peer's Write with imm
     LocalInvalidate = VIADUCT_WC_LOCAL_INV,
     FastRegister = VIADUCT_WC_FAST_REG,
+    BindWindow = VIADUCT_WC_BIND_MW,
 };
 
 enum class WcStatus : std::uint8_t {
@@ -561,6 +616,12 @@ enum class SendOp : std::uint8_t {
     // An RDMA Read whose sink STag (a FastRegRegion's) is invalidated once
     // the data is placed.
     RdmaReadWithInvalidate = VIADUCT_OP_RDMA_READ_INV,
+    // Binds the MemoryWindow of remote_stag's index under the STag
+    // remote_stag to the one SGE's range of a MemoryRegion (its lkey),
+    // with fast_reg_access (access::remote_read/remote_write, optionally
+    // access::zero_based). A type-2 window is bound to this QP; a type-1
+    // one is unbound by an SGE of length 0. Later WRs start after it.
+    BindWindow = VIADUCT_OP_BIND_MW,
 };
 
 // A send-queue work request. Non-empty @inline_data is copied into the
@@ -577,7 +638,7 @@ struct SendWr {
     std::optional<std::uint32_t> imm_data{};
     std::uint64_t remote_addr = 0;     // RDMA Write and Read
     std::uint32_t remote_stag = 0;     // and the STag a SendWithInvalidate ends
-    std::uint32_t fast_reg_access = 0; // FastRegister: access::* of the new registration
+    std::uint32_t fast_reg_access = 0; // FastRegister, BindWindow: access::* it grants
 };
 
 struct RecvWr {

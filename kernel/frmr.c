@@ -267,6 +267,7 @@ u8 vd_frmr_register(struct vd_tpt *tpt, struct vd_pd *pd, u32 qpn, u32 stag,
 	view->pages = l.pages;
 
 	kref_init(&inst->ref);
+	seqcount_init(&inst->attr_seq);
 	inst->tpt = tpt;
 	inst->pd = vd_pd_get(pd);
 	inst->stag = stag;

@@ -269,6 +269,7 @@ int vd_mw_bind(struct vd_tpt *tpt, struct vd_pd *pd, u32 qpn, u32 mw_stag,
 		goto err_mr;
 	}
 	kref_init(&inst->ref);
+	seqcount_init(&inst->attr_seq);
 	inst->tpt = tpt;
 	inst->pd = vd_pd_get(pd);
 	inst->stag = mw_stag;

@@ -11,7 +11,9 @@
  * either took their reference before the count reached zero (and keep the
  * region, with its pages, alive until they put it) or fail. The structure
  * is freed with kfree_rcu(), so a racing reader never touches freed memory.
- * Fields other than @state never change after the region is published.
+ * Fields other than @state never change after the region is published,
+ * but for the PD and rights of a REG_MR region, which vd_mr_modify()
+ * changes together under the region's @attr_seq.
  */
 #include <linux/bug.h>
 #include <linux/err.h>
@@ -208,6 +210,7 @@ struct vd_mr *vd_stag_insert(struct vd_tpt *tpt, struct vd_pd *pd,
 		goto err_detach;
 	}
 	kref_init(&mr->ref);
+	seqcount_init(&mr->attr_seq);
 	mr->tpt = tpt;
 	mr->pd = vd_pd_get(pd);
 	mr->access = access;
@@ -546,6 +549,90 @@ void vd_mr_deregister(struct vd_mr *mr)
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_mr_deregister);
 
+/**
+ * vd_mr_modify() - change the PD and rights of a region in place (MODIFY_MR)
+ * @mr: a VD_STAG_MR region, registered; the caller holds a reference and
+ *      serialises the changes of one region (the handle table's lock)
+ * @pd: the PD to move it to, referenced by the caller; or @mr's own
+ * @access: the VIADUCT_ACCESS_* it grants from now on
+ *
+ * The STag, address and pages stay. The PD and the rights change in one
+ * step against vd_tpt_check(): a check sees the old pair or the new one.
+ * A copy that passed its check before goes on to its vd_mr_use_end(); if
+ * the change took a right away or moved the region, the caller waits for
+ * such copies with vd_mr_wait_uses() (outside its lock) before it reports
+ * the change done.
+ *
+ * Context: Process context.
+ * Return: 1 if the change narrowed what the region allows (wait), 0 if
+ * not; or, with nothing changed, -EINVAL (a region of another type, bad
+ * access bits, REMOTE_WRITE without LOCAL_WRITE), -EACCES (a write right
+ * on pages pinned for reading only), -ENOENT (@pd is being destroyed).
+ */
+int vd_mr_modify(struct vd_mr *mr, struct vd_pd *pd, u32 access)
+{
+	int rights = vd_mr_access_rights(access);
+	struct vd_pd *old = mr->pd;
+	unsigned long flags;
+	bool narrower;
+
+	if (mr->type != VD_STAG_MR)
+		return -EINVAL;
+	if (rights < 0)
+		return rights;
+	if ((rights & (VD_RIGHT_LOCAL_WRITE | VD_RIGHT_REMOTE_WRITE)) &&
+	    mr->umem && !mr->umem->writable)
+		return -EACCES;
+	if (pd != old) {
+		if (vd_pd_attach(pd))
+			return -ENOENT;
+		vd_pd_get(pd);
+	}
+
+	narrower = pd != old || (mr->rights & ~rights);
+	/* a reader in any context spins on an odd count: keep it short */
+	local_irq_save(flags);
+	write_seqcount_begin(&mr->attr_seq);
+	WRITE_ONCE(mr->pd, pd);
+	WRITE_ONCE(mr->access, access);
+	WRITE_ONCE(mr->rights, rights);
+	write_seqcount_end(&mr->attr_seq);
+	local_irq_restore(flags);
+
+	/*
+	 * A copy checked against the old PD is in the region's pages, which
+	 * stay; the old PD may go as soon as nothing else uses it.
+	 */
+	if (pd != old) {
+		vd_pd_detach(old);
+		vd_pd_put(old);
+	}
+	return narrower;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_mr_modify);
+
+/**
+ * vd_mr_wait_uses() - wait for the copies open at a change to end
+ * @mr: the region, referenced by the caller
+ *
+ * After vd_mr_modify() narrowed the region: waits (bounded, as
+ * deregistration) until no vd_mr_use_begin() bracket is open, so that
+ * nothing only the old rights or PD allowed is still in progress. New
+ * brackets may open meanwhile under the new rights, so this is not a
+ * quiesce and never warns.
+ *
+ * Context: Process context; may sleep.
+ */
+void vd_mr_wait_uses(struct vd_mr *mr)
+{
+	might_sleep();
+	/* the new pair written before, @users read after */
+	smp_mb();
+	wait_var_event_timeout(&mr->users, !atomic_read(&mr->users),
+			       VD_MR_QUIESCE_TIMEOUT);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_mr_wait_uses);
+
 /* Steps 1 and 2 of the check. Under rcu_read_lock(). */
 static struct vd_mr *vd_tpt_lookup(struct vd_tpt *tpt, u32 stag)
 {
@@ -565,15 +652,18 @@ static enum vd_access_status vd_mr_check(const struct vd_mr *mr,
 					 const struct vd_pd *pd, u32 qpn,
 					 u32 rights, u64 addr, u64 length)
 {
+	const struct vd_pd *mr_pd;
+	u32 mr_rights;
 	u64 off;
 
 	if (unlikely(READ_ONCE(mr->state) != VD_MR_VALID))
 		return VD_ACCESS_INVALID_STATE;
-	if (unlikely(mr->pd != pd))
+	vd_mr_attrs(mr, &mr_pd, &mr_rights);
+	if (unlikely(mr_pd != pd))
 		return VD_ACCESS_PD_MISMATCH;
 	if (unlikely(mr->type == VD_STAG_MW2 && mr->qpn != qpn))
 		return VD_ACCESS_QP_MISMATCH;
-	if (unlikely(!rights || (rights & ~mr->rights)))
+	if (unlikely(!rights || (rights & ~mr_rights)))
 		return VD_ACCESS_RIGHTS;
 	/* Bytes addr .. addr + length - 1 must be addressable: no wrap. */
 	if (unlikely(length - 1 > U64_MAX - addr))

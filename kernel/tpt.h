@@ -24,6 +24,7 @@
 #include <linux/kref.h>
 #include <linux/llist.h>
 #include <linux/rcupdate.h>
+#include <linux/seqlock.h>
 #include <linux/types.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
@@ -123,7 +124,13 @@ struct vd_mr {
 	struct vd_tpt *tpt;
 	struct vd_pd *pd;		/* referenced */
 	u32 stag;
-	u32 access;			/* VIADUCT_ACCESS_* as registered */
+	/*
+	 * @pd, @access and @rights change together under @attr_seq
+	 * (vd_mr_modify(), a REG_MR region only); the check reads them
+	 * inside it. READ_ONCE/WRITE_ONCE.
+	 */
+	seqcount_t attr_seq;
+	u32 access;			/* VIADUCT_ACCESS_* */
 	u32 rights;			/* VD_RIGHT_*, derived from @access */
 	u8 state;			/* enum vd_mr_state, READ_ONCE/WRITE_ONCE */
 	u8 type;			/* enum vd_stag_type */
@@ -173,6 +180,8 @@ struct vd_mr *vd_stag_insert(struct vd_tpt *tpt, struct vd_pd *pd,
 			     u32 access, u8 key, enum vd_stag_type type,
 			     u32 qpn, bool valid);
 void vd_mr_deregister(struct vd_mr *mr);
+int vd_mr_modify(struct vd_mr *mr, struct vd_pd *pd, u32 access);
+void vd_mr_wait_uses(struct vd_mr *mr);
 void vd_mr_instance_end(struct vd_mr *inst);
 void vd_mr_put(struct vd_mr *mr);
 
@@ -189,6 +198,30 @@ static inline struct vd_mr *vd_mr_get(struct vd_mr *mr)
 {
 	kref_get(&mr->ref);
 	return mr;
+}
+
+/**
+ * vd_mr_attrs() - the PD and rights of a region, of one moment
+ * @mr: the region
+ * @pd: set to its PD (compare it, do not dereference it without a
+ *      reference of your own)
+ * @rights: set to its VD_RIGHT_*
+ *
+ * vd_mr_modify() changes both together; read them through this, never one
+ * by one.
+ *
+ * Context: Any context; does not sleep.
+ */
+static inline void vd_mr_attrs(const struct vd_mr *mr,
+			       const struct vd_pd **pd, u32 *rights)
+{
+	unsigned int seq;
+
+	do {
+		seq = read_seqcount_begin(&mr->attr_seq);
+		*pd = READ_ONCE(mr->pd);
+		*rights = READ_ONCE(mr->rights);
+	} while (read_seqcount_retry(&mr->attr_seq, seq));
 }
 
 bool vd_mr_use_begin(struct vd_mr *mr);

@@ -159,7 +159,7 @@ static VD_IOCTL_HANDLER(ioctl_query_device)
 		     VIADUCT_DEV_CAP_CONVERT_SOCKET | VIADUCT_DEV_CAP_P2P |
 		     VIADUCT_DEV_CAP_SEND_INV | VIADUCT_DEV_CAP_FAST_REG |
 		     VIADUCT_DEV_CAP_LOCAL_FENCE | VIADUCT_DEV_CAP_SRQ |
-		     VIADUCT_DEV_CAP_MW;
+		     VIADUCT_DEV_CAP_MW | VIADUCT_DEV_CAP_MODIFY_MR;
 	if (vd_zc_min())
 		attr->caps |= VIADUCT_DEV_CAP_ZERO_COPY;
 	return vd_uarg_reply(uarg, attr, sizeof(*attr));
@@ -241,6 +241,7 @@ static const struct vd_ioctl vd_ioctls[] = {
 	VD_IOCTL(ALLOC_MW, vd_umw_alloc_mw, VD_IOCTL_DEV),
 	VD_IOCTL(DEALLOC_MW, vd_uobj_dealloc_mw, VD_IOCTL_DEV_GONE),
 	VD_IOCTL(BIND_MW, vd_umw_bind_mw, VD_IOCTL_DEV),
+	VD_IOCTL(MODIFY_MR, vd_umr_modify_mr, VD_IOCTL_DEV),
 	VD_IOCTL(CREATE_SRQ, vd_usrq_create, VD_IOCTL_DEV),
 	VD_IOCTL(MODIFY_SRQ, vd_usrq_modify, VD_IOCTL_DEV),
 	VD_IOCTL(QUERY_SRQ, vd_usrq_query, VD_IOCTL_DEV),

@@ -205,6 +205,7 @@ long vd_uobj_create_mr(struct vd_uctx *ctx, const struct vd_uobj_mr_req *req,
 		       const struct vd_uarg *uarg);
 VD_IOCTL_HANDLER(vd_umr_reg_mr);
 VD_IOCTL_HANDLER(vd_umr_alloc_mr);
+VD_IOCTL_HANDLER(vd_umr_modify_mr);
 /* umw.c: memory windows (ALLOC_MW, BIND_MW); DEALLOC_MW is uobj.c's. */
 VD_IOCTL_HANDLER(vd_umw_alloc_mw);
 VD_IOCTL_HANDLER(vd_umw_bind_mw);

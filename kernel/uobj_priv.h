@@ -2,7 +2,7 @@
 /*
  * Inside the handle table (uobj.h): the entry that tags an object with its
  * type, and the table's helpers for the files that hold the commands of
- * one object type (ucq.c, uqp.c) and for the reports (uobj_report.c).
+ * one object type (ucq.c, uqp.c, umr.c) and for the reports (uobj_report.c).
  * uobj.c owns the table; the functions are documented (kernel-doc) at
  * their definitions there. Nothing outside the handle table's files
  * includes this header.

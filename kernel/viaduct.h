@@ -23,7 +23,12 @@
 #define VD_MAX_QP		16384U
 #define VD_MAX_SRQ		16384U		/* per context (limits.c) */
 #define VD_MAX_QP_WR		16384U		/* WQEs per SQ or RQ */
-#define VD_MAX_SGE		16U
+/*
+ * SGEs per WQE: the VI Architecture's 252 data segments per descriptor
+ * (VIPL guide 5.4). A queue's slots are sized for what its creator asks,
+ * so a QP of few SGEs pays nothing for the limit; 252 fit a 4 KiB slot.
+ */
+#define VD_MAX_SGE		252U
 #define VD_MAX_INLINE		256U		/* bytes */
 #define VD_MAX_ORD		32U
 #define VD_MAX_IRD		32U

@@ -19,6 +19,9 @@
  * local fence; page lists that are refused (not contiguous, too long,
  * memory of no MR of the PD).
  *
+ * MODIFY_MR: a peer's RDMA Write allowed once the region's remote write
+ * right is given, refused with the Terminate once it is taken away.
+ *
  * Access ends when the application ends it: DEREG_MR of the source of a
  * 16 MiB RDMA Read Response being streamed, then a canary written over
  * it, which never reaches the reader.
@@ -649,6 +652,56 @@ TEST_F_TIMEOUT(mem, zcopy_flush_in_flight, XF_TIMEOUT_S)
 TEST_F_TIMEOUT(mem, local_inv_plain_mr_refused, XF_TIMEOUT_S)
 {
 	local_inv(_metadata, &self->b, self->b.stag, VIADUCT_WC_LOC_PROT_ERR);
+}
+
+/*
+ * MODIFY_MR on a live connection: a region of b registered without remote
+ * rights takes a peer's RDMA Write once the right is given, keeping its
+ * STag, and refuses the next one, with the Terminate of a tagged buffer
+ * whose STag the stream may not use (DDP 0x1102), once it is taken away;
+ * nothing is placed.
+ */
+TEST_F_TIMEOUT(mem, modify_mr_rights, XF_TIMEOUT_S)
+{
+	struct viaduct_modify_mr m = { .flags = VIADUCT_MODIFY_MR_ACCESS };
+	struct xf_sge src = { 0, 256 };
+	unsigned char *dst = self->b.buf + 4 * PG;
+	struct viaduct_async_event ev;
+	struct viaduct_query_qp q;
+	__u32 stag = 0;
+	int h, i;
+
+	EXPECT_TRUE(self->b.attr.caps & VIADUCT_DEV_CAP_MODIFY_MR);
+	h = vd_reg_mr(self->b.fd, self->b.pd, dst, 2 * PG,
+		      VIADUCT_ACCESS_LOCAL_WRITE, &stag);
+	ASSERT_LT(0, h);
+	m.handle = h;
+	m.access = VIADUCT_ACCESS_LOCAL_WRITE | VIADUCT_ACCESS_REMOTE_WRITE;
+	ASSERT_EQ(0, vd_ioctl(self->b.fd, VIADUCT_IOCTL_MODIFY_MR, &m));
+	memset(dst, 0xcc, 2 * PG);
+	write_then_mark(_metadata, self, stag, (unsigned long)dst + 100, 256, 11);
+	EXPECT_EQ(0, memcmp(dst + 100, self->a.buf, 256));
+	EXPECT_EQ(0xcc, dst[99]);
+	EXPECT_EQ(0xcc, dst[356]);
+
+	/* local write only again: the same STag no longer takes a Write */
+	m.access = VIADUCT_ACCESS_LOCAL_WRITE;
+	ASSERT_EQ(0, vd_ioctl(self->b.fd, VIADUCT_IOCTL_MODIFY_MR, &m));
+	memset(dst, 0xcc, 2 * PG);
+	xf_fill(self->a.buf, 256, 12);
+	xf_post_send(&self->a, 64, VIADUCT_OP_RDMA_WRITE, VIADUCT_SQE_SIGNALED,
+		     &src, 1, stag, (unsigned long)dst + 100);
+	ASSERT_EQ(0, vd_wait_async(self->b.fd, VIADUCT_EVENT_QP_ACCESS_ERR,
+				   self->b.q.c.handle, &ev, XF_WAIT_MS));
+	EXPECT_EQ(0x1102U, ev.detail);
+	ASSERT_EQ(0, vd_query_qp(self->b.fd, self->b.q.c.handle, &q));
+	EXPECT_EQ(VIADUCT_QPS_ERROR, q.state);
+	EXPECT_EQ(0x1102U, q.terminate);
+	for (i = 0; i < (int)(2 * PG); i++)
+		if (dst[i] != 0xcc)
+			break;
+	EXPECT_EQ((int)(2 * PG), i) TH_LOG("byte %d was written", i);
+	EXPECT_EQ(0, vd_dereg_mr(self->b.fd, h));
 }
 
 /* Memory windows. b binds windows onto its buffer through a second MR. */

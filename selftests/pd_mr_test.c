@@ -2,7 +2,7 @@
 /*
  * Protection domains and memory registration: the errno of every bad
  * argument of CREATE_PD, DESTROY_PD, REG_MR and DEREG_MR (table), destroy
- * order, STags, and what registration pins and charges: one byte at every
+ * order, STags, MODIFY_MR, and what registration pins and charges: one byte at every
  * offset of a page, page-crossing ranges, 64 MiB, overlapping regions, and
  * regions whose memory is unmapped while registered.
  */
@@ -541,6 +541,93 @@ TEST_F(res, many_pds_and_mrs)
 	vd_testdev_close(&self->dev);
 	vd_snap_drop_file(&self->before);
 	vd_snap_expect_back(&self->before, 3000, "many_pds_and_mrs, after close");
+}
+
+static int modify_mr(int fd, __u32 mr, __u32 flags, __u32 access, __u32 pd)
+{
+	struct viaduct_modify_mr m = {
+		.handle = mr, .flags = flags, .access = access, .pd_handle = pd,
+	};
+
+	return vd_ioctl(fd, VIADUCT_IOCTL_MODIFY_MR, &m);
+}
+
+#define MOD_ACCESS	VIADUCT_MODIFY_MR_ACCESS
+#define MOD_PD		VIADUCT_MODIFY_MR_PD
+
+/*
+ * MODIFY_MR: rights and PD change in place, the STag stays; every bad
+ * argument is refused with nothing changed. (What a peer's access sees
+ * after a change is in mem_test.)
+ */
+TEST_F(res, modify_mr)
+{
+	char *buf = map_anon(VD_PAGE);
+	char *ro = mmap(NULL, VD_PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct viaduct_alloc_mr fr = { .max_pages = 1 };
+	struct viaduct_reg_mr r = { .length = 100, .access = LW, .key = 7 };
+	int pd, pd2, ro_mr;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_NE(MAP_FAILED, ro);
+	pd = vd_create_pd(self->fd);
+	ASSERT_LT(0, pd);
+	pd2 = vd_create_pd(self->fd);
+	ASSERT_LT(0, pd2);
+	r.addr = (unsigned long)buf;
+	r.pd_handle = pd;
+	ASSERT_EQ(0, vd_ioctl(self->fd, VIADUCT_IOCTL_REG_MR, &r));
+	ro_mr = vd_reg_mr(self->fd, pd, ro, 64, RR, NULL);
+	ASSERT_LT(0, ro_mr);
+	fr.pd_handle = pd;
+	ASSERT_EQ(0, vd_ioctl(self->fd, VIADUCT_IOCTL_ALLOC_MR, &fr));
+
+	/* every right a region can have, and back */
+	EXPECT_EQ(0, modify_mr(self->fd, r.handle, MOD_ACCESS, LW | RW | RR, 0));
+	EXPECT_EQ(0, modify_mr(self->fd, r.handle, MOD_ACCESS, 0, 0));
+	EXPECT_EQ(0, modify_mr(self->fd, r.handle, MOD_ACCESS, LW | RW, 0));
+	EXPECT_EQ(0, modify_mr(self->fd, ro_mr, MOD_ACCESS, 0, 0));
+	EXPECT_EQ(0, modify_mr(self->fd, ro_mr, MOD_ACCESS, RR, 0));
+
+	/* refused, nothing changed */
+	EXPECT_EQ(-EINVAL, modify_mr(self->fd, r.handle, 0, 0, 0));
+	EXPECT_EQ(-EINVAL, modify_mr(self->fd, r.handle, 4, LW, 0));
+	EXPECT_EQ(-EINVAL, modify_mr(self->fd, r.handle, MOD_ACCESS, RW, 0));
+	EXPECT_EQ(-EINVAL, modify_mr(self->fd, r.handle, MOD_ACCESS, RW | RR, 0));
+	EXPECT_EQ(-EINVAL, modify_mr(self->fd, r.handle, MOD_ACCESS, LW | 0x10, 0));
+	EXPECT_EQ(-EINVAL, modify_mr(self->fd, r.handle, MOD_ACCESS, 0x80000000U, 0));
+	/* the window right, as at REG_MR */
+	EXPECT_EQ(0, modify_mr(self->fd, r.handle, MOD_ACCESS, LW | MW, 0));
+	/* a field the flags do not name must be zero */
+	EXPECT_EQ(-EINVAL, modify_mr(self->fd, r.handle, MOD_PD, LW, pd2));
+	EXPECT_EQ(-EINVAL, modify_mr(self->fd, r.handle, MOD_ACCESS, LW, pd2));
+	/* pages pinned for reading only take no write right */
+	EXPECT_EQ(-EACCES, modify_mr(self->fd, ro_mr, MOD_ACCESS, LW, 0));
+	EXPECT_EQ(-EACCES, modify_mr(self->fd, ro_mr, MOD_ACCESS, LW | RW, 0));
+	/* only REG_MR's regions */
+	EXPECT_EQ(-EINVAL, modify_mr(self->fd, fr.handle, MOD_ACCESS, LW, 0));
+	/* handles of nothing, or of the wrong type */
+	EXPECT_EQ(-ENOENT, modify_mr(self->fd, 0, MOD_ACCESS, LW, 0));
+	EXPECT_EQ(-ENOENT, modify_mr(self->fd, pd, MOD_ACCESS, LW, 0));
+	EXPECT_EQ(-ENOENT, modify_mr(self->fd, ~0U, MOD_ACCESS, LW, 0));
+	EXPECT_EQ(-ENOENT, modify_mr(self->fd, r.handle, MOD_PD, 0, r.handle));
+	EXPECT_EQ(-ENOENT, modify_mr(self->fd, r.handle, MOD_PD, 0, ~0U));
+
+	/* to the other PD: the first loses a user, the second gains one */
+	EXPECT_EQ(0, modify_mr(self->fd, r.handle, MOD_PD | MOD_ACCESS, LW, pd2));
+	EXPECT_EQ(0, vd_dereg_mr(self->fd, ro_mr));
+	EXPECT_EQ(0, vd_dereg_mr(self->fd, fr.handle));
+	EXPECT_EQ(0, vd_destroy_pd(self->fd, pd));
+	EXPECT_EQ(-EBUSY, vd_destroy_pd(self->fd, pd2));
+	/* a destroyed PD takes nothing */
+	EXPECT_EQ(-ENOENT, modify_mr(self->fd, r.handle, MOD_PD, 0, pd));
+	/* moving to the PD it is on changes nothing */
+	EXPECT_EQ(0, modify_mr(self->fd, r.handle, MOD_PD, 0, pd2));
+	EXPECT_EQ(0, vd_dereg_mr(self->fd, r.handle));
+	EXPECT_EQ(0, vd_destroy_pd(self->fd, pd2));
+	EXPECT_EQ(-ENOENT, modify_mr(self->fd, r.handle, MOD_ACCESS, LW, 0));
+	munmap(ro, VD_PAGE);
+	vd_snap_expect_back(&self->before, 3000, "modify_mr");
 }
 
 TEST_HARNESS_MAIN

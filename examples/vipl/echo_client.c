@@ -80,8 +80,8 @@ int main(int argc, char **argv)
 	make_address(&local, na.LocalNicAddress, na.NicAddressLen, "echo-client");
 	lookup_address(nic, &remote, server, disc);
 	/* the server may not be waiting yet: VIP_NO_MATCH until it is */
-	for (tries = 0; tries < 100; tries++) {
-		r = VipConnectRequest(vi, &local.a, &remote.a, 5000, &rva);
+	for (tries = 0; tries < 600; tries++) {
+		r = VipConnectRequest(vi, &local.a, &remote.a, 30000, &rva);
 		if (r != VIP_NO_MATCH)
 			break;
 		usleep(100000);
@@ -99,10 +99,10 @@ int main(int argc, char **argv)
 			memset(rbuf, 0, size);
 			fill_desc(sd, 0, sbuf, (VIP_UINT32)size, mem.mh);
 			CHECK(VipPostSend(vi, sd, mem.mh));
-			CHECK(VipSendWait(vi, 30000, &d));
+			CHECK(VipSendWait(vi, VIP_INFINITE, &d));
 			if (d != sd)
 				goto wrong;
-			r = VipRecvWait(vi, 30000, &d);
+			r = VipRecvWait(vi, VIP_INFINITE, &d);
 			if (r != VIP_SUCCESS || d != rd) {
 				fprintf(stderr, "receive of %zu bytes: %s, status %#x\n", size,
 					ret_name(r), d ? d->CS.Status : 0);

@@ -80,7 +80,7 @@ int main(int argc, char **argv)
 	}
 	make_address(&local, na.LocalNicAddress, na.NicAddressLen, ldisc);
 	lookup_address(nic, &remote, host, rdisc);
-	CHECK(VipConnectPeerRequest(vi, &local.a, &remote.a, 60000));
+	CHECK(VipConnectPeerRequest(vi, &local.a, &remote.a, 240000));
 	if (use_wait) {
 		r = VipConnectPeerWait(vi, &rva);
 	} else {
@@ -104,8 +104,8 @@ int main(int argc, char **argv)
 		}
 		fill_desc(sd, 0, sbuf, (VIP_UINT32)len, mem.mh);
 		CHECK(VipPostSend(vi, sd, mem.mh));
-		CHECK(VipSendWait(vi, 30000, &d));
-		r = VipRecvWait(vi, 30000, &d);
+		CHECK(VipSendWait(vi, VIP_INFINITE, &d));
+		r = VipRecvWait(vi, VIP_INFINITE, &d);
 		if (r != VIP_SUCCESS || d != rd[next]) {
 			fprintf(stderr, "receive: %s\n", ret_name(r));
 			return 1;

@@ -29,7 +29,7 @@ static VIP_DESCRIPTOR *complete(VIP_VI_HANDLE vi, int recv)
 	VIP_RETURN r;
 
 	if (use_wait)
-		r = recv ? VipRecvWait(vi, 30000, &d) : VipSendWait(vi, 30000, &d);
+		r = recv ? VipRecvWait(vi, VIP_INFINITE, &d) : VipSendWait(vi, VIP_INFINITE, &d);
 	else
 		do
 			r = recv ? VipRecvDone(vi, &d) : VipSendDone(vi, &d);
@@ -117,8 +117,8 @@ int main(int argc, char **argv)
 		CHECK(VipNSInit(nic, NULL));
 		make_address(&local, na.LocalNicAddress, na.NicAddressLen, "pingpong-client");
 		lookup_address(nic, &remote, server, disc);
-		for (tries = 0; tries < 100; tries++) {
-			r = VipConnectRequest(vi, &local.a, &remote.a, 5000, &rva);
+		for (tries = 0; tries < 600; tries++) {
+			r = VipConnectRequest(vi, &local.a, &remote.a, 30000, &rva);
 			if (r != VIP_NO_MATCH)
 				break;
 			usleep(100000);

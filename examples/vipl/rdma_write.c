@@ -26,7 +26,7 @@ struct target {
 static VIP_DESCRIPTOR *wait_done(VIP_VI_HANDLE vi, int recv)
 {
 	VIP_DESCRIPTOR *d = NULL;
-	VIP_RETURN r = recv ? VipRecvWait(vi, 30000, &d) : VipSendWait(vi, 30000, &d);
+	VIP_RETURN r = recv ? VipRecvWait(vi, VIP_INFINITE, &d) : VipSendWait(vi, VIP_INFINITE, &d);
 
 	if (r != VIP_SUCCESS) {
 		fprintf(stderr, "%s: %s, status %#x\n", recv ? "receive" : "send", ret_name(r),
@@ -142,8 +142,8 @@ int main(int argc, char **argv)
 		CHECK(VipNSInit(nic, NULL));
 		make_address(&local, na.LocalNicAddress, na.NicAddressLen, "rdmaw-client");
 		lookup_address(nic, &remote, server, disc);
-		for (tries = 0; tries < 100; tries++) {
-			r = VipConnectRequest(vi, &local.a, &remote.a, 5000, &rva);
+		for (tries = 0; tries < 600; tries++) {
+			r = VipConnectRequest(vi, &local.a, &remote.a, 30000, &rva);
 			if (r != VIP_NO_MATCH)
 				break;
 			usleep(100000);

@@ -168,6 +168,11 @@ static void abi_resource_structs(struct kunit *test)
 		     FIELD(struct viaduct_reg_mr, handle, 28, 4),
 		     FIELD(struct viaduct_reg_mr, stag, 32, 4),
 		     FIELD(struct viaduct_reg_mr, reserved2, 36, 4));
+	CHECK_LAYOUT(test, viaduct_modify_mr, 16,
+		     FIELD(struct viaduct_modify_mr, handle, 0, 4),
+		     FIELD(struct viaduct_modify_mr, flags, 4, 4),
+		     FIELD(struct viaduct_modify_mr, access, 8, 4),
+		     FIELD(struct viaduct_modify_mr, pd_handle, 12, 4));
 	CHECK_LAYOUT(test, viaduct_create_cq, 40,
 		     FIELD(struct viaduct_create_cq, user_data, 0, 8),
 		     FIELD(struct viaduct_create_cq, entries, 8, 4),
@@ -427,6 +432,7 @@ static const struct ioctl_case ioctl_cases[] = {
 	IOCTL_CASE(VIADUCT_IOCTL_ALLOC_MW, _IOC_READ | _IOC_WRITE, 0x34, viaduct_alloc_mw),
 	IOCTL_CASE(VIADUCT_IOCTL_DEALLOC_MW, _IOC_WRITE, 0x35, viaduct_handle),
 	IOCTL_CASE(VIADUCT_IOCTL_BIND_MW, _IOC_READ | _IOC_WRITE, 0x36, viaduct_bind_mw),
+	IOCTL_CASE(VIADUCT_IOCTL_MODIFY_MR, _IOC_WRITE, 0x38, viaduct_modify_mr),
 	IOCTL_CASE(VIADUCT_IOCTL_CREATE_SRQ, _IOC_READ | _IOC_WRITE, 0x40, viaduct_create_srq),
 	IOCTL_CASE(VIADUCT_IOCTL_MODIFY_SRQ, _IOC_WRITE, 0x41, viaduct_modify_srq),
 	IOCTL_CASE(VIADUCT_IOCTL_QUERY_SRQ, _IOC_READ | _IOC_WRITE, 0x42, viaduct_query_srq),

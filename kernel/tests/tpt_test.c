@@ -1237,6 +1237,54 @@ static void tpt_test_access_ends(struct kunit *test)
 	vd_mr_use_end(mr);
 }
 
+/* MODIFY_MR: rights and PD change together, the STag stays. */
+static void tpt_test_modify(struct kunit *test)
+{
+	struct tpt_fixture *f = test->priv;
+	const u32 lw = VIADUCT_ACCESS_LOCAL_WRITE;
+	const u32 rw = lw | VIADUCT_ACCESS_REMOTE_WRITE;
+	struct vd_mr *mr = reg(test, f->pd, BASE, LEN, lw, KEY);
+	struct vd_mr *fr = reg_fr(test, f->pd, BASE, LEN, rw, KEY);
+	u32 stag = mr->stag;
+
+	KUNIT_EXPECT_EQ(test, check(test, stag, f->pd, VD_RIGHT_REMOTE_WRITE,
+				    BASE, 1), VD_ACCESS_RIGHTS);
+	/* wider: nothing to wait for */
+	KUNIT_EXPECT_EQ(test, vd_mr_modify(mr, f->pd, rw), 0);
+	KUNIT_EXPECT_EQ(test, mr->stag, stag);
+	KUNIT_EXPECT_EQ(test, check(test, stag, f->pd, VD_RIGHT_REMOTE_WRITE,
+				    BASE, 1), VD_ACCESS_OK);
+
+	/* refused, nothing changed */
+	KUNIT_EXPECT_EQ(test, vd_mr_modify(mr, f->pd,
+					   VIADUCT_ACCESS_REMOTE_WRITE),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, vd_mr_modify(mr, f->pd, 0x100), -EINVAL);
+	KUNIT_EXPECT_EQ(test, vd_mr_modify(fr, f->pd, lw), -EINVAL);
+	KUNIT_EXPECT_EQ(test, mr->access, rw);
+	KUNIT_EXPECT_EQ(test, atomic_read(&f->pd->users), 2);
+
+	/* to the other PD: users move, the old PD no longer matches */
+	KUNIT_EXPECT_EQ(test, vd_mr_modify(mr, f->pd2,
+					   VIADUCT_ACCESS_REMOTE_READ), 1);
+	vd_mr_wait_uses(mr);
+	KUNIT_EXPECT_EQ(test, atomic_read(&f->pd->users), 1);
+	KUNIT_EXPECT_EQ(test, atomic_read(&f->pd2->users), 1);
+	KUNIT_EXPECT_EQ(test, check(test, stag, f->pd, VD_RIGHT_LOCAL_READ,
+				    BASE, 1), VD_ACCESS_PD_MISMATCH);
+	KUNIT_EXPECT_EQ(test, check(test, stag, f->pd2, VD_RIGHT_REMOTE_READ,
+				    BASE, 1), VD_ACCESS_OK);
+	KUNIT_EXPECT_EQ(test, check(test, stag, f->pd2, VD_RIGHT_LOCAL_WRITE,
+				    BASE, 1), VD_ACCESS_RIGHTS);
+	/* a destroyed PD takes no region */
+	dereg(test, fr);
+	KUNIT_EXPECT_EQ(test, vd_pd_try_destroy(f->pd), 0);
+	KUNIT_EXPECT_EQ(test, vd_mr_modify(mr, f->pd, lw), -ENOENT);
+	KUNIT_EXPECT_EQ(test, mr->pd, f->pd2);
+	dereg(test, mr);
+	KUNIT_EXPECT_EQ(test, atomic_read(&f->pd2->users), 0);
+}
+
 static struct kunit_case tpt_test_cases[] = {
 	KUNIT_CASE(tpt_test_access_rights),
 	KUNIT_CASE(tpt_test_rights_matrix),
@@ -1259,6 +1307,7 @@ static struct kunit_case tpt_test_cases[] = {
 	KUNIT_CASE(tpt_test_ref_outlives_dereg),
 	KUNIT_CASE(tpt_test_check_without_ref),
 	KUNIT_CASE(tpt_test_pd_users),
+	KUNIT_CASE(tpt_test_modify),
 	KUNIT_CASE(tpt_test_max_mr),
 	KUNIT_CASE(tpt_test_status_maps),
 	KUNIT_CASE(tpt_test_rcu_race),

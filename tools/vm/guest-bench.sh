@@ -15,8 +15,8 @@
 # (write and read bandwidth at 64 KiB and 1 MiB, 8-byte send and write
 # latency, 64-byte write message rate on 1 and 8 QPs, viaduct with and
 # without --polled), perftest on vd0 through libviaduct-verbs beside
-# viaduct-perf posting as perftest does, VIPL's ping-pong example beside
-# the native and siw Send latency, iperf3 between the same hosts as the
+# viaduct-perf posting as perftest does, VIPL's ping-pong and stream examples beside
+# the native and siw Send latency and write bandwidth, iperf3 between the same hosts as the
 # ceiling (run VD_BENCH_TCP_RUNS times, 3 by default, interleaved with the
 # RDMA steps; the median counts) and viaduct-tcplat's 8-byte TCP
 # ping-pong (blocking and busy-polling) as the latency floor.
@@ -348,6 +348,19 @@ else
 	say "ERROR: vipl-pingpong missing: $vipl_pp"
 	dp_failed=1
 fi
+# VIPL streaming RDMA Write (examples/vipl/vipl-stream, 128 in flight as
+# viaduct-perf's default depth) beside the native and siw write bandwidth.
+vipl_st=$VD_BUILD/cmake/examples/vipl/vipl-stream
+if [[ -x $vipl_st ]]; then
+	for sz in 65536 1048576; do
+		say "data path: VIPL write bw $sz"
+		DP_PORT=none dp_pair "vipl-bw$sz" 'waiting' "$vipl_st" -s -S "$sz" -- \
+			"$vipl_st" -c "$peer" -S "$sz" -n "$bw_iters" -t 128 || dp_fail "vipl-bw$sz"
+	done
+else
+	say "ERROR: vipl-stream missing: $vipl_st"
+	dp_failed=1
+fi
 
 for ((k = 3; k <= tcp_runs; k++)); do
 	tcp_run "$k"
@@ -388,6 +401,11 @@ dp_get vd_r1l1 vd-rate1-l1 64 5
 # vipl-pingpong: "... (half round trip: median X us)"
 res[vipl_lsend]=$(awk '/half round trip: median/ { v = $(NF - 1) } END { if (v != "") print v; else exit 1 }' \
 	"$dp/vipl-lat-send.out" 2>/dev/null) || res[vipl_lsend]=ERR
+# vipl-stream: "... average X MB/sec"
+for sz in 65536 1048576; do
+	res[vipl_bw$sz]=$(awk '/average [0-9.]+ MB\/sec/ { v = $(NF - 1) } END { if (v != "") print v; else exit 1 }' \
+		"$dp/vipl-bw$sz.out" 2>/dev/null) || res[vipl_bw$sz]=ERR
+done
 dp_get vd_r8l1 vd-rate8-l1 64 5
 dp_get vd_r1l16 vd-rate1-l16 64 5
 dp_get siw_bw64k siw-bw64k 65536 4
@@ -489,13 +507,18 @@ vrow() {
 
 {
 	echo
-	echo "VIPL (libvipl, examples/vipl/vipl-pingpong, completion by polling) beside viaduct-perf"
-	echo "(native) and perftest on siw: 8-byte Send ping-pong, median half round trip in us."
+	echo "VIPL (libvipl, examples/vipl, completion by polling) beside viaduct-perf (native) and"
+	echo "perftest on siw: vipl-pingpong's 8-byte Send ping-pong (median half round trip, us) and"
+	echo "vipl-stream's RDMA Write stream (128 in flight, MB/s of 2^20 bytes)."
 	printf -- '-%.0s' {1..88}
 	echo
 	printf '   %-28s %-5s %10s %10s %12s %10s\n' metric unit VIPL native VIPL/native siw
 	printf '   %-28s %-5s %10s %10s %12s %10s\n' "send lat 8 B" us "${res[vipl_lsend]}" \
 		"${res[vd_lsend]}" "$(ratio "${res[vipl_lsend]}" "${res[vd_lsend]}")" "${res[siw_lsend]}"
+	printf '   %-28s %-5s %10s %10s %12s %10s\n' "write bw 64 KiB" MB/s "${res[vipl_bw65536]}" \
+		"${res[vd_bw64k]}" "$(ratio "${res[vipl_bw65536]}" "${res[vd_bw64k]}")" "${res[siw_bw64k]}"
+	printf '   %-28s %-5s %10s %10s %12s %10s\n' "write bw 1 MiB" MB/s "${res[vipl_bw1048576]}" \
+		"${res[vd_bw1m]}" "$(ratio "${res[vipl_bw1048576]}" "${res[vd_bw1m]}")" "${res[siw_bw1m]}"
 	printf -- '-%.0s' {1..88}
 	echo
 } >>"$out"

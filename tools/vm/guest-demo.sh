@@ -86,6 +86,8 @@ if [[ -x $vipl/vipl-echo-server ]]; then
 	pair 'waiting' "$vipl/vipl-pingpong" -s -n 2000 -S 64 -- \
 		"$vipl/vipl-pingpong" -c "$h2" -n 2000 -S 64
 	pair 'waiting' "$vipl/vipl-rdma-write" -s -- "$vipl/vipl-rdma-write" -c "$h2"
+	pair 'waiting' "$vipl/vipl-stream" -s -S 65536 -- \
+		"$vipl/vipl-stream" -c "$h2" -S 65536 -n 500
 	pair '' "$vipl/vipl-peer" -a "$(vd_host_ip4 1)" -l b -r a -w -- \
 		"$vipl/vipl-peer" -a "$h2" -l a -r b
 fi

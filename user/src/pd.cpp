@@ -27,6 +27,23 @@ Error reg_error(int err, std::uint64_t length) {
     }
 }
 
+Error modify_error(int err) {
+    switch (err) {
+    case EACCES:
+        return Error(err, "cannot change the region's rights: a write right on memory "
+                          "registered without local write (register it again)");
+    case EINVAL:
+        return Error(err, "cannot change the region's rights: bad access rights (remote "
+                          "write needs local write), or a fast-register region");
+    case EOPNOTSUPP:
+    case ENOTTY:
+        return Error(EOPNOTSUPP, "the module cannot change a registered region in place "
+                                 "(no VIADUCT_DEV_CAP_MODIFY_MR: an older module)");
+    default:
+        return detail::call_error(err, "change a registered region");
+    }
+}
+
 } // namespace
 
 ProtectionDomain::State::~State() {
@@ -102,6 +119,37 @@ std::uint64_t MemoryRegion::length() const {
 
 std::uint32_t MemoryRegion::access() const {
     return checked(state_).access;
+}
+
+std::uint32_t MemoryRegion::pd_handle() const {
+    return checked(state_).pd->handle;
+}
+
+void MemoryRegion::modify(std::uint32_t access) {
+    const State &s = checked(state_);
+    viaduct_modify_mr m{};
+    m.handle = s.handle;
+    m.flags = VIADUCT_MODIFY_MR_ACCESS;
+    m.access = access;
+    if (int err = detail::do_ioctl(s.pd->dev->fd.get(), VIADUCT_IOCTL_MODIFY_MR, &m))
+        throw modify_error(err);
+    state_->access = access;
+}
+
+void MemoryRegion::modify(const ProtectionDomain &pd, std::uint32_t access) {
+    const State &s = checked(state_);
+    auto pds = pd.state();
+    if (pds->dev != s.pd->dev)
+        throw Error(EINVAL, "cannot move a region to a protection domain of another device");
+    viaduct_modify_mr m{};
+    m.handle = s.handle;
+    m.flags = VIADUCT_MODIFY_MR_ACCESS | VIADUCT_MODIFY_MR_PD;
+    m.access = access;
+    m.pd_handle = pds->handle;
+    if (int err = detail::do_ioctl(s.pd->dev->fd.get(), VIADUCT_IOCTL_MODIFY_MR, &m))
+        throw modify_error(err);
+    state_->access = access;
+    state_->pd = std::move(pds);
 }
 
 Sge MemoryRegion::sge() const {

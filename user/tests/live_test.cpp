@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <set>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -199,4 +200,46 @@ TEST_F(LiveDevice, MoveAndSharedStateKeepTheContextOpen) {
     EXPECT_TRUE(is_open(fd)) << "closed while shared state was still held";
     state.reset();
     EXPECT_FALSE(is_open(fd)) << "the last reference did not close the context";
+}
+
+// MODIFY_MR through MemoryRegion::modify(): rights and PD change in place,
+// the STag stays; a refused change changes nothing.
+TEST_F(LiveDevice, MemoryRegionModifyKeepsTheStag) {
+    namespace access = viaduct::access;
+    Device dev = Device::open(entry_.name);
+    viaduct::ProtectionDomain pd(dev), pd2(dev);
+    std::vector<std::byte> buf(8192);
+    viaduct::MemoryRegion mr(pd, std::span(buf), access::local_write, 0x42);
+    const std::uint32_t stag = mr.stag();
+
+    mr.modify(access::local_write | access::remote_write | access::remote_read);
+    EXPECT_EQ(stag, mr.stag());
+    EXPECT_EQ(access::local_write | access::remote_write | access::remote_read, mr.access());
+    try {
+        mr.modify(access::remote_write);
+        FAIL() << "remote write without local write was accepted";
+    } catch (const viaduct::Error &e) {
+        EXPECT_EQ(EINVAL, e.errnum());
+    }
+    EXPECT_EQ(access::local_write | access::remote_write | access::remote_read, mr.access());
+
+    mr.modify(pd2, access::local_write);
+    EXPECT_EQ(stag, mr.stag());
+    EXPECT_EQ(pd2.handle(), mr.pd_handle());
+    EXPECT_EQ(access::local_write, mr.access());
+
+    // read-only pages take no write right
+    void *ro = ::mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, ro);
+    {
+        viaduct::MemoryRegion rmr(pd, ro, 4096, access::remote_read);
+        try {
+            rmr.modify(access::local_write);
+            FAIL() << "a write right on read-only pages was accepted";
+        } catch (const viaduct::Error &e) {
+            EXPECT_EQ(EACCES, e.errnum());
+        }
+        EXPECT_EQ(access::remote_read, rmr.access());
+    }
+    ::munmap(ro, 4096);
 }

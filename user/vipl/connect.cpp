@@ -25,6 +25,11 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// How long the connection manager may take to report what it must report
+// (an accepted connection established, a disconnect done): a bound for a
+// lost event, never a measure of speed, so generous for a loaded host.
+constexpr auto cm_bound = 120s;
+
 struct NetAddr {
     std::vector<std::uint8_t> host, disc;
 };
@@ -572,7 +577,7 @@ VIP_RETURN VipConnectAccept(VIP_CONN_HANDLE ConnHandle, VIP_VI_HANDLE ViHandle) 
     try {
         auto pd = encode(msg_of(*vi, MsgKind::Accept));
         c->id->accept(*vi->qp, options(*vi->nic, pd));
-        auto ev = c->next(Clock::now() + 30s);
+        auto ev = c->next(Clock::now() + cm_bound);
         if (ev && ev->type == viaduct::CmEventType::Established) {
             c->established = true;
             std::lock_guard<std::mutex> g(vi->cm_mu);
@@ -671,7 +676,7 @@ VIP_RETURN VipDisconnect(VIP_VI_HANDLE ViHandle) {
                     wr.opcode = viaduct::SendOp::RdmaRead;
                     wr.sge = std::span<const viaduct::Sge>(&zero, 1);
                     vi->qp->post_send(wr);
-                    for (int i = 0; i < 3000 && !vi->sq.barrier; i++) {
+                    for (int i = 0; i < 30000 && !vi->sq.barrier; i++) {
                         drain(vi->sq);
                         if (!vi->sq.barrier)
                             std::this_thread::sleep_for(1ms);
@@ -679,6 +684,7 @@ VIP_RETURN VipDisconnect(VIP_VI_HANDLE ViHandle) {
                 }
                 c->id->disconnect(!idle_sq);
                 for (;;) {
+                    // then an abortive close: the peer may never answer
                     auto ev = c->next(Clock::now() + 5s);
                     if (!ev) {
                         c->id->disconnect(true);
@@ -695,7 +701,7 @@ VIP_RETURN VipDisconnect(VIP_VI_HANDLE ViHandle) {
         c->id.reset();
     }
     // Closing ends on its own; then flush what is posted and go Idle
-    for (int i = 0; i < 500; i++) {
+    for (int i = 0; i < 6000; i++) {
         try {
             auto st = vi->qp->query().state;
             if (st == viaduct::QpState::Idle)
@@ -796,7 +802,7 @@ VIP_RETURN VipConnectPeerRequest(VIP_VI_HANDLE ViHandle, VIP_NET_ADDRESS *LocalA
         if (wait_matched(nic, w, deadline, &raw->peer.cancel)) {
             r = w->result;
             if (r == VIP_SUCCESS) {
-                auto ev = w->conn->next(Clock::now() + 30s);
+                auto ev = w->conn->next(Clock::now() + cm_bound);
                 if (ev && ev->type == viaduct::CmEventType::Established) {
                     attrs_of(w->msg, &raw->peer.remote);
                     w->conn->established = true;

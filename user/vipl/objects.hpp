@@ -43,6 +43,8 @@ struct Ptag : Object {
     std::atomic<int> users{0}; // VIs and regions
 };
 
+// A registered region. @ptag and the Enable flags change under the NIC's
+// @mem_mu (VipSetMemAttributes); the rest is fixed.
 struct Mem {
     viaduct::MemoryRegion mr;
     std::shared_ptr<Ptag> ptag;
@@ -240,6 +242,16 @@ struct Nic : Object {
         std::shared_lock<std::shared_mutex> g(mem_mu);
         auto it = mems.find(handle);
         return it == mems.end() ? nullptr : it->second;
+    }
+    // And the region's tag of the moment (VipSetMemAttributes changes it
+    // under @mem_mu).
+    std::shared_ptr<Mem> find_mem(std::uint32_t handle, const Ptag **tag) {
+        std::shared_lock<std::shared_mutex> g(mem_mu);
+        auto it = mems.find(handle);
+        if (it == mems.end())
+            return nullptr;
+        *tag = it->second->ptag.get();
+        return it->second;
     }
     void raise(VIP_ERROR_DESCRIPTOR ed);
     void run();

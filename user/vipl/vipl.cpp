@@ -27,6 +27,12 @@ using Clock = std::chrono::steady_clock;
 // Descriptors per work queue; the send ring has room for the trailing
 // Reads of Reliable Reception too.
 constexpr std::uint32_t queue_depth = 256;
+// Data segments per descriptor: the guide's minimum (5.4), which the
+// device's SGE limit meets; every VI's slots hold that many (4 KiB each).
+constexpr std::uint32_t max_data_segments = 252;
+// Bytes per descriptor (MaxTransferSize): what the examples exchange in
+// every size class and verify (vipl_test.sh); the module takes up to 2 GiB.
+constexpr std::uint64_t max_transfer = std::uint64_t{4} << 20;
 constexpr auto wait_slice = 100ms;
 
 Registry &registry() {
@@ -398,7 +404,7 @@ bool readable_attrs(const VIP_VI_ATTRIBUTES *a) {
 VIP_RETURN check_vi_attrs(Nic &nic, const VIP_VI_ATTRIBUTES &a, std::shared_ptr<Ptag> &ptag) {
     if (!valid_reliability(a.ReliabilityLevel))
         return VIP_INVALID_RELIABILITY_LEVEL;
-    if (a.MaxTransferSize > nic.attr.limits.max_msg_size)
+    if (a.MaxTransferSize > std::min(nic.attr.limits.max_msg_size, max_transfer))
         return VIP_INVALID_MTU;
     ptag = ptag_of(nic, a.Ptag);
     if (!ptag)
@@ -420,7 +426,7 @@ std::unique_ptr<viaduct::QueuePair> make_qp(Nic &nic, Vi &vi, const VIP_VI_ATTRI
     cfg.recv_cq = &vi.rq.ncq->cq;
     cfg.sq_depth = 2 * queue_depth;
     cfg.rq_depth = queue_depth;
-    cfg.max_send_sge = std::min(nic.attr.limits.max_sge, 16u);
+    cfg.max_send_sge = std::min(nic.attr.limits.max_sge, max_data_segments);
     cfg.max_recv_sge = cfg.max_send_sge;
     // Reliable Reception is this library's (a zero-length RDMA Read behind
     // each Send and Write, Documentation/vipl.rst); the module refuses it
@@ -555,10 +561,10 @@ VIP_RETURN VipQueryNic(VIP_NIC_HANDLE NicHandle, VIP_NIC_ATTRIBUTES *a) {
     a->MaxRegisterBlockBytes = static_cast<VIP_ULONG>(l.max_mr_size);
     a->MaxVI = l.max_qp;
     a->MaxDescriptorsPerQueue = queue_depth;
-    a->MaxSegmentsPerDesc = std::min(l.max_sge, 16u) + 1; // and the address segment
+    a->MaxSegmentsPerDesc = std::min(l.max_sge, max_data_segments) + 1; // and the AS
     a->MaxCQ = l.max_cq;
     a->MaxCQEntries = l.max_cqe / 2;
-    a->MaxTransferSize = static_cast<VIP_ULONG>(l.max_msg_size);
+    a->MaxTransferSize = static_cast<VIP_ULONG>(std::min(l.max_msg_size, max_transfer));
     a->NativeMTU = nic->attr.mtu;
     a->MaxPtags = l.max_pd;
     a->ReliabilityLevelSupport =
@@ -652,8 +658,8 @@ VIP_RETURN VipDeregisterMem(VIP_NIC_HANDLE NicHandle, VIP_PVOID VirtualAddress,
             return VIP_INVALID_PARAMETER;
         mem = std::move(it->second);
         nic->mems.erase(it);
+        mem->ptag->users--;
     }
-    mem->ptag->users--;
     return VIP_SUCCESS;
 }
 
@@ -666,14 +672,18 @@ VIP_RETURN VipQueryMem(VIP_NIC_HANDLE NicHandle, VIP_PVOID Address, VIP_MEM_HAND
     const auto a = reinterpret_cast<std::uintptr_t>(Address);
     if (!mem || a < mem->addr || a >= mem->addr + mem->length)
         return VIP_INVALID_PARAMETER;
+    std::shared_lock<std::shared_mutex> g(nic->mem_mu);
     MemAttribs->Ptag = mem->ptag == nic->default_ptag ? nullptr : mem->ptag.get();
     MemAttribs->EnableRdmaWrite = mem->rdma_write;
     MemAttribs->EnableRdmaRead = mem->rdma_read;
     return VIP_SUCCESS;
 }
 
+// Every attribute may change: the region keeps its memory handle (its
+// STag, which a peer may hold) and the module changes the tag and the
+// rights in place, both or neither (MemoryRegion::modify()).
 VIP_RETURN VipSetMemAttributes(VIP_NIC_HANDLE NicHandle, VIP_PVOID Address,
-                               VIP_MEM_HANDLE MemHandle, VIP_MEM_ATTRIBUTES *MemAttribs) {
+                               VIP_MEM_HANDLE MemHandle, VIP_MEM_ATTRIBUTES *MemAttribs) try {
     auto nic = nic_of(NicHandle);
     if (!nic || !MemAttribs)
         return VIP_INVALID_PARAMETER;
@@ -684,13 +694,31 @@ VIP_RETURN VipSetMemAttributes(VIP_NIC_HANDLE NicHandle, VIP_PVOID Address,
     auto ptag = ptag_of(*nic, MemAttribs->Ptag);
     if (!ptag)
         return VIP_INVALID_PTAG;
-    // The memory handle is the region's STag, which the peer may hold:
-    // new rights or a new tag would need a new STag, which the handle
-    // cannot follow. Only the attributes the region has are accepted.
-    if (ptag != mem->ptag || (MemAttribs->EnableRdmaWrite != 0) != mem->rdma_write ||
-        (MemAttribs->EnableRdmaRead != 0) != mem->rdma_read)
-        return VIP_ERROR_RESOURCE;
+    std::unique_lock<std::shared_mutex> g(nic->mem_mu);
+    if (auto it = nic->mems.find(MemHandle); it == nic->mems.end() || it->second != mem)
+        return VIP_INVALID_PARAMETER; // deregistered meanwhile
+    // memory registered read-only stays so: the NIC never writes it
+    std::uint32_t access = mem->mr.access() & viaduct::access::local_write;
+    if (MemAttribs->EnableRdmaWrite) {
+        if (!access)
+            return VIP_INVALID_PARAMETER;
+        access |= viaduct::access::remote_write;
+    }
+    if (MemAttribs->EnableRdmaRead)
+        access |= viaduct::access::remote_read;
+    if (ptag == mem->ptag) {
+        mem->mr.modify(access);
+    } else {
+        mem->mr.modify(ptag->pd, access);
+        ptag->users++;
+        mem->ptag->users--;
+        mem->ptag = std::move(ptag);
+    }
+    mem->rdma_write = MemAttribs->EnableRdmaWrite != 0;
+    mem->rdma_read = MemAttribs->EnableRdmaRead != 0;
     return VIP_SUCCESS;
+} catch (const viaduct::Error &e) {
+    return resource(e);
 }
 
 VIP_RETURN VipCreateCQ(VIP_NIC_HANDLE NicHandle, VIP_ULONG EntryCount, VIP_CQ_HANDLE *CQHandle) {
@@ -948,10 +976,11 @@ static VIP_RETURN post(Vi &vi, WorkQueue &wq, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE 
     if (!d)
         return VIP_INVALID_PARAMETER;
     const auto at = reinterpret_cast<std::uintptr_t>(d);
-    auto mem = vi.nic->find_mem(mh);
+    const Ptag *tag = nullptr;
+    auto mem = vi.nic->find_mem(mh, &tag);
     // The descriptor must lie in the region its handle names, of the VI's
     // tag: otherwise it is not touched at all (Post Descriptor Error).
-    if (at % VIP_DESCRIPTOR_ALIGNMENT || !mem || mem->ptag != vi.ptag || at < mem->addr ||
+    if (at % VIP_DESCRIPTOR_ALIGNMENT || !mem || tag != vi.ptag.get() || at < mem->addr ||
         at + sizeof(VIP_CONTROL_SEGMENT) > mem->addr + mem->length) {
         async_error(vi, VIP_ERROR_POST_DESC, d, wq.recv);
         return VIP_SUCCESS;
@@ -959,9 +988,11 @@ static VIP_RETURN post(Vi &vi, WorkQueue &wq, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE 
     const unsigned segs = static_cast<unsigned>(std::min<std::uint64_t>(
         (mem->addr + mem->length - at - sizeof(VIP_CONTROL_SEGMENT)) / sizeof(VIP_DATA_SEGMENT),
         0xffff));
-    const unsigned max_sge = vi.qp->caps().max_send_sge;
+    // what the slots hold, at most what the SGE array below holds
+    const unsigned max_sge = std::min(vi.qp->caps().max_send_sge, max_data_segments);
+    const unsigned max_recv_sge = std::min(vi.qp->caps().max_recv_sge, max_data_segments);
     const bool rr = !wq.recv && vi.attrs.ReliabilityLevel == VIP_SERVICE_RELIABLE_RECEPTION;
-    DescCheck c = wq.recv ? check_recv(*d, segs, vi.qp->caps().max_recv_sge)
+    DescCheck c = wq.recv ? check_recv(*d, segs, max_recv_sge)
                           : check_send(*d, segs, max_sge, vi.attrs.MaxTransferSize, true);
     std::atomic_ref<VIP_UINT32>(d->CS.Status).store(0, std::memory_order_relaxed);
 
@@ -986,7 +1017,7 @@ static VIP_RETURN post(Vi &vi, WorkQueue &wq, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE 
         return local_error(c.error);
 
     const bool rdma = c.op == VIP_STATUS_OP_RDMA_WRITE || c.op == VIP_STATUS_OP_RDMA_READ;
-    std::array<viaduct::Sge, 16> sge;
+    std::array<viaduct::Sge, max_data_segments> sge;
     for (unsigned i = 0; i < c.nds; i++) {
         const VIP_DATA_SEGMENT *ds = segment(*d, i + (rdma ? 1u : 0u));
         sge[i] = {ds->Data.AddressBits, ds->Length, ds->Handle};

@@ -154,6 +154,7 @@ struct viaduct_addr {
 #define VIADUCT_DEV_CAP_RELIABLE_RECEPTION (1U << 8)	/* VIPL Reliable Reception */
 #define VIADUCT_DEV_CAP_SEND_INV	(1U << 9)	/* VIADUCT_OP_SEND_INV, WC_F_INVALIDATED */
 #define VIADUCT_DEV_CAP_LOCAL_FENCE	(1U << 10)	/* VIADUCT_SQE_LOCAL_FENCE */
+#define VIADUCT_DEV_CAP_MODIFY_MR	(1U << 13)	/* MODIFY_MR: rights, PD in place */
 
 struct viaduct_device_attr {
 	__u32 index;		/* in: device index or VIADUCT_INDEX_SELECTED */
@@ -673,6 +674,40 @@ struct viaduct_async_event {
 #define VIADUCT_IOCTL_CREATE_COMP_CHANNEL \
 	_IOR(VIADUCT_IOCTL_MAGIC, 0x1d, struct viaduct_comp_channel)
 #define VIADUCT_IOCTL_ALLOC_MR		_IOWR(VIADUCT_IOCTL_MAGIC, 0x30, struct viaduct_alloc_mr)
+
+/*
+ * MODIFY_MR (VIADUCT_DEV_CAP_MODIFY_MR): changes the access rights
+ * (VIADUCT_MODIFY_MR_ACCESS, to @access) and/or the PD
+ * (VIADUCT_MODIFY_MR_PD, to @pd_handle) of a region REG_MR registered,
+ * in place: its handle, STag, address and pages stay. Both change at
+ * once or neither does: every access check after the command returns
+ * sees the new rights and PD together, none sees half of the change. A
+ * copy into or out of the region that passed its check before the change
+ * finishes; the command waits for such copies (bounded, as DEREG_MR
+ * does) when it takes a right away or moves the region, so that when it
+ * returns nothing the old rights allowed and the new ones do not is in
+ * progress. A fast registration already made from the region's pages
+ * keeps the PD and rights it was made with.
+ *
+ * Errors, with nothing changed: EINVAL for no or unknown @flags, nonzero
+ * reserved fields, bad access bits (REMOTE_WRITE needs LOCAL_WRITE, as
+ * at REG_MR) or a region ALLOC_MR made; EACCES for a write right on a
+ * region whose
+ * pages were pinned for reading only (registered without LOCAL_WRITE:
+ * register it again); ENOENT for an MR or PD handle that names nothing
+ * (or a PD being destroyed).
+ */
+#define VIADUCT_MODIFY_MR_ACCESS	(1U << 0)
+#define VIADUCT_MODIFY_MR_PD		(1U << 1)
+
+struct viaduct_modify_mr {
+	__u32 handle;		/* in: the MR */
+	__u32 flags;		/* in: VIADUCT_MODIFY_MR_* */
+	__u32 access;		/* in: VIADUCT_ACCESS_*, with _ACCESS */
+	__u32 pd_handle;	/* in: the new PD, with _PD */
+};
+
+#define VIADUCT_IOCTL_MODIFY_MR		_IOW(VIADUCT_IOCTL_MAGIC, 0x38, struct viaduct_modify_mr)
 
 /*
  * Memory windows (VIADUCT_DEV_CAP_MW)

@@ -272,6 +272,18 @@ public:
     std::uint64_t addr() const;
     std::uint64_t length() const;
     std::uint32_t access() const;
+    std::uint32_t pd_handle() const; // the handle of its protection domain
+
+    // MODIFY_MR (the module's VIADUCT_DEV_CAP_MODIFY_MR): new
+    // access rights, and with @pd a new protection domain, in place: the
+    // handle, STag, address and pages stay, so a peer's copy of the STag
+    // keeps naming this region. Rights and PD change together or not at
+    // all; checks after the call see the new ones. Error(EACCES) for a
+    // write right on a region registered without local_write, EINVAL for
+    // bad rights (remote_write needs local_write), EOPNOTSUPP without the
+    // capability.
+    void modify(std::uint32_t access);
+    void modify(const ProtectionDomain &pd, std::uint32_t access);
 
     // The whole region, or @length bytes at @offset into it, as an SGE;
     // Error(ERANGE) if that is not inside the region.

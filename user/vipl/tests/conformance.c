@@ -27,6 +27,13 @@
 
 static int tests, failures;
 
+/*
+ * How long a wait for something that must happen may take: a bound for a
+ * hang, not a measure of speed (a loaded 2-core host is slow). Waits whose
+ * expiry is what a test checks use short timeouts of their own.
+ */
+#define LONG_MS 240000
+
 static void ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void ok(int cond, const char *fmt, ...)
 {
@@ -153,9 +160,18 @@ static void teardown(VIP_VI_HANDLE vi)
 	 * Idle, which it must become.
 	 */
 	for (int i = 0; VipDestroyVi(vi) != VIP_SUCCESS; i++) {
-		if (i == 300)
+		if (i == LONG_MS / 100)
 			bail("VipDestroyVi after teardown: the VI never became Idle");
 		usleep(100000);
+		/* a disconnect that ran out of time before the flush: again */
+		if (state(vi) != VIP_STATE_IDLE)
+			VipDisconnect(vi);
+		for (VIP_RETURN r; (r = VipRecvDone(vi, &d)) == VIP_SUCCESS ||
+				   (r == VIP_DESCRIPTOR_ERROR && d);)
+			;
+		for (VIP_RETURN r; (r = VipSendDone(vi, &d)) == VIP_SUCCESS ||
+				   (r == VIP_DESCRIPTOR_ERROR && d);)
+			;
 	}
 }
 
@@ -169,7 +185,8 @@ static VIP_RETURN request(VIP_VI_HANDLE vi, const char *disc, VIP_ULONG timeout,
 	snprintf(mine, sizeof(mine), "client-%s", disc);
 	mkaddr(&l, na.LocalNicAddress, mine);
 	mkaddr(&r, peer_ip, disc);
-	for (int i = 0; i < 300 && ret == VIP_NO_MATCH; i++) {
+	/* the server may still be finishing the last scenario: no match yet */
+	for (int i = 0; i < LONG_MS / 100 && ret == VIP_NO_MATCH; i++) {
 		ret = VipConnectRequest(vi, &l.a, &r.a, timeout, rva);
 		if (ret == VIP_NO_MATCH)
 			usleep(100000);
@@ -188,7 +205,7 @@ static VIP_RETURN wait_for(const char *disc, VIP_ULONG timeout, addr_t *remote,
 
 /* ------------------------------------------------------ asynchronous errors */
 
-static atomic_int errors_seen, conn_lost_seen, post_desc_seen, recvq_empty_seen;
+static atomic_int errors_seen, conn_lost_seen, post_desc_seen, recvq_empty_seen, rdmaw_prot_seen;
 static VIP_VI_HANDLE last_error_vi;
 
 static void on_error(VIP_PVOID ctx, VIP_ERROR_DESCRIPTOR *ed)
@@ -202,11 +219,13 @@ static void on_error(VIP_PVOID ctx, VIP_ERROR_DESCRIPTOR *ed)
 		atomic_fetch_add(&post_desc_seen, 1);
 	if (ed->ErrorCode == VIP_ERROR_RECVQ_EMPTY)
 		atomic_fetch_add(&recvq_empty_seen, 1);
+	if (ed->ErrorCode == VIP_ERROR_RDMAW_PROT)
+		atomic_fetch_add(&rdmaw_prot_seen, 1);
 }
 
 static int wait_flag(atomic_int *f, int want)
 {
-	for (int i = 0; i < 200 && atomic_load(f) < want; i++)
+	for (int i = 0; i < LONG_MS / 50 && atomic_load(f) < want; i++)
 		usleep(50000);
 	return atomic_load(f) >= want;
 }
@@ -282,14 +301,55 @@ static void local_memory(void)
 	ok(q.Ptag == p1 && q.EnableRdmaWrite && !q.EnableRdmaRead, "VipQueryMem: the attributes");
 	IS(VipQueryMem(nic, buf + 6000, mh, &q), VIP_INVALID_PARAMETER);
 	IS(VipSetMemAttributes(nic, buf + 10, mh, &ma), VIP_SUCCESS);
+	/* every attribute changes in place, the handle stays */
 	ma.EnableRdmaRead = VIP_TRUE;
-	IS(VipSetMemAttributes(nic, buf + 10, mh, &ma), VIP_ERROR_RESOURCE);
+	IS(VipSetMemAttributes(nic, buf + 10, mh, &ma), VIP_SUCCESS);
+	IS(VipQueryMem(nic, buf + 10, mh, &q), VIP_SUCCESS);
+	ok(q.Ptag == p1 && q.EnableRdmaWrite && q.EnableRdmaRead,
+	   "VipSetMemAttributes: RDMA Read enabled");
+	ma.Ptag = p2;
+	ma.EnableRdmaWrite = VIP_FALSE;
+	IS(VipSetMemAttributes(nic, buf + 4000, mh, &ma), VIP_SUCCESS);
+	IS(VipQueryMem(nic, buf + 10, mh, &q), VIP_SUCCESS);
+	ok(q.Ptag == p2 && !q.EnableRdmaWrite && q.EnableRdmaRead,
+	   "VipSetMemAttributes: another protection tag, RDMA Write disabled");
+	IS(VipDestroyPtag(nic, p2), VIP_ERROR_RESOURCE);
+	/* refused: nothing changes */
+	ma.Ptag = (VIP_PROTECTION_HANDLE)buf;
+	ma.EnableRdmaWrite = VIP_TRUE;
+	IS(VipSetMemAttributes(nic, buf + 10, mh, &ma), VIP_INVALID_PTAG);
+	ma.Ptag = p1;
+	IS(VipSetMemAttributes(nic, buf + 6000, mh, &ma), VIP_INVALID_PARAMETER);
+	IS(VipSetMemAttributes(nic, buf + 10, mh + 12345, &ma), VIP_INVALID_PARAMETER);
+	IS(VipSetMemAttributes(nic, buf + 10, mh, NULL), VIP_INVALID_PARAMETER);
+	IS(VipSetMemAttributes(NULL, buf + 10, mh, &ma), VIP_INVALID_PARAMETER);
+	IS(VipQueryMem(nic, buf + 10, mh, &q), VIP_SUCCESS);
+	ok(q.Ptag == p2 && !q.EnableRdmaWrite && q.EnableRdmaRead,
+	   "a refused VipSetMemAttributes changes nothing");
+	/* back to the first tag: both can be destroyed once unused */
+	IS(VipSetMemAttributes(nic, buf + 10, mh, &ma), VIP_SUCCESS);
 	IS(VipDestroyPtag(nic, p1), VIP_ERROR_RESOURCE);
 	IS(VipDeregisterMem(nic, buf, mh), VIP_INVALID_PARAMETER);
 	IS(VipDeregisterMem(nic, buf + 10, mh), VIP_SUCCESS);
 	IS(VipDeregisterMem(nic, buf + 10, mh), VIP_INVALID_PARAMETER);
 	IS(VipDeregisterMem(nic, buf + 10, mh2), VIP_SUCCESS);
 	IS(VipDestroyPtag(nic, p1), VIP_SUCCESS);
+	/* read-only memory cannot be opened to RDMA Write later */
+	{
+		void *ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		VIP_MEM_ATTRIBUTES rma = {NULL, VIP_FALSE, VIP_TRUE};
+
+		if (ro == MAP_FAILED)
+			bail("mmap");
+		IS(VipRegisterMem(nic, ro, 4096, &rma, &mh), VIP_SUCCESS);
+		rma.EnableRdmaWrite = VIP_TRUE;
+		IS(VipSetMemAttributes(nic, ro, mh, &rma), VIP_INVALID_PARAMETER);
+		rma.EnableRdmaWrite = VIP_FALSE;
+		rma.EnableRdmaRead = VIP_FALSE;
+		IS(VipSetMemAttributes(nic, ro, mh, &rma), VIP_SUCCESS);
+		IS(VipDeregisterMem(nic, ro, mh), VIP_SUCCESS);
+		munmap(ro, 4096);
+	}
 	IS(VipDestroyPtag(nic, p1), VIP_INVALID_PARAMETER);
 	IS(VipDestroyPtag(nic, p2), VIP_SUCCESS);
 }
@@ -379,7 +439,7 @@ static void local_flush_and_cq(void)
 	usleep(200000);
 	ok(atomic_load(&cq_notified) == 1, "... exactly once");
 	for (int i = 1; i < 3; i++) {
-		IS(VipCQWait(cq, 2000, &who, &recv), VIP_SUCCESS);
+		IS(VipCQWait(cq, LONG_MS, &who, &recv), VIP_SUCCESS);
 		ok(who == vi && recv, "CQ entry %d: the VI's receive queue", i + 1);
 	}
 	for (unsigned i = 0; i < 3; i++) {
@@ -595,7 +655,7 @@ static void sc_basic(void)
 			ds->Length = len[i];
 		}
 		IS(VipPostRecv(vi, d, m.mh), VIP_SUCCESS);
-		IS(wait_for("basic", 30000, &rem, &rva, &conn), VIP_SUCCESS);
+		IS(wait_for("basic", LONG_MS, &rem, &rva, &conn), VIP_SUCCESS);
 		ok(rem.a.HostAddressLen == 4 && memcmp(rem.a.HostAddress, peer_ip, 4) == 0 &&
 			   rem.a.DiscriminatorLen == 12 &&
 			   memcmp(rem.a.HostAddress + 4, "client-basic", 12) == 0,
@@ -605,7 +665,7 @@ static void sc_basic(void)
 		IS(VipConnectAccept(conn, vi), VIP_SUCCESS);
 		IS(VipConnectAccept(conn, vi), VIP_INVALID_PARAMETER);
 		ok(state(vi) == VIP_STATE_CONNECTED, "the server's VI is Connected");
-		IS(VipRecvWait(vi, 30000, &d), VIP_SUCCESS);
+		IS(VipRecvWait(vi, LONG_MS, &d), VIP_SUCCESS);
 		ok(d == desc(&m, 0) && d->CS.Length == 40 && d->CS.ImmediateData == 0xdeadbeef &&
 			   d->CS.Status == (VIP_STATUS_DONE | VIP_STATUS_OP_RECEIVE | VIP_STATUS_IMMEDIATE),
 		   "the receive: Length 40, the immediate data, Status %#x", d ? d->CS.Status : 0);
@@ -621,7 +681,7 @@ static void sc_basic(void)
 		one_seg(desc(&m, 1), 0, NULL, 0, m.mh);
 		desc(&m, 1)->CS.SegCount = 0;
 		IS(VipPostSend(vi, desc(&m, 1), m.mh), VIP_SUCCESS);
-		IS(VipSendWait(vi, 30000, &d), VIP_SUCCESS);
+		IS(VipSendWait(vi, LONG_MS, &d), VIP_SUCCESS);
 		ok(d->CS.Status == (VIP_STATUS_DONE | VIP_STATUS_OP_SEND), "an empty Send: Status %#x",
 		   d->CS.Status);
 		/* the client disconnects after it */
@@ -634,7 +694,7 @@ static void sc_basic(void)
 			b[i] = (unsigned char)(i + 1);
 		one_seg(desc(&m, 1), 0, m.p + 2048, 64, m.mh);
 		IS(VipPostRecv(vi, desc(&m, 1), m.mh), VIP_SUCCESS);
-		IS(request(vi, "basic", 10000, &rva), VIP_SUCCESS);
+		IS(request(vi, "basic", LONG_MS, &rva), VIP_SUCCESS);
 		ok(rva.ReliabilityLevel == VIP_SERVICE_RELIABLE_DELIVERY && rva.MaxTransferSize == 4096,
 		   "VipConnectRequest: the server's attributes");
 		ok(state(vi) == VIP_STATE_CONNECTED, "the client's VI is Connected");
@@ -655,13 +715,13 @@ static void sc_basic(void)
 		d->CS.Next.AddressBits = 0x1122334455667788ull; /* the program's own */
 		d->CS.NextHandle = 0x99;
 		IS(VipPostSend(vi, d, m.mh), VIP_SUCCESS);
-		IS(VipSendWait(vi, 30000, &d), VIP_SUCCESS);
+		IS(VipSendWait(vi, LONG_MS, &d), VIP_SUCCESS);
 		ok(d == desc(&m, 0) && d->CS.Status == (VIP_STATUS_DONE | VIP_STATUS_OP_SEND) &&
 			   d->CS.Length == 40 && d->CS.ImmediateData == 0xdeadbeef,
 		   "the send: Status %#x, Length and ImmediateData as posted", d->CS.Status);
 		ok(d->CS.Next.AddressBits == 0x1122334455667788ull && d->CS.NextHandle == 0x99,
 		   "Next and NextHandle left to the program");
-		IS(VipRecvWait(vi, 30000, &d), VIP_SUCCESS);
+		IS(VipRecvWait(vi, LONG_MS, &d), VIP_SUCCESS);
 		ok(d->CS.Length == 0, "the empty answer: Length 0");
 		IS(VipDisconnect(vi), VIP_SUCCESS);
 		ok(state(vi) == VIP_STATE_IDLE, "VipDisconnect: Idle");
@@ -681,18 +741,18 @@ static void sc_reject_timeout(void)
 		VIP_CONN_HANDLE conn;
 		addr_t rem;
 
-		IS(wait_for("rejected", 30000, &rem, &rva, &conn), VIP_SUCCESS);
+		IS(wait_for("rejected", LONG_MS, &rem, &rva, &conn), VIP_SUCCESS);
 		IS(VipConnectReject(conn), VIP_SUCCESS);
 		IS(VipConnectReject(conn), VIP_INVALID_PARAMETER);
-		IS(wait_for("late", 30000, &rem, &rva, &conn), VIP_SUCCESS);
+		IS(wait_for("late", LONG_MS, &rem, &rva, &conn), VIP_SUCCESS);
 		sleep(3); /* the client gives up after 1 s */
 		IS(VipConnectAccept(conn, vi), VIP_TIMEOUT);
 		ok(state(vi) == VIP_STATE_IDLE, "the VI of a failed accept is Idle");
-		IS(wait_for("late2", 30000, &rem, &rva, &conn), VIP_SUCCESS);
+		IS(wait_for("late2", LONG_MS, &rem, &rva, &conn), VIP_SUCCESS);
 		sleep(3);
 		IS(VipConnectReject(conn), VIP_SUCCESS); /* after the client's timeout */
 	} else {
-		IS(request(vi, "rejected", 10000, &rva), VIP_REJECT);
+		IS(request(vi, "rejected", LONG_MS, &rva), VIP_REJECT);
 		ok(state(vi) == VIP_STATE_IDLE, "a rejected VI is Idle");
 		addr_t l, r;
 
@@ -719,7 +779,7 @@ static void sc_conflict(void)
 		VIP_DESCRIPTOR *d;
 
 		vi = mkvi(VIP_SERVICE_UNRELIABLE, 2000, 0, 0, NULL, NULL);
-		IS(wait_for("conflict", 30000, &rem, &rva, &conn), VIP_SUCCESS);
+		IS(wait_for("conflict", LONG_MS, &rem, &rva, &conn), VIP_SUCCESS);
 		IS(VipConnectAccept(conn, vi), VIP_INVALID_RELIABILITY_LEVEL);
 		va.ReliabilityLevel = VIP_SERVICE_RELIABLE_RECEPTION;
 		IS(VipSetViAttributes(vi, &va), VIP_SUCCESS);
@@ -734,7 +794,7 @@ static void sc_conflict(void)
 		ok(state(vi) == VIP_STATE_CONNECTED, "accepted after changing the attributes");
 		va.MaxTransferSize = 10;
 		IS(VipSetViAttributes(vi, &va), VIP_INVALID_STATE);
-		IS(VipRecvWait(vi, 30000, &d), VIP_SUCCESS);
+		IS(VipRecvWait(vi, LONG_MS, &d), VIP_SUCCESS);
 		ok(d->CS.Length == 16 && memcmp(rm.p + 2048, "reliable recept.", 16) == 0,
 		   "the first Reliable Reception Send arrived");
 		wait_flag(&conn_lost_seen, 2);
@@ -746,7 +806,7 @@ static void sc_conflict(void)
 		VIP_DESCRIPTOR *d;
 
 		vi = mkvi(VIP_SERVICE_RELIABLE_RECEPTION, 1000, 0, 0, NULL, NULL);
-		IS(request(vi, "conflict", 20000, &rva), VIP_SUCCESS);
+		IS(request(vi, "conflict", LONG_MS, &rva), VIP_SUCCESS);
 		ok(rva.ReliabilityLevel == VIP_SERVICE_RELIABLE_RECEPTION && rva.MaxTransferSize == 1000,
 		   "connected, Reliable Reception on both sides");
 		/* Reliable Reception: a Send completes once it is placed; here the
@@ -756,12 +816,12 @@ static void sc_conflict(void)
 		memcpy(m.p + 2048, "reliable recept.", 16);
 		one_seg(desc(&m, 0), 0, m.p + 2048, 16, m.mh);
 		IS(VipPostSend(vi, desc(&m, 0), m.mh), VIP_SUCCESS);
-		IS(VipSendWait(vi, 20000, &d), VIP_SUCCESS);
+		IS(VipSendWait(vi, LONG_MS, &d), VIP_SUCCESS);
 		ok(d->CS.Status == (VIP_STATUS_DONE | VIP_STATUS_OP_SEND),
 		   "Reliable Reception: the first Send completes once placed (%#x)", d->CS.Status);
 		one_seg(desc(&m, 0), 0, m.p + 2048, 16, m.mh);
 		IS(VipPostSend(vi, desc(&m, 0), m.mh), VIP_SUCCESS);
-		VIP_RETURN r = VipSendWait(vi, 20000, &d);
+		VIP_RETURN r = VipSendWait(vi, LONG_MS, &d);
 		ok(r == VIP_DESCRIPTOR_ERROR && d && (d->CS.Status & VIP_STATUS_ERROR_MASK),
 		   "Reliable Reception: the second, without a receive at the peer, fails in its "
 		   "descriptor (%#x)",
@@ -792,9 +852,9 @@ static void sc_protection(void)
 		/* the receive's segment runs past the registered page */
 		one_seg(desc(&m, 0), 0, m.p + 4000, 200, m.mh);
 		IS(VipPostRecv(vi, desc(&m, 0), m.mh), VIP_SUCCESS);
-		IS(wait_for("protection", 30000, &rem, &rva, &conn), VIP_SUCCESS);
+		IS(wait_for("protection", LONG_MS, &rem, &rva, &conn), VIP_SUCCESS);
 		IS(VipConnectAccept(conn, vi), VIP_SUCCESS);
-		VIP_RETURN r = VipRecvWait(vi, 30000, &d);
+		VIP_RETURN r = VipRecvWait(vi, LONG_MS, &d);
 		ok(r == VIP_DESCRIPTOR_ERROR && d == desc(&m, 0) &&
 			   (d->CS.Status & VIP_STATUS_PROTECTION_ERROR),
 		   "a receive reaching past its region: PROTECTION (%#x)", d ? d->CS.Status : 0);
@@ -803,11 +863,11 @@ static void sc_protection(void)
 		ok(good, "the unregistered page after it is untouched");
 		ok(state(vi) == VIP_STATE_ERROR, "a reliable VI is in Error after it");
 	} else {
-		IS(request(vi, "protection", 20000, &rva), VIP_SUCCESS);
+		IS(request(vi, "protection", LONG_MS, &rva), VIP_SUCCESS);
 		memset(m.p + 1024, 0x5a, 200);
 		one_seg(desc(&m, 0), 0, m.p + 1024, 200, m.mh);
 		IS(VipPostSend(vi, desc(&m, 0), m.mh), VIP_SUCCESS);
-		VipSendWait(vi, 20000, &d);
+		VipSendWait(vi, LONG_MS, &d);
 		/* a local protection error: the segment is not in the region */
 		sleep(1);
 	}
@@ -834,18 +894,266 @@ static void sc_recvq_empty(void)
 		addr_t rem;
 		int before = atomic_load(&recvq_empty_seen);
 
-		IS(wait_for("recvq-empty", 30000, &rem, &rva, &conn), VIP_SUCCESS);
+		IS(wait_for("recvq-empty", LONG_MS, &rem, &rva, &conn), VIP_SUCCESS);
 		IS(VipConnectAccept(conn, vi), VIP_SUCCESS);
 		/* no receive posted: the client's Send is dropped */
 		ok(wait_flag(&recvq_empty_seen, before + 1) && last_error_vi == vi,
 		   "a Send into an empty receive queue: VIP_ERROR_RECVQ_EMPTY for this VI");
 		ok(state(vi) == VIP_STATE_ERROR, "the reliable VI is in Error after it");
 	} else {
-		IS(request(vi, "recvq-empty", 20000, &rva), VIP_SUCCESS);
+		IS(request(vi, "recvq-empty", LONG_MS, &rva), VIP_SUCCESS);
 		one_seg(desc(&m, 0), 0, m.p, 64, m.mh);
 		IS(VipPostSend(vi, desc(&m, 0), m.mh), VIP_SUCCESS);
-		VipSendWait(vi, 20000, &d);
+		VipSendWait(vi, LONG_MS, &d);
 		sleep(1);
+	}
+	teardown(vi);
+	mem_fini(&m);
+}
+
+/*
+ * VipSetMemAttributes on a connected VI: a region registered without RDMA
+ * Write takes the peer's RDMA Write once it is enabled, under the same
+ * memory handle, and refuses the next one once it is disabled again: an
+ * asynchronous error here, nothing written.
+ */
+static void sc_set_mem(void)
+{
+	VIP_VI_ATTRIBUTES rva;
+	VIP_VI_HANDLE vi;
+	struct mem m;
+	VIP_DESCRIPTOR *d;
+	struct {
+		VIP_UINT64 addr;
+		VIP_MEM_HANDLE mh;
+	} *info;
+
+	mem_init(&m, 2, 0, NULL, 0, 0);
+	if (role == ROLE_SERVER) {
+		VIP_MEM_ATTRIBUTES ma = {NULL, VIP_TRUE, VIP_FALSE}, q;
+		VIP_CONN_HANDLE conn;
+		addr_t rem;
+		struct mem r;
+		int good = 1, before;
+
+		mem_init(&r, 1, 0, NULL, VIP_FALSE, VIP_FALSE);
+		vi = mkvi(VIP_SERVICE_RELIABLE_DELIVERY, 4096, VIP_TRUE, VIP_FALSE, NULL, NULL);
+		one_seg(desc(&m, 0), 0, m.p + 2048, 64, m.mh);
+		IS(VipPostRecv(vi, desc(&m, 0), m.mh), VIP_SUCCESS);
+		one_seg(desc(&m, 1), 0, m.p + 2048 + 64, 64, m.mh);
+		IS(VipPostRecv(vi, desc(&m, 1), m.mh), VIP_SUCCESS);
+		IS(wait_for("setmem", LONG_MS, &rem, &rva, &conn), VIP_SUCCESS);
+		IS(VipConnectAccept(conn, vi), VIP_SUCCESS);
+		IS(VipSetMemAttributes(nic, r.p, r.mh, &ma), VIP_SUCCESS);
+		info = (void *)(m.p + 1024 + 512);
+		info->addr = (VIP_UINT64)(uintptr_t)r.p;
+		info->mh = r.mh;
+		one_seg(desc(&m, 2), 0, info, sizeof(*info), m.mh);
+		IS(VipPostSend(vi, desc(&m, 2), m.mh), VIP_SUCCESS);
+		IS(VipSendWait(vi, LONG_MS, &d), VIP_SUCCESS);
+		/* the client wrote, then says so */
+		IS(VipRecvWait(vi, LONG_MS, &d), VIP_SUCCESS);
+		for (int i = 0; i < 256; i++)
+			good &= r.p[100 + i] == (unsigned char)(i ^ 0x3c);
+		ok(good && r.p[99] == 0xa5 && r.p[356] == 0xa5,
+		   "RDMA Write enabled by VipSetMemAttributes: the bytes landed, nothing around them");
+		ma.EnableRdmaWrite = VIP_FALSE;
+		IS(VipSetMemAttributes(nic, r.p, r.mh, &ma), VIP_SUCCESS);
+		IS(VipQueryMem(nic, r.p, r.mh, &q), VIP_SUCCESS);
+		ok(!q.EnableRdmaWrite, "VipQueryMem: RDMA Write disabled again");
+		before = atomic_load(&rdmaw_prot_seen);
+		one_seg(desc(&m, 3), 0, m.p + 3000, 8, m.mh);
+		IS(VipPostSend(vi, desc(&m, 3), m.mh), VIP_SUCCESS);
+		IS(VipSendWait(vi, LONG_MS, &d), VIP_SUCCESS);
+		ok(wait_flag(&rdmaw_prot_seen, before + 1) && last_error_vi == vi,
+		   "an RDMA Write after VipSetMemAttributes disabled it: VIP_ERROR_RDMAW_PROT");
+		good = 1;
+		for (int i = 0; i < 4096; i++)
+			good &= r.p[i] == (i >= 100 && i < 356 ? (unsigned char)((i - 100) ^ 0x3c)
+							     : 0xa5);
+		ok(good, "... and nothing of it was written");
+		ok(state(vi) == VIP_STATE_ERROR, "a reliable VI is in Error after it");
+		teardown(vi);
+		mem_fini(&r);
+		mem_fini(&m);
+		return;
+	} else {
+		unsigned char *b = m.p + 4096;
+
+		vi = mkvi(VIP_SERVICE_RELIABLE_DELIVERY, 4096, 0, 0, NULL, NULL);
+		one_seg(desc(&m, 0), 0, m.p + 2048, 64, m.mh);
+		IS(VipPostRecv(vi, desc(&m, 0), m.mh), VIP_SUCCESS);
+		one_seg(desc(&m, 1), 0, m.p + 2048 + 64, 64, m.mh);
+		IS(VipPostRecv(vi, desc(&m, 1), m.mh), VIP_SUCCESS);
+		IS(request(vi, "setmem", LONG_MS, &rva), VIP_SUCCESS);
+		IS(VipRecvWait(vi, LONG_MS, &d), VIP_SUCCESS);
+		info = (void *)(m.p + 2048);
+		for (int pass = 0; pass < 2; pass++) {
+			for (int i = 0; i < 256; i++)
+				b[i] = (unsigned char)(pass ? 0x77 : i ^ 0x3c);
+			d = desc(&m, pass ? 4 : 2);
+			memset(d, 0, 64);
+			d->CS.Control = VIP_CONTROL_OP_RDMAWRITE;
+			d->CS.SegCount = 2;
+			d->CS.Length = 256;
+			d->DS[0].Remote.Data.AddressBits = info->addr + 100;
+			d->DS[0].Remote.Handle = info->mh;
+			d->DS[1].Local.Data.Address = b;
+			d->DS[1].Local.Handle = m.mh;
+			d->DS[1].Local.Length = 256;
+			IS(VipPostSend(vi, d, m.mh), VIP_SUCCESS);
+			if (pass)
+				break;
+			IS(VipSendWait(vi, LONG_MS, &d), VIP_SUCCESS);
+			one_seg(desc(&m, 3), 0, m.p + 3000, 8, m.mh);
+			IS(VipPostSend(vi, desc(&m, 3), m.mh), VIP_SUCCESS);
+			IS(VipSendWait(vi, LONG_MS, &d), VIP_SUCCESS);
+			/* the server disables RDMA Write, then says so */
+			IS(VipRecvWait(vi, LONG_MS, &d), VIP_SUCCESS);
+		}
+		/* the server's Terminate ends the connection; then leave */
+		for (int i = 0; i < LONG_MS / 50 && state(vi) != VIP_STATE_ERROR; i++)
+			usleep(50000);
+	}
+	teardown(vi);
+	mem_fini(&m);
+}
+
+/*
+ * The guide's 252 data segments (5.4), MaxSegmentsPerDesc with the address
+ * segment: a Send gathered from 252 segments lands scattered over a
+ * receive of 252, byte for byte, nothing between them; one more segment
+ * is a LENGTH error.
+ */
+#define NSEG 252
+#define SEG_STRIDE 48 /* 16 bytes, then a 32-byte canary */
+
+static void segs_fill(VIP_DESCRIPTOR *d, struct mem *m, unsigned n, VIP_UINT16 control)
+{
+	VIP_DATA_SEGMENT *ds = (VIP_DATA_SEGMENT *)d->DS;
+
+	memset(d, 0, sizeof(VIP_CONTROL_SEGMENT) + n * sizeof(*ds));
+	d->CS.Control = control;
+	d->CS.SegCount = (VIP_UINT16)n;
+	d->CS.Length = n * 16;
+	for (unsigned i = 0; i < n; i++) {
+		ds[i].Data.Address = m->p + 4096 + i * SEG_STRIDE;
+		ds[i].Handle = m->mh;
+		ds[i].Length = 16;
+	}
+}
+
+static void sc_segments(void)
+{
+	VIP_VI_ATTRIBUTES rva;
+	VIP_VI_HANDLE vi;
+	struct mem m;
+	VIP_DESCRIPTOR *d = NULL;
+
+	ok(na.MaxSegmentsPerDesc == NSEG + 1, "MaxSegmentsPerDesc: %d data segments and the AS (%lu)",
+	   NSEG, (unsigned long)na.MaxSegmentsPerDesc);
+	/* the descriptor fills page 0, the segments pages 1 to 3 */
+	mem_init(&m, 5, 0, NULL, 0, 0);
+	vi = mkvi(VIP_SERVICE_RELIABLE_DELIVERY, 4096, 0, 0, NULL, NULL);
+	if (role == ROLE_SERVER) {
+		VIP_CONN_HANDLE conn;
+		addr_t rem;
+		int good = 1;
+
+		segs_fill((VIP_DESCRIPTOR *)m.p, &m, NSEG, 0);
+		IS(VipPostRecv(vi, (VIP_DESCRIPTOR *)m.p, m.mh), VIP_SUCCESS);
+		IS(wait_for("segments", LONG_MS, &rem, &rva, &conn), VIP_SUCCESS);
+		IS(VipConnectAccept(conn, vi), VIP_SUCCESS);
+		IS(VipRecvWait(vi, LONG_MS, &d), VIP_SUCCESS);
+		ok(d == (VIP_DESCRIPTOR *)m.p && d->CS.Length == NSEG * 16 &&
+			   d->CS.Status == (VIP_STATUS_DONE | VIP_STATUS_OP_RECEIVE),
+		   "a receive of %d segments: Length %u, Status %#x", NSEG, d ? d->CS.Length : 0,
+		   d ? d->CS.Status : 0);
+		for (unsigned i = 0; i < NSEG * SEG_STRIDE; i++) {
+			unsigned seg = i / SEG_STRIDE, off = i % SEG_STRIDE;
+			unsigned k = seg * 16 + off;
+
+			good &= m.p[4096 + i] == (off < 16 ? (unsigned char)(k * 7 + 1) : 0xa5);
+		}
+		ok(good, "scattered over %d segments in order, nothing between them", NSEG);
+	} else {
+		for (unsigned i = 0; i < NSEG * SEG_STRIDE; i++) {
+			unsigned seg = i / SEG_STRIDE, off = i % SEG_STRIDE;
+
+			m.p[4096 + i] = off < 16 ? (unsigned char)((seg * 16 + off) * 7 + 1) : 0x11;
+		}
+		IS(request(vi, "segments", LONG_MS, &rva), VIP_SUCCESS);
+		segs_fill((VIP_DESCRIPTOR *)m.p, &m, NSEG, 0);
+		IS(VipPostSend(vi, (VIP_DESCRIPTOR *)m.p, m.mh), VIP_SUCCESS);
+		IS(VipSendWait(vi, LONG_MS, &d), VIP_SUCCESS);
+		ok(d == (VIP_DESCRIPTOR *)m.p &&
+			   d->CS.Status == (VIP_STATUS_DONE | VIP_STATUS_OP_SEND),
+		   "a Send gathered from %d segments: Status %#x", NSEG, d ? d->CS.Status : 0);
+		/* one more: refused, nothing sent (the server saw one message) */
+		segs_fill((VIP_DESCRIPTOR *)m.p, &m, NSEG + 1, 0);
+		IS(VipPostSend(vi, (VIP_DESCRIPTOR *)m.p, m.mh), VIP_SUCCESS);
+		VIP_RETURN r = VipSendWait(vi, LONG_MS, &d);
+		ok(r == VIP_DESCRIPTOR_ERROR && d == (VIP_DESCRIPTOR *)m.p &&
+			   (d->CS.Status & VIP_STATUS_ERROR_MASK) == VIP_STATUS_LENGTH_ERROR,
+		   "%d data segments: LENGTH error (%#x)", NSEG + 1, d ? d->CS.Status : 0);
+	}
+	teardown(vi);
+	mem_fini(&m);
+}
+
+/*
+ * Data in memory of another protection tag: a region moved to another tag
+ * by VipSetMemAttributes can no longer be sent from on this VI
+ * (PROTECTION, nothing sent); the server's receive is only flushed.
+ */
+static void sc_wrong_tag(void)
+{
+	VIP_VI_ATTRIBUTES rva;
+	VIP_VI_HANDLE vi;
+	struct mem m;
+	VIP_DESCRIPTOR *d = NULL;
+
+	mem_init(&m, 2, 0, NULL, 0, 0);
+	vi = mkvi(VIP_SERVICE_RELIABLE_DELIVERY, 4096, 0, 0, NULL, NULL);
+	if (role == ROLE_SERVER) {
+		VIP_CONN_HANDLE conn;
+		addr_t rem;
+		int good = 1;
+
+		one_seg(desc(&m, 0), 0, m.p + 4096, 256, m.mh);
+		IS(VipPostRecv(vi, desc(&m, 0), m.mh), VIP_SUCCESS);
+		IS(wait_for("wrong-tag", LONG_MS, &rem, &rva, &conn), VIP_SUCCESS);
+		IS(VipConnectAccept(conn, vi), VIP_SUCCESS);
+		VIP_RETURN r = VipRecvWait(vi, LONG_MS, &d);
+		ok(r == VIP_DESCRIPTOR_ERROR && d == desc(&m, 0) &&
+			   (d->CS.Status & VIP_STATUS_DESC_FLUSHED_ERROR),
+		   "the peer's refused Send never arrived: the receive is flushed (%#x)",
+		   d ? d->CS.Status : 0);
+		for (int i = 0; i < 256; i++)
+			good &= m.p[4096 + i] == 0xa5;
+		ok(good, "... and its buffer is untouched");
+	} else {
+		VIP_MEM_ATTRIBUTES ma = {NULL, VIP_FALSE, VIP_FALSE};
+		VIP_PROTECTION_HANDLE tag;
+		struct mem other;
+
+		IS(VipCreatePtag(nic, &tag), VIP_SUCCESS);
+		mem_init(&other, 1, 0, NULL, 0, 0);
+		IS(request(vi, "wrong-tag", LONG_MS, &rva), VIP_SUCCESS);
+		ma.Ptag = tag;
+		IS(VipSetMemAttributes(nic, other.p, other.mh, &ma), VIP_SUCCESS);
+		memset(other.p, 0x5a, 256);
+		one_seg(desc(&m, 0), 0, other.p, 256, other.mh);
+		IS(VipPostSend(vi, desc(&m, 0), m.mh), VIP_SUCCESS);
+		VIP_RETURN r = VipSendWait(vi, LONG_MS, &d);
+		ok(r == VIP_DESCRIPTOR_ERROR && d == desc(&m, 0) &&
+			   (d->CS.Status & VIP_STATUS_PROTECTION_ERROR),
+		   "a Send from memory moved to another tag: PROTECTION (%#x)", d ? d->CS.Status : 0);
+		teardown(vi);
+		mem_fini(&other);
+		IS(VipDestroyPtag(nic, tag), VIP_SUCCESS);
+		mem_fini(&m);
+		return;
 	}
 	teardown(vi);
 	mem_fini(&m);
@@ -877,7 +1185,7 @@ static void sc_rdma(void)
 		vi = mkvi(VIP_SERVICE_RELIABLE_DELIVERY, 4096, VIP_TRUE, VIP_TRUE, NULL, NULL);
 		one_seg(desc(&m, 0), 0, m.p + 2048, 64, m.mh);
 		IS(VipPostRecv(vi, desc(&m, 0), m.mh), VIP_SUCCESS);
-		IS(wait_for("rdma", 30000, &rem, &rva, &conn), VIP_SUCCESS);
+		IS(wait_for("rdma", LONG_MS, &rem, &rva, &conn), VIP_SUCCESS);
 		IS(VipConnectAccept(conn, vi), VIP_SUCCESS);
 		info = (void *)(m.p + 1024);
 		info->addr = (VIP_UINT64)(uintptr_t)ro.p;
@@ -887,9 +1195,9 @@ static void sc_rdma(void)
 		IS(VipPostSend(vi, desc(&m, 1), m.mh), VIP_SUCCESS);
 		int before = atomic_load(&errors_seen);
 
-		IS(VipSendWait(vi, 30000, &d), VIP_SUCCESS);
+		IS(VipSendWait(vi, LONG_MS, &d), VIP_SUCCESS);
 		/* the client reads, sends, then writes where it may not */
-		IS(VipRecvWait(vi, 30000, &d), VIP_SUCCESS);
+		IS(VipRecvWait(vi, LONG_MS, &d), VIP_SUCCESS);
 		ok(wait_flag(&errors_seen, before + 1),
 		   "an RDMA Write into a region without EnableRdmaWrite: an asynchronous error");
 		for (int i = 0; i < 4096; i++)
@@ -911,8 +1219,8 @@ static void sc_rdma(void)
 		vi = mkvi(VIP_SERVICE_RELIABLE_DELIVERY, 4096, 0, 0, cq, NULL);
 		one_seg(desc(&m, 0), 0, m.p + 2048, 64, m.mh);
 		IS(VipPostRecv(vi, desc(&m, 0), m.mh), VIP_SUCCESS);
-		IS(request(vi, "rdma", 20000, &rva), VIP_SUCCESS);
-		IS(VipRecvWait(vi, 30000, &d), VIP_SUCCESS);
+		IS(request(vi, "rdma", LONG_MS, &rva), VIP_SUCCESS);
+		IS(VipRecvWait(vi, LONG_MS, &d), VIP_SUCCESS);
 		info = (void *)(m.p + 2048);
 		/* RDMA Read of 4096 bytes, then a Send: CQ entries in that order */
 		d = desc(&m, 1);
@@ -928,7 +1236,7 @@ static void sc_rdma(void)
 		IS(VipPostSend(vi, d, m.mh), VIP_SUCCESS);
 		one_seg(desc(&m, 2), VIP_CONTROL_QFENCE, m.p + 3000, 8, m.mh);
 		IS(VipPostSend(vi, desc(&m, 2), m.mh), VIP_SUCCESS);
-		IS(VipCQWait(cq, 30000, &who, &recv), VIP_SUCCESS);
+		IS(VipCQWait(cq, LONG_MS, &who, &recv), VIP_SUCCESS);
 		ok(who == vi && !recv, "first CQ entry: the send queue");
 		IS(VipSendDone(vi, &d), VIP_SUCCESS);
 		ok(d == desc(&m, 1) &&
@@ -937,7 +1245,7 @@ static void sc_rdma(void)
 		for (int i = 0; i < 4096; i++)
 			good &= buf[i] == (unsigned char)(i * 3);
 		ok(good, "the RDMA Read brought the bytes");
-		IS(VipCQWait(cq, 30000, &who, &recv), VIP_SUCCESS);
+		IS(VipCQWait(cq, LONG_MS, &who, &recv), VIP_SUCCESS);
 		IS(VipSendDone(vi, &d), VIP_SUCCESS);
 		ok(d == desc(&m, 2), "then the fenced Send's");
 		IS(VipSendWait(vi, 10, &d), VIP_ERROR_RESOURCE);
@@ -989,7 +1297,7 @@ static void *sender(void *arg)
 		memset(b, i & 0xff, 64);
 		one_seg(desc(p->m, 8 + (unsigned)(i % 8)), 0, b, 64, p->m->mh);
 		if (VipPostSend(p->vi, desc(p->m, 8 + (unsigned)(i % 8)), p->m->mh) != VIP_SUCCESS ||
-		    VipSendWait(p->vi, 30000, &d) != VIP_SUCCESS)
+		    VipSendWait(p->vi, LONG_MS, &d) != VIP_SUCCESS)
 			p->errors++;
 	}
 	return NULL;
@@ -1013,10 +1321,10 @@ static void sc_threads(void)
 		addr_t rem;
 		int errors = 0;
 
-		IS(wait_for("threads", 30000, &rem, &rva, &conn), VIP_SUCCESS);
+		IS(wait_for("threads", LONG_MS, &rem, &rva, &conn), VIP_SUCCESS);
 		IS(VipConnectAccept(conn, vi), VIP_SUCCESS);
 		for (int i = 0; i < n; i++) {
-			if (VipRecvWait(vi, 30000, &d) != VIP_SUCCESS) {
+			if (VipRecvWait(vi, LONG_MS, &d) != VIP_SUCCESS) {
 				errors++;
 				break;
 			}
@@ -1032,7 +1340,7 @@ static void sc_threads(void)
 			VipPostRecv(vi, d, m.mh);
 			one_seg(desc(&m, 8), 0, echo, 64, m.mh);
 			VipPostSend(vi, desc(&m, 8), m.mh);
-			if (VipSendWait(vi, 30000, &d) != VIP_SUCCESS)
+			if (VipSendWait(vi, LONG_MS, &d) != VIP_SUCCESS)
 				errors++;
 		}
 		ok(errors == 0, "echoed %d messages in order", n);
@@ -1044,10 +1352,10 @@ static void sc_threads(void)
 		VIP_RETURN bad_r = VIP_SUCCESS;
 
 		sem_init(&p.credits, 0, 8);
-		IS(request(vi, "threads", 20000, &rva), VIP_SUCCESS);
+		IS(request(vi, "threads", LONG_MS, &rva), VIP_SUCCESS);
 		pthread_create(&th, NULL, sender, &p);
 		for (int i = 0; i < n; i++) {
-			bad_r = VipRecvWait(vi, 30000, &d);
+			bad_r = VipRecvWait(vi, LONG_MS, &d);
 			if (bad_r != VIP_SUCCESS) {
 				first_bad = i;
 				errors++;
@@ -1122,6 +1430,9 @@ int main(int argc, char **argv)
 		sc_protection();
 		sc_recvq_empty();
 		sc_rdma();
+		sc_set_mem();
+		sc_wrong_tag();
+		sc_segments();
 		sc_threads();
 		sc_autodiscovery();
 	} else {

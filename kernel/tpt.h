@@ -245,6 +245,8 @@ static inline u64 vd_mr_offset(const struct vd_mr *mr, u64 addr)
 	return addr - mr->addr + mr->umem_off;
 }
 
+/* tpt_check.c; vd_tpt_lookup() for tpt.c's invalidation only */
+struct vd_mr *vd_tpt_lookup(struct vd_tpt *tpt, u32 stag);
 enum vd_access_status vd_tpt_check(struct vd_tpt *tpt, u32 stag,
 				   const struct vd_pd *pd, u32 qpn, u32 rights,
 				   u64 addr, u64 length, struct vd_mr **mrp);

@@ -4,12 +4,14 @@
  * (a region of the caller's memory, pinned now) and ALLOC_MR (an empty
  * fast-register region the send queue fills) give an MR handle that
  * DEREG_MR releases; MODIFY_MR changes a REG_MR region's rights and PD in
- * place. The handle table is uobj.c's. Documentation/memory.rst.
+ * place; the table's side of creating MRs and windows is here too, over
+ * uobj.c's handle table. Documentation/memory.rst.
  */
 #include <linux/err.h>
 #include <linux/mutex.h>
 
 #include "device.h"
+#include "pd.h"
 #include "tpt.h"
 #include "uctx.h"
 #include "uobj_priv.h"
@@ -109,4 +111,40 @@ out:
 		vd_mr_put(wait);
 	}
 	return ret;
+}
+
+/*
+ * The MR create commands (umr.c) and ALLOC_MW (umw.c, @req->window):
+ * @req->make creates the region or window on the PD @req->pd_handle
+ * names, without the table's lock (it pins pages); its STag goes to
+ * *@req->stag, which is in the reply.
+ */
+static int build_mr(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
+		    void *arg)
+{
+	const struct vd_uobj_mr_req *req = arg;
+	struct vd_pd *pd;
+	struct vd_mr *mr;
+
+	pd = vd_uobj_hold(t, req->pd_handle, VD_UOBJ_PD);
+	if (!pd)
+		return -ENOENT;
+	/* attaches to the PD, or fails if it was destroyed meanwhile */
+	mr = req->make(req->vd, pd, reply);
+	vd_pd_put(pd);
+	if (IS_ERR(mr))
+		return PTR_ERR(mr);
+	u->mr = mr;
+	u->pd_handle = req->pd_handle;
+	*req->stag = mr->stag;
+	return 0;
+}
+
+long vd_uobj_create_mr(struct vd_uctx *ctx, const struct vd_uobj_mr_req *req,
+		       void *reply, u32 *handle, size_t size,
+		       const struct vd_uarg *uarg)
+{
+	return vd_uobj_create(&ctx->objs,
+			      req->window ? VD_UOBJ_MW : VD_UOBJ_MR, build_mr,
+			      (void *)req, reply, handle, size, uarg);
 }

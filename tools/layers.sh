@@ -28,7 +28,7 @@ cd "$kdir"
 
 # The layer table, bottom to top: "layer-number name: files".
 table='
-1 resources: pd.c mem.c tpt.c frmr.c mw.c ring.c event.c
+1 resources: pd.c mem.c tpt.c tpt_check.c frmr.c mw.c ring.c event.c
 2 wire formats: iwarp.c mpa.c terminate.c
 3 queues: doorbell.c cq.c qp.c qp_create.c qp_rules.c srq.c
 4 devices: device.c

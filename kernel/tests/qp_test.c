@@ -19,6 +19,7 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 
+#include "../conn.h"
 #include "../cq.h"
 #include "../doorbell.h"
 #include "../event.h"
@@ -409,8 +410,19 @@ struct qp_fixture {
 	u32 seen[2];			/* CQEs read so far, per queue */
 };
 
-/* Never dereferenced: the QP only records that a stream exists. */
-static char fake_conn;
+/*
+ * The stream a QP in RTS names. The QP only records it and, when its owner
+ * leaves RTS or destroys it, asks the connection manager to end it
+ * (struct vd_conn.end): here that call is recorded, one test at a time.
+ */
+static int fake_conn_ended = -1;
+
+static void fake_conn_end(struct vd_conn *conn, enum vd_conn_end how)
+{
+	fake_conn_ended = how;
+}
+
+static struct vd_conn fake_conn = { .end = fake_conn_end };
 
 static int qp_test_init(struct kunit *test)
 {
@@ -654,16 +666,19 @@ static void qp_test_modify_all_or_nothing(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, q.sq_depth, 8U);
 
 	/* Attributes alone, in RTS; then Closing accepts nothing. */
-	KUNIT_ASSERT_EQ(test, vd_qp_enter_rts(qp, (void *)&fake_conn), 0);
-	KUNIT_EXPECT_EQ(test, vd_qp_enter_rts(qp, (void *)&fake_conn),
+	KUNIT_ASSERT_EQ(test, vd_qp_enter_rts(qp, &fake_conn), 0);
+	KUNIT_EXPECT_EQ(test, vd_qp_enter_rts(qp, &fake_conn),
 			-EINVAL);
 	m.mask = VIADUCT_QP_ATTR_ORD;
 	m.ord = 3;
 	KUNIT_EXPECT_EQ(test, vd_qp_modify(qp, &m), 0);
 	m.mask = VIADUCT_QP_ATTR_STATE;
 	m.state = CLOS;
+	fake_conn_ended = -1;
 	KUNIT_EXPECT_EQ(test, vd_qp_modify(qp, &m), 0);
 	KUNIT_EXPECT_EQ(test, qp_state(qp), (u32)CLOS);
+	/* leaving RTS for Closing asked for a graceful close */
+	KUNIT_EXPECT_EQ(test, fake_conn_ended, (int)VD_CONN_END_CLOSE);
 	m.state = ERR;
 	KUNIT_EXPECT_EQ(test, vd_qp_modify(qp, &m), -EINVAL);
 	m.mask = VIADUCT_QP_ATTR_ORD;
@@ -839,7 +854,7 @@ static void qp_test_complete(struct kunit *test)
 	struct viaduct_cqe cqe = { };
 	u32 i;
 
-	KUNIT_ASSERT_EQ(test, vd_qp_enter_rts(qp, (void *)&fake_conn), 0);
+	KUNIT_ASSERT_EQ(test, vd_qp_enter_rts(qp, &fake_conn), 0);
 	KUNIT_EXPECT_EQ(test, vd_qp_complete(qp, VD_QP_SQ, &cqe, false),
 			-ENOENT);
 	post_send(qp, 1, SND, 0);

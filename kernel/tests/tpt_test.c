@@ -1280,7 +1280,7 @@ static void tpt_test_modify(struct kunit *test)
 	dereg(test, fr);
 	KUNIT_EXPECT_EQ(test, vd_pd_try_destroy(f->pd), 0);
 	KUNIT_EXPECT_EQ(test, vd_mr_modify(mr, f->pd, lw), -ENOENT);
-	KUNIT_EXPECT_EQ(test, mr->pd, f->pd2);
+	KUNIT_EXPECT_PTR_EQ(test, mr->pd, f->pd2);
 	dereg(test, mr);
 	KUNIT_EXPECT_EQ(test, atomic_read(&f->pd2->users), 0);
 }

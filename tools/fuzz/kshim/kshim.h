@@ -50,6 +50,9 @@ typedef int64_t s64;
 #define __rcu
 #define __user
 #define __iomem
+#define __acquires(x)
+#define __releases(x)
+#define __must_hold(x)
 
 #define EXPORT_SYMBOL_IF_KUNIT(sym)
 #define EXPORT_SYMBOL(sym)
@@ -188,6 +191,16 @@ typedef struct {
     spinlock_t lock;
     struct list_head head;
 } wait_queue_head_t;
+/* A sequence count: the fuzzers run one thread, so a read never retries. */
+typedef struct {
+    unsigned int sequence;
+} seqcount_t;
+static inline unsigned int read_seqcount_begin(const seqcount_t *s) {
+    return s->sequence;
+}
+static inline int read_seqcount_retry(const seqcount_t *s, unsigned int start) {
+    return s->sequence != start;
+}
 struct socket;
 struct sock;
 struct page;

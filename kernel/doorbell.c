@@ -65,9 +65,9 @@ static void worker_flag_all(struct vd_doorbell_worker *w, bool on)
  * would spin on it; nor are WQEs flushed into a QP in Error, or one user
  * posting to a dead QP would keep the thread spinning (their owner sees
  * NEED_WAKEUP once the worker sleeps, and rings). Whoever makes WQEs
- * takeable again kicks the worker.
+ * takeable again kicks the worker. @budget: the most WQEs per queue and QP.
  */
-static bool worker_pass(struct vd_doorbell_worker *w)
+static bool worker_pass(struct vd_doorbell_worker *w, unsigned int budget)
 {
 	struct vd_db_client *c;
 	unsigned long idx;
@@ -76,7 +76,7 @@ static bool worker_pass(struct vd_doorbell_worker *w)
 	mutex_lock(&w->lock);
 	xa_for_each(&w->clients, idx, c) {
 		vd_stat_inc(worker_polls);
-		if (c->poll(c, VD_DB_POLL_BUDGET))
+		if (c->poll(c, budget))
 			work = true;
 		if (need_resched()) {
 			/* xa_for_each() resumes after @idx: entries may go. */
@@ -103,7 +103,7 @@ static int worker_fn(void *data)
 			last_work = ktime_get_ns();
 		}
 
-		if (worker_pass(w)) {
+		if (worker_pass(w, VD_DB_POLL_BUDGET)) {
 			last_work = ktime_get_ns();
 			cond_resched();
 			continue;
@@ -126,7 +126,14 @@ static int worker_fn(void *data)
 		 * DOORBELL, which kicks us.
 		 */
 		smp_mb();
-		if (worker_pass(w)) {
+		/*
+		 * This look takes everything: a WQE posted before the flags
+		 * were set and left in the ring by a budget would wait for a
+		 * DOORBELL its poster has no reason to ring (WQEs flushed
+		 * into a QP in Error are not work, so nothing else comes back
+		 * for them).
+		 */
+		if (worker_pass(w, UINT_MAX)) {
 			worker_flag_all(w, false);
 			last_work = ktime_get_ns();
 			continue;

@@ -1889,6 +1889,7 @@ union cmarg {
 	struct viaduct_cm_disconnect d;
 	struct viaduct_cm_convert_socket cv;
 	struct viaduct_cm_ack ack;
+	struct viaduct_cm_handoff ho;
 	char raw[1024];
 };
 
@@ -2044,6 +2045,22 @@ static void f_cv_udp(struct bad *s, union cmarg *a) { f_cv(s, a, s->udp); }
 static void f_cv_unconn(struct bad *s, union cmarg *a) { f_cv(s, a, s->tcp); }
 static void f_cv_flags(struct bad *s, union cmarg *a) { f_cv(s, a, s->tcp); a->cv.param.flags = 0x100; }
 static void f_cv_noqp(struct bad *s, union cmarg *a) { f_cv(s, a, s->tcp); a->cv.param.qp_handle = 0; }
+static void f_ho(struct bad *s, union cmarg *a)
+{
+	a->ho.handle = s->id;
+	a->ho.addr = sa(IP_A, 4791);
+}
+static void f_ho_rsvd(struct bad *s, union cmarg *a) { f_ho(s, a); a->ho.reserved = 1; }
+static void f_ho_port0(struct bad *s, union cmarg *a) { f_ho(s, a); a->ho.addr.port = 0; }
+static void f_ho_any_addr(struct bad *s, union cmarg *a) { f_ho(s, a); a->ho.addr.family = 0; }
+static void f_ho_fam(struct bad *s, union cmarg *a) { f_ho(s, a); a->ho.addr.family = 99; }
+static void f_ho_qp(struct bad *s, union cmarg *a) { f_ho(s, a); a->ho.handle = s->qp; }
+static void f_ho_fresh(struct bad *s, union cmarg *a)
+{
+	f_ho(s, a);
+	a->ho.addr.port = htons(s->port);
+}
+static void f_ho_l(struct bad *s, union cmarg *a) { f_ho_fresh(s, a); a->ho.handle = s->lid; }
 static void f_ack(struct bad *s, union cmarg *a) { a->ack.handle = s->id; a->ack.seq = 1; }
 static void f_ack_stale(struct bad *s, union cmarg *a) { a->ack.handle = s->stale; }
 static void f_ack_qp(struct bad *s, union cmarg *a) { a->ack.handle = s->qp; }
@@ -2058,6 +2075,7 @@ static void f_ack_qp(struct bad *s, union cmarg *a) { a->ack.handle = s->qp; }
 #define DIS VIADUCT_IOCTL_CM_DISCONNECT
 #define CNV VIADUCT_IOCTL_CM_CONVERT_SOCKET
 #define ACK VIADUCT_IOCTL_CM_ACK_EVENT
+#define HO VIADUCT_IOCTL_CM_HANDOFF
 
 static const struct row rows[] = {
 	{ "CREATE_CM_CHANNEL, nothing selected", CH, f_none, P_ARG, C_UNSEL, -ENODEV },
@@ -2124,6 +2142,15 @@ static const struct row rows[] = {
 	{ "CM_CONVERT_SOCKET, not connected", CNV, f_cv_unconn, P_ARG, C_SEL, -ENOTCONN },
 	{ "CM_CONVERT_SOCKET, unknown flag", CNV, f_cv_flags, P_ARG, C_SEL, -EINVAL },
 	{ "CM_CONVERT_SOCKET, QP handle 0", CNV, f_cv_noqp, P_ARG, C_SEL, -ENOENT },
+	{ "CM_HANDOFF, reserved", HO, f_ho_rsvd, P_ARG, C_SEL, -EINVAL },
+	{ "CM_HANDOFF, port 0", HO, f_ho_port0, P_ARG, C_SEL, -EINVAL },
+	{ "CM_HANDOFF, family 0 with an address", HO, f_ho_any_addr, P_ARG, C_SEL, -EINVAL },
+	{ "CM_HANDOFF, family 99", HO, f_ho_fam, P_ARG, C_SEL, -EAFNOSUPPORT },
+	{ "CM_HANDOFF, a QP's handle", HO, f_ho_qp, P_ARG, C_SEL, -ENOENT },
+	{ "CM_HANDOFF, nobody listens there", HO, f_ho, P_ARG, C_SEL, -ENOENT },
+	{ "CM_HANDOFF, a fresh id", HO, f_ho_fresh, P_ARG, C_SEL, -EINVAL },
+	{ "CM_HANDOFF, a listener", HO, f_ho_l, P_ARG, C_SEL, -EINVAL },
+	{ "CM_HANDOFF, nothing selected", HO, f_ho, P_ARG, C_UNSEL, -ENODEV },
 	{ "CM_ACK_EVENT, no such event", ACK, f_ack, P_ARG, C_SEL, -EINVAL },
 	{ "CM_ACK_EVENT, destroyed id", ACK, f_ack_stale, P_ARG, C_SEL, -ENOENT },
 	{ "CM_ACK_EVENT, a QP's handle", ACK, f_ack_qp, P_ARG, C_SEL, -ENOENT },

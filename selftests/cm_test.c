@@ -27,6 +27,7 @@
  * sockets live there whatever namespace the caller is in later.
  */
 #include <arpa/inet.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sched.h>
@@ -1241,6 +1242,33 @@ TEST_F_TIMEOUT(cm, convert_takes_the_socket_away, 120)
 	close(lfd);
 }
 
+/*
+ * Writes to @fd, whose peer reads nothing, until its send buffer is full
+ * for good: a write finds no room, and nothing is in flight any more (all
+ * that was sent is acknowledged, the rest waits for a window the peer
+ * never opens), so no acknowledgement can free room later. 0, or -errno.
+ */
+static int fill_send_buffer(int fd)
+{
+	static const char junk[4096];
+	int i, outq, unsent, sndbuf = 4096;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)))
+		return -errno;
+	for (i = 0; i < 600; i++) {
+		while (send(fd, junk, sizeof(junk), MSG_DONTWAIT) > 0)
+			;
+		if (errno != EAGAIN)
+			return -errno;
+		if (ioctl(fd, SIOCOUTQ, &outq) || ioctl(fd, SIOCOUTQNSD, &unsent))
+			return -errno;
+		if (outq > 0 && outq == unsent)
+			return 0;
+		vd_sleep_ms(50);
+	}
+	return -ETIMEDOUT;
+}
+
 /* The MPA frame at the start of @fd's stream, read exactly: its length. */
 static int read_mpa_frame(int fd, unsigned char *buf, size_t size)
 {
@@ -1389,6 +1417,15 @@ TEST_F_TIMEOUT(cm, convert_carries_messages_and_bytes_read, 240)
 			      _IOC(_IOC_WRITE, VIADUCT_IOCTL_MAGIC, 0x28,
 				   VIADUCT_CM_CONVERT_SOCKET_SIZE_VER0), &cv));
 	EXPECT_EQ(-1, fcntl(sa_fd, F_GETFD));
+	close(sb_fd);
+
+	/* no room for the message now: EAGAIN, nothing taken or sent */
+	ASSERT_EQ(0, tcp_pair(lfd, port, &sa_fd, &sb_fd));
+	ASSERT_EQ(0, fill_send_buffer(sa_fd));
+	EXPECT_EQ(-EAGAIN, convert_sock(&self->a, sa_fd, aid, make_qp(&self->a), 0,
+					big, VIADUCT_CM_CONVERT_SEND_MAX, NULL, 0));
+	EXPECT_TRUE(is_socket(sa_fd));
+	close(sa_fd);
 	close(sb_fd);
 	close(lfd);
 }

@@ -186,9 +186,13 @@ static void abi_resource_structs(struct kunit *test)
 		     FIELD(struct viaduct_resize_cq, entries, 4, 4),
 		     FIELD(struct viaduct_resize_cq, mmap_key, 8, 8),
 		     FIELD(struct viaduct_resize_cq, mmap_size, 16, 8));
-	CHECK_LAYOUT(test, viaduct_arm_cq, 8,
+	CHECK_LAYOUT(test, viaduct_arm_cq, VIADUCT_ARM_CQ_SIZE_VER1,
 		     FIELD(struct viaduct_arm_cq, handle, 0, 4),
-		     FIELD(struct viaduct_arm_cq, flags, 4, 4));
+		     FIELD(struct viaduct_arm_cq, flags, 4, 4),
+		     FIELD(struct viaduct_arm_cq, threshold, 8, 4),
+		     FIELD(struct viaduct_arm_cq, reserved, 12, 4));
+	KUNIT_EXPECT_EQ(test, VIADUCT_ARM_CQ_SIZE_VER0,
+			offsetof(struct viaduct_arm_cq, threshold));
 	CHECK_LAYOUT(test, viaduct_create_qp, 152,
 		     FIELD(struct viaduct_create_qp, user_data, 0, 8),
 		     FIELD(struct viaduct_create_qp, pd_handle, 8, 4),

@@ -89,6 +89,31 @@ TEST_F(lim, defaults_are_the_device_limits)
 	EXPECT_EQ((long)self->d.attr.max_cq, lim_param("ctx_max_cq", -1));
 	EXPECT_EQ((long)self->d.attr.max_qp, lim_param("ctx_max_qp", -1));
 	EXPECT_EQ((long)self->d.attr.max_qp, lim_param("ctx_max_srq", -1));
+	EXPECT_EQ((long)self->d.attr.max_mw, lim_param("ctx_max_mw", -1));
+	EXPECT_LT(0, self->d.attr.max_mw);
+}
+
+/* A program built before max_mw asks with the 512-byte structure: served. */
+TEST_F(lim, query_device_of_the_first_size)
+{
+	struct {
+		struct viaduct_device_attr attr;
+		unsigned char tail[8];
+	} q;
+	const unsigned long query0 = _IOC(_IOC_READ | _IOC_WRITE, VIADUCT_IOCTL_MAGIC,
+					  _IOC_NR(VIADUCT_IOCTL_QUERY_DEVICE),
+					  VIADUCT_DEVICE_ATTR_SIZE_VER0);
+	unsigned int i;
+
+	memset(&q, 0xa5, sizeof(q));
+	memset(&q.attr, 0, VIADUCT_DEVICE_ATTR_SIZE_VER0);
+	q.attr.index = VIADUCT_INDEX_SELECTED;
+	ASSERT_EQ(0, vd_ioctl(self->d.fd, query0, &q));
+	EXPECT_EQ(self->d.attr.max_mr, q.attr.max_mr);
+	EXPECT_EQ(self->d.attr.caps, q.attr.caps);
+	/* nothing written past the size the caller gave */
+	for (i = 0; i < 8; i++)
+		EXPECT_EQ(0xa5, ((unsigned char *)&q.attr)[VIADUCT_DEVICE_ATTR_SIZE_VER0 + i]);
 }
 
 /* Creates an object of kind @k in @fd (on PD @pd): its handle or -errno. */

@@ -185,7 +185,14 @@ struct viaduct_device_attr {
 	__u32 caps;		/* out: VIADUCT_DEV_CAP_*; ignored on input */
 
 	struct viaduct_addr addrs[VIADUCT_MAX_ADDRS];
+
+	/* VIADUCT_DEVICE_ATTR_SIZE_VER1 */
+	__u32 max_mw;		/* memory windows; 0 without VIADUCT_DEV_CAP_MW */
+	__u32 reserved;
 };
+
+#define VIADUCT_DEVICE_ATTR_SIZE_VER0	512	/* up to @addrs */
+#define VIADUCT_DEVICE_ATTR_SIZE_VER1	520
 
 #define VIADUCT_IOCTL_MAGIC		0xD6
 

@@ -107,6 +107,7 @@ struct DeviceLimits {
     std::uint64_t max_msg_size = 0;
     std::uint64_t max_mr_size = 0;
     std::uint32_t page_size = 0; // registration granule
+    std::uint32_t max_mw = 0;    // memory windows; 0 from a module without them
 };
 
 struct VIADUCT_API DeviceAttributes {

@@ -411,6 +411,11 @@ static void op_arm_cq(struct fz *z)
 	struct viaduct_arm_cq a = { .handle = pick(z, T_CQ) };
 
 	a.flags = chance(&z->rng, 90) ? 1 + rnd(&z->rng, 3) : (uint32_t)rnd_next(&z->rng);
+	/* half of them moderated: small counts, the ring's size, garbage */
+	if (chance(&z->rng, 50))
+		a.threshold = chance(&z->rng, 80) ? rnd(&z->rng, 70) : (uint32_t)rnd_size(&z->rng, 64);
+	if (chance(&z->rng, 3))
+		a.reserved = rnd_next(&z->rng);
 	fz_ioctl(z, VIADUCT_IOCTL_ARM_CQ, pick_argp(z, &a, sizeof(a)));
 }
 

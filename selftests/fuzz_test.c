@@ -1544,7 +1544,17 @@ TEST_F_TIMEOUT(fz, connected, 900)
 	xf_pair_share(_metadata, &a, &b, &up);
 	xf_side_down(&a);
 	xf_side_down(&b);
+	/* their release may finish in a worker: wait until nothing moves */
 	vd_snap_take(&before);
+	for (i = 0; i < 50; i++) {
+		struct vd_snap now;
+
+		vd_sleep_ms(100);
+		vd_snap_take(&now);
+		if (vd_snap_same(&before, &now))
+			break;
+		before = now;
+	}
 	ASSERT_EQ(0, xf_in_ns(a.ns, xf_side_up, &a));
 	ASSERT_EQ(0, xf_in_ns(b.ns, xf_side_up, &b));
 	fz_connect(_metadata, &a, &b, qa, qb, FZ_CONN);

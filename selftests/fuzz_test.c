@@ -1187,6 +1187,8 @@ static int fz_take_connected(struct fz *z)
 	z->fd = dup(fzc.fd);
 	if (z->fd < 0)
 		return -1;
+	/* a read of the async events must never wait (the file is shared) */
+	fcntl(z->fd, F_SETFL, O_NONBLOCK);
 	z->kids[0] = -1;	/* no forks: a child would share the streams' file */
 	add_handle(z, T_PD, fzc.pd);
 	add_handle(z, T_MR, fzc.mr);

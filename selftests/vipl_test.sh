@@ -67,7 +67,7 @@ pair() {
 }
 
 echo "TAP version 13"
-echo "1..13"
+echo "1..14"
 
 for p in "$ctl" "$ex/vipl-echo-server" "$ex/vipl-echo-client" "$ex/vipl-pingpong" \
 	"$ex/vipl-rdma-write" "$ex/vipl-peer" "$conf"; do

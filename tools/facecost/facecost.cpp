@@ -2,7 +2,7 @@
 // viaduct-facecost: what each API face adds to posting a work request and
 // reaping its completion, against the native API, on one viaduct device.
 //
-//   viaduct-facecost [-d DEV] [-n ITERS] [-r ROUNDS] [-S BYTES]
+//   viaduct-facecost [-d DEV] [-n ITERS] [-r ROUNDS] [-S BYTES] [-f FACE]
 //
 // Each face gets its own queue pair on DEV, moved to Error before the
 // measurement: the kernel takes every posted WQE from the ring (the same
@@ -13,16 +13,21 @@
 // call, spin on the face's completion call until it returns it. The faces:
 //
 //   native  viaduct::QueuePair::post_send(), CompletionQueue::poll()
+//   native252  the same on a QP shaped as libvipl makes them, 252 SGEs per
+//           WQE (a VIPL descriptor may have that many segments): the
+//           kernel copies every 4 KiB slot whole, so this row shows what
+//           the QP's shape costs apart from the face's code
 //   vipl    VipPostSend() of a descriptor in registered memory,
 //           VipSendDone() (libvipl; the VI is put in Error by a malformed
 //           descriptor, as the guide's Reliable Delivery VI does)
 //   verbs   ibv_post_send(), ibv_poll_cq() (libviaduct-verbs, through
 //           rdma-core's inline dispatch; the QP moved RESET -> ERR)
 //
-// Rounds rotate the order of the faces (round 1: native vipl verbs, round
-// 2: vipl verbs native, ...). Per face the table gives the median over the
+// Rounds rotate the order of the faces (round 1: native native252 vipl
+// verbs, round 2: native252 vipl verbs native, ...). Per face the table gives the median over the
 // rounds of each round's median (and their range) for post + reap and for
 // the post call alone, and the cost over native within each round.
+// With -f only that face runs (for a profiler: perf record -e cpu-clock).
 // Every time is from CLOCK_MONOTONIC; nothing sleeps while it is measured.
 // Exit status: 0 done, 1 a step failed, 2 usage error.
 #include <algorithm>
@@ -68,14 +73,13 @@ struct Buffer {
 
 class Native {
 public:
-    Native(const std::string &dev, std::uint32_t bytes)
+    Native(const std::string &dev, std::uint32_t bytes, std::uint32_t sges = 1)
         : dev_(viaduct::Device::open(dev)), pd_(dev_), cq_(dev_, 2 * kDepth), buf_(4096),
           mr_(pd_, buf_.base, buf_.size, viaduct::access::local_write),
-          qp_(pd_, config(cq_)), sge_{reinterpret_cast<std::uintptr_t>(buf_.base), bytes,
-                                      mr_.stag()} {
+          qp_(pd_, config(cq_, sges)), sge_{reinterpret_cast<std::uintptr_t>(buf_.base), bytes,
+                                            mr_.stag()} {
         qp_.modify(viaduct::QpState::Error);
     }
-    static const char *name() { return "native"; }
     void post(std::uint64_t id) { qp_.post_send(viaduct::SendWr{.wr_id = id, .sge = {&sge_, 1}}); }
     void reap(std::uint64_t id) {
         viaduct::Completion c;
@@ -86,8 +90,10 @@ public:
     }
 
 private:
-    static viaduct::QpConfig config(const viaduct::CompletionQueue &cq) {
+    static viaduct::QpConfig config(const viaduct::CompletionQueue &cq, std::uint32_t sges) {
         viaduct::QpConfig c;
+        c.max_send_sge = sges;
+        c.max_recv_sge = sges;
         c.send_cq = &cq;
         c.recv_cq = &cq;
         c.sq_depth = kDepth;
@@ -138,7 +144,6 @@ public:
     }
     Vipl(const Vipl &) = delete;
     Vipl &operator=(const Vipl &) = delete;
-    static const char *name() { return "vipl"; }
     void post(std::uint64_t) {
         VIP_DESCRIPTOR *d = desc_;
         std::memset(&d->CS, 0, sizeof(d->CS));
@@ -214,7 +219,6 @@ public:
     }
     Verbs(const Verbs &) = delete;
     Verbs &operator=(const Verbs &) = delete;
-    static const char *name() { return "verbs"; }
     void post(std::uint64_t id) {
         ibv_sge s{reinterpret_cast<std::uintptr_t>(buf_.base), bytes_, mr_->lkey};
         ibv_send_wr wr{};
@@ -281,14 +285,16 @@ template <class Face> Round measure(Face &f, std::uint32_t iters, std::uint64_t 
 }
 
 void usage(FILE *f) {
-    std::fprintf(f, "usage: viaduct-facecost [-d DEV] [-n ITERS] [-r ROUNDS] [-S BYTES]\n"
-                    "Post + reap of one signaled Send per iteration on a QP in Error (the\n"
-                    "flush path), through the native API, VIPL and verbs, in rotating rounds.\n"
-                    "  -d DEV     viaduct device (default vd0)\n"
-                    "  -n ITERS   timed iterations per face and round (default 5000)\n"
-                    "  -r ROUNDS  rounds (default 5)\n"
-                    "  -S BYTES   Send size (default 8)\n"
-                    "  -h         this text\n");
+    std::fprintf(f,
+                 "usage: viaduct-facecost [-d DEV] [-n ITERS] [-r ROUNDS] [-S BYTES] [-f FACE]\n"
+                 "Post + reap of one signaled Send per iteration on a QP in Error (the\n"
+                 "flush path), through the native API, VIPL and verbs, in rotating rounds.\n"
+                 "  -d DEV     viaduct device (default vd0)\n"
+                 "  -n ITERS   timed iterations per face and round (default 5000)\n"
+                 "  -r ROUNDS  rounds (default 5)\n"
+                 "  -S BYTES   Send size (default 8)\n"
+                 "  -f FACE    only this one: native, native252, vipl or verbs (for a profiler)\n"
+                 "  -h         this text\n");
 }
 
 std::uint32_t number(const char *opt, const char *s, std::uint32_t min, std::uint32_t max) {
@@ -305,11 +311,11 @@ std::uint32_t number(const char *opt, const char *s, std::uint32_t min, std::uin
 } // namespace
 
 int main(int argc, char **argv) {
-    std::string dev = "vd0";
+    std::string dev = "vd0", only;
     std::uint32_t iters = 5000, rounds = 5, bytes = 8;
     static const option longopts[] = {{"help", no_argument, nullptr, 'h'}, {}};
     int opt;
-    while ((opt = getopt_long(argc, argv, "d:n:r:S:h", longopts, nullptr)) != -1) {
+    while ((opt = getopt_long(argc, argv, "d:n:r:S:f:h", longopts, nullptr)) != -1) {
         switch (opt) {
         case 'd':
             dev = optarg;
@@ -319,6 +325,13 @@ int main(int argc, char **argv) {
             break;
         case 'r':
             rounds = number("-r", optarg, 1, 1000);
+            break;
+        case 'f':
+            only = optarg;
+            if (only != "native" && only != "native252" && only != "vipl" && only != "verbs") {
+                std::fprintf(stderr, "viaduct-facecost: no face '%s'\n", optarg);
+                return 2;
+            }
             break;
         case 'S':
             bytes = number("-S", optarg, 1, 2048);
@@ -336,11 +349,22 @@ int main(int argc, char **argv) {
         return 2;
     }
     try {
-        Native native(dev, bytes);
+        constexpr std::size_t kFaces = 4;
+        const char *names[kFaces] = {"native", "native252", "vipl", "verbs"};
+        if (!only.empty()) {
+            std::uint64_t id = 0;
+            Round x = only == "native" ? measure(*std::make_unique<Native>(dev, bytes), iters, id)
+                      : only == "native252"
+                          ? measure(*std::make_unique<Native>(dev, bytes, 252), iters, id)
+                      : only == "vipl" ? measure(*std::make_unique<Vipl>(dev, bytes), iters, id)
+                                       : measure(*std::make_unique<Verbs>(dev, bytes), iters, id);
+            std::printf("%-10s post+reap %.0f ns, post call %.0f ns (median of %u)\n", only.c_str(),
+                        x.total, x.post, iters);
+            return 0;
+        }
+        Native native(dev, bytes), native252(dev, bytes, 252);
         Vipl vipl(dev, bytes);
         Verbs verbs(dev, bytes);
-        constexpr std::size_t kFaces = 3;
-        const char *names[kFaces] = {Native::name(), Vipl::name(), Verbs::name()};
         std::array<std::vector<Round>, kFaces> res;
         std::array<std::uint64_t, kFaces> ids{};
         for (std::uint32_t r = 0; r < rounds; r++) {
@@ -348,7 +372,8 @@ int main(int argc, char **argv) {
                 const std::size_t f = (k + r) % kFaces;
                 std::fprintf(stderr, "round %u of %u: %s\n", r + 1, rounds, names[f]);
                 Round x = f == 0   ? measure(native, iters, ids[f])
-                          : f == 1 ? measure(vipl, iters, ids[f])
+                          : f == 1 ? measure(native252, iters, ids[f])
+                          : f == 2 ? measure(vipl, iters, ids[f])
                                    : measure(verbs, iters, ids[f]);
                 res[f].push_back(x);
             }
@@ -357,7 +382,7 @@ int main(int argc, char **argv) {
                     "Error\n# (flush path), %u rounds of %u iterations per face, the order "
                     "rotating; times in ns\n",
                     bytes, dev.c_str(), rounds, iters);
-        std::printf("%-8s %12s %21s %12s %21s %16s %21s\n", "face", "post+reap", "[min, max]",
+        std::printf("%-10s %12s %21s %12s %21s %16s %21s\n", "face", "post+reap", "[min, max]",
                     "post call", "[min, max]", "cost/WR [ns]", "cost [min, max]");
         for (std::size_t f = 0; f < kFaces; f++) {
             std::vector<double> tot, post, cost_ns, cost;
@@ -376,7 +401,7 @@ int main(int argc, char **argv) {
             std::snprintf(d, sizeof(d), "[%+.1f%%, %+.1f%%]",
                           *std::min_element(cost.begin(), cost.end()) * 100,
                           *std::max_element(cost.begin(), cost.end()) * 100);
-            std::printf("%-8s %12.0f %21s %12.0f %21s %16s %21s\n", names[f], median(tot), a,
+            std::printf("%-10s %12.0f %21s %12.0f %21s %16s %21s\n", names[f], median(tot), a,
                         median(post), b, f ? c : "-", f ? d : "-");
         }
     } catch (const std::exception &e) {

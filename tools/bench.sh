@@ -16,7 +16,7 @@
 # VD_BENCH_MR_SCALE (see viaduct-bench --help), VD_BENCH_BW_ITERS,
 # VD_BENCH_LAT_ITERS, VD_BENCH_RATE_ITERS, VD_BENCH_TCP_SECS,
 # VD_BENCH_STEP_TIMEOUT, VD_BENCH_ROUNDS (interleaved rounds of the face
-# and transport comparison, default 5), VD_BENCH_PARTS (which parts to
+# and transport comparison, default 3), VD_BENCH_PARTS (which parts to
 # run, default mr,post,datapath,facecost,faces) (tools/vm/guest-bench.sh), VD_MEM
 # (guest MiB, default 2048), VD_TIMEOUT. The tables name the commit and
 # the host's load average before and after the run: on a shared machine
@@ -59,10 +59,10 @@ tcplat=$build/cmake/tools/tcplat/viaduct-tcplat
 commit=$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)
 git -C "$repo" diff --quiet HEAD 2>/dev/null || commit+=" (with uncommitted changes)"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-log "booting the VM (with the kernel cached, the job takes 8-12 min; VD_BENCH_ROUNDS scales it)"
+log "booting the VM (about 25 min on a loaded 2-CPU host, less idle; VD_BENCH_ROUNDS scales it)"
 rc=0
 VD_BENCH_COMMIT=$commit VD_BENCH_HOSTLOAD="$load_before on $(nproc) CPUs" VD_FLAVOUR=normal VD_KDIR=$kdir VD_KMOD=$build/module-normal \
-	VD_BENCH=$bench VD_PERF=$perf VD_TCPLAT=$tcplat VD_VIADUCTCTL=$ctl VD_BENCH_ECHO=0 VD_TIMEOUT=${VD_TIMEOUT:-1200} \
+	VD_BENCH=$bench VD_PERF=$perf VD_TCPLAT=$tcplat VD_VIADUCTCTL=$ctl VD_BENCH_ECHO=0 VD_TIMEOUT=${VD_TIMEOUT:-3600} \
 	"$vm/run.sh" -r "$results" "$vm/guest-bench.sh" || rc=$?
 # What was measured is worth seeing even when a step failed.
 if [[ -s $results/bench.txt ]]; then

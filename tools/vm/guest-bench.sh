@@ -25,7 +25,7 @@
 #              Write bandwidth, each through native (viaduct-perf), VIPL
 #              (examples/vipl), verbs (perftest on libviaduct-verbs), siw
 #              (perftest) and TCP (viaduct-tcplat, iperf3), VD_BENCH_ROUNDS
-#              rounds (5) with every step once per round, the first one
+#              rounds (3) with every step once per round, the first one
 #              rotating; medians, ranges and per-round ratios
 #
 # Each data path step has a time limit (VD_BENCH_STEP_TIMEOUT, 90 s); one
@@ -38,7 +38,7 @@
 # [guest] lines. Knobs: VD_BENCH (the binary), VD_PERF, VD_VIADUCTCTL,
 # VD_BENCH_ITERS, VD_BENCH_BATCHES, VD_BENCH_MR_SCALE; for the data path
 # VD_BENCH_BW_ITERS (200), VD_BENCH_LAT_ITERS (1000), VD_BENCH_RATE_ITERS
-# (2000 per QP), VD_BENCH_TCP_SECS (iperf3, 2), VD_BENCH_ROUNDS (5),
+# (2000 per QP), VD_BENCH_TCP_SECS (iperf3, 2), VD_BENCH_ROUNDS (3),
 # VD_BENCH_FACECOST_ITERS (5000), VD_BENCH_STEP_TIMEOUT (90);
 # VD_BENCH_COMMIT and VD_BENCH_HOSTLOAD (from tools/bench.sh) head the
 # tables.
@@ -281,7 +281,7 @@ fi
 # --- Faces and transports, interleaved --------------------------------------
 #
 # The rows that compare faces (native, VIPL, verbs) and transports (siw,
-# TCP) run VD_BENCH_ROUNDS times (5 by default) in rotation: per round and
+# TCP) run VD_BENCH_ROUNDS times (3 by default) in rotation: per round and
 # metric every face once, one after the other, the face that goes first
 # moving on by one each round (round 1: native vipl verbs siw tcp, round 2:
 # vipl verbs siw tcp native, ...). Every value goes to $dp/rounds.txt
@@ -297,7 +297,7 @@ fi
 # the buffer's last byte); streaming: RDMA Writes of 64 KiB or 1 MiB, 128
 # in flight, one work request per post call and a completion for each (VIPL
 # cannot ask for fewer: viaduct-perf -l 1 -Q 1, perftest -l 1 -Q 1 -t 128).
-rounds=${VD_BENCH_ROUNDS:-5}
+rounds=${VD_BENCH_ROUNDS:-3}
 rounds_file=$dp/rounds.txt
 faces=(native vipl verbs siw tcp)
 face_metrics=(lat-send lat-write bw64k bw1m)
@@ -479,10 +479,10 @@ faces_table() {
 				if ((rn > 0)); then
 					s=$(printf 'vd/%s %.2f [%.2f, %.2f]' "$f" "$rm" "$rlo" "$rhi")
 					case $f:$m in
-					siw:lat-*) tgt="<= 0.8" met=$(awk -v a="$rm" 'BEGIN { print a <= 0.8 ? "yes" : "NO" }') ;;
-					tcp:lat-*) tgt="<= 1.3" met=$(awk -v a="$rm" 'BEGIN { print a <= 1.3 ? "yes" : "NO" }') ;;
-					tcp:bw1m) tgt=">= 0.9" met=$(awk -v a="$rm" 'BEGIN { print a >= 0.9 ? "yes" : "NO" }') ;;
-					tcp:bw64k) tgt=">= 0.8" met=$(awk -v a="$rm" 'BEGIN { print a >= 0.8 ? "yes" : "NO" }') ;;
+					siw:lat-*) tgt="<= 0.8" met=$(awk -v a="$rm" 'BEGIN { print (a <= 0.8 ? "yes" : "NO") }') ;;
+					tcp:lat-*) tgt="<= 1.3" met=$(awk -v a="$rm" 'BEGIN { print (a <= 1.3 ? "yes" : "NO") }') ;;
+					tcp:bw1m) tgt=">= 0.9" met=$(awk -v a="$rm" 'BEGIN { print (a >= 0.9 ? "yes" : "NO") }') ;;
+					tcp:bw64k) tgt=">= 0.8" met=$(awk -v a="$rm" 'BEGIN { print (a >= 0.8 ? "yes" : "NO") }') ;;
 					esac
 				fi
 				;;

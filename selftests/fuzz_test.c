@@ -818,8 +818,13 @@ static void op_post_conn(struct fz *z)
 		/* while gentle, no invalidation of the peer's region */
 		e->opcode = chance(r, 100 - bad / 2) ?
 			    ops[rnd(r, VD_ARRAY_SIZE(ops) - (z->gentle ? 2 : 0))] : rnd(r, 256);
-		e->flags = chance(r, 100 - bad) ? VIADUCT_SQE_SIGNALED | (chance(r, 20) ?
-			   VIADUCT_SQE_SOLICITED | VIADUCT_SQE_IMMEDIATE : 0) : rnd(r, 256);
+		e->flags = VIADUCT_SQE_SIGNALED;
+		/* Sends and Writes with immediate data (both ends negotiate it) */
+		if ((e->opcode == VIADUCT_OP_SEND || e->opcode == VIADUCT_OP_RDMA_WRITE) &&
+		    chance(r, 20))
+			e->flags |= VIADUCT_SQE_SOLICITED | VIADUCT_SQE_IMMEDIATE;
+		if (chance(r, bad))
+			e->flags = rnd(r, 256);
 		e->imm_data = rnd_next(r);
 		e->num_sge = chance(r, 100 - bad) ? 1 : rnd(r, 6);
 		e->remote_stag = chance(r, 100 - bad) ? z->rstag : (uint32_t)rnd_next(r);

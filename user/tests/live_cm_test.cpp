@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -796,6 +797,127 @@ TEST_F(LiveCm, BadArguments) {
 
     ConnectionId moved = std::move(again);
     expect_error(EBADF, "moved from", [&] { again.handle(); });
+}
+
+namespace {
+
+// A connected pair of the application's own TCP sockets on @addr.
+std::pair<viaduct::detail::FileDescriptor, viaduct::detail::FileDescriptor>
+tcp_pair(const std::string &addr) {
+    viaduct::detail::FileDescriptor l(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    viaduct::detail::FileDescriptor c(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in sin{};
+    sin.sin_family = AF_INET;
+    ::inet_pton(AF_INET, addr.c_str(), &sin.sin_addr);
+    socklen_t len = sizeof(sin);
+    if (l.get() < 0 || c.get() < 0 || ::bind(l.get(), reinterpret_cast<sockaddr *>(&sin), len) ||
+        ::listen(l.get(), 1) || ::getsockname(l.get(), reinterpret_cast<sockaddr *>(&sin), &len) ||
+        ::connect(c.get(), reinterpret_cast<sockaddr *>(&sin), len))
+        throw std::runtime_error(std::string("tcp pair: ") + std::strerror(errno));
+    viaduct::detail::FileDescriptor a(::accept4(l.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (a.get() < 0)
+        throw std::runtime_error(std::string("accept: ") + std::strerror(errno));
+    return {std::move(a), std::move(c)};
+}
+
+} // namespace
+
+// IT-API's order: the conversion initiator hands its last streaming-mode
+// message to the conversion and answers the MPA request; the responder
+// reads the message, then converts as the MPA initiator. Each descriptor
+// is gone afterwards; a shared one is refused and left alone.
+TEST_F(LiveCm, ConvertSocketSendsTheLastMessageAndTakesTheDescriptor) {
+    if (!(server_->dev.attributes().caps & VIADUCT_DEV_CAP_CONVERT_DATA))
+        GTEST_SKIP() << "the module cannot carry data with a conversion";
+    auto [sfd, cfd] = tcp_pair(addr_);
+    ConnectionId sconn(server_->channel, 1), cconn(client_->channel, 2);
+
+    int dup_fd = ::dup(cfd.get());
+    ASSERT_LE(0, dup_fd);
+    try {
+        cconn.convert_socket(cfd.get(), client_->qp, true);
+        ADD_FAILURE() << "converted a dup()ed socket";
+    } catch (const viaduct::Error &e) {
+        EXPECT_EQ(EBUSY, e.errnum()) << e.what();
+        EXPECT_NE(nullptr, std::strstr(e.what(), "shared")) << e.what();
+    }
+    ::close(dup_fd);
+    EXPECT_NE(-1, ::fcntl(cfd.get(), F_GETFD));
+
+    auto msg = bytes("the last streaming-mode message");
+    viaduct::SocketConversion carry;
+    carry.last_message = msg;
+    sconn.convert_socket(sfd.get(), server_->qp, false, {}, carry);
+    EXPECT_EQ(-1, ::fcntl(sfd.release(), F_GETFD)); // closed by the conversion
+    std::string got(msg.size(), '\0');
+    std::size_t n = 0;
+    while (n < got.size()) {
+        ssize_t r = ::read(cfd.get(), got.data() + n, got.size() - n);
+        ASSERT_LT(0, r) << std::strerror(errno);
+        n += static_cast<std::size_t>(r);
+    }
+    EXPECT_EQ("the last streaming-mode message", got);
+    cconn.convert_socket(cfd.get(), client_->qp, true);
+    EXPECT_EQ(-1, ::fcntl(cfd.release(), F_GETFD));
+
+    CmEvent sest = server_->expect(CmEventType::Established);
+    EXPECT_EQ(sconn.handle(), sest.handle());
+    CmEvent cest = client_->expect(CmEventType::Established);
+    EXPECT_EQ(cconn.handle(), cest.handle());
+    EXPECT_EQ(QpState::Rts, server_->qp.query().state);
+    EXPECT_EQ(QpState::Rts, client_->qp.query().state);
+    cconn.disconnect();
+    server_->expect(CmEventType::Disconnected);
+    client_->expect(CmEventType::Disconnected);
+}
+
+// A request handed to another context's listener arrives there as it came,
+// and is gone here; a hand-off to nobody leaves it where it was.
+TEST_F(LiveCm, HandoffMovesTheRequestToAnotherListener) {
+    if (!(server_->dev.attributes().caps & VIADUCT_DEV_CAP_CM_HANDOFF))
+        GTEST_SKIP() << "the module cannot hand off requests";
+    Side other(name_);
+    ConnectionId other_listener(other.channel, 0x0747);
+    std::uint16_t other_port = other_listener.listen(addr_, 0);
+
+    ConnectionId conn(client_->channel);
+    auto hello = bytes("to whoever serves it");
+    ConnectionOptions o;
+    o.private_data = hello;
+    conn.connect(client_->qp, addr_, port_, o);
+    CmEvent req = server_->expect(CmEventType::ConnectRequest);
+    ConnectionId id = req.connection();
+    try {
+        id.handoff("", 9);
+        ADD_FAILURE() << "handed off to nobody";
+    } catch (const viaduct::Error &e) {
+        EXPECT_EQ(ENOENT, e.errnum()) << e.what();
+        EXPECT_NE(nullptr, std::strstr(e.what(), "no listener")) << e.what();
+    }
+    id.handoff(addr_, other_port);
+    EXPECT_EQ(0u, id.handle());
+    req.ack(); // nothing to acknowledge any more: the kernel id is gone
+    try {
+        id.accept(server_->qp);
+        ADD_FAILURE() << "accepted a request handed off";
+    } catch (const viaduct::Error &e) {
+        EXPECT_EQ(EINVAL, e.errnum()) << e.what();
+        EXPECT_NE(nullptr, std::strstr(e.what(), "handed off")) << e.what();
+    }
+
+    CmEvent moved = other.expect(CmEventType::ConnectRequest);
+    EXPECT_EQ(other_listener.handle(), moved.listen_handle());
+    EXPECT_EQ(0x0747u, moved.user_data());
+    EXPECT_EQ("to whoever serves it", text(moved.private_data()));
+    EXPECT_EQ(port_, moved.local().port);
+    moved.connection().accept(other.qp);
+    client_->expect(CmEventType::Established);
+    other.expect(CmEventType::Established);
+    EXPECT_EQ(QpState::Rts, other.qp.query().state);
+    EXPECT_NE(QpState::Rts, server_->qp.query().state);
+    conn.disconnect();
+    other.expect(CmEventType::Disconnected);
+    client_->expect(CmEventType::Disconnected);
 }
 
 namespace {

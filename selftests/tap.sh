@@ -52,5 +52,6 @@ wait_listen() {
 		kill -0 "$pid" 2>/dev/null || return 1
 		nap 0.05
 	done
+	echo "# nothing listens on port $2 after 10 s"
 	return 1
 }

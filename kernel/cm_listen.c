@@ -11,6 +11,8 @@
 #include <linux/fcntl.h>
 #include <linux/in.h>
 #include <linux/in6.h>
+#include <linux/minmax.h>
+#include <linux/moduleparam.h>
 #include <linux/net.h>
 #include <linux/slab.h>
 #include <net/ipv6.h>
@@ -169,6 +171,21 @@ void vd_cm_got_request(struct vd_cm_id *id)
 		     vd_cm_frame_pd(id), req->pd_len);
 }
 
+/*
+ * How long a new connection may take to deliver its whole MPA request
+ * before it is dropped. The selftests that check the drop lower it for
+ * their duration rather than wait out the default.
+ */
+static unsigned int mpa_req_timeout_ms = VD_CM_REQ_TIMEOUT_MS;
+module_param(mpa_req_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(mpa_req_timeout_ms,
+		 "Time a new connection has to deliver its MPA request, in ms (at least 100); then it is dropped");
+
+static u32 cm_req_timeout_ms(void)
+{
+	return max(READ_ONCE(mpa_req_timeout_ms), 100U);
+}
+
 static void cm_accept_one(struct vd_cm_id *l, struct socket *nsock)
 {
 	struct vd_cm_id *c;
@@ -200,7 +217,7 @@ static void cm_accept_one(struct vd_cm_id *l, struct socket *nsock)
 	l->nchildren++;
 	vd_cm_id_get(c);		/* the list's */
 	spin_unlock_bh(&l->children_lock);
-	vd_cm_arm_timeout(c, VD_CM_REQ_TIMEOUT_MS);
+	vd_cm_arm_timeout(c, cm_req_timeout_ms());
 	/* the request may be there already */
 	vd_cm_queue(c);
 	mutex_unlock(&c->lock);
@@ -215,8 +232,8 @@ drop:
  * @l: the listener, locked
  *
  * Each new connection becomes a child waiting for its MPA request (for
- * VD_CM_REQ_TIMEOUT_MS), or is reset when the backlog is full or memory
- * is short.
+ * the module parameter mpa_req_timeout_ms), or is reset when the backlog
+ * is full or memory is short.
  */
 void vd_cm_listen_work(struct vd_cm_id *l)
 {

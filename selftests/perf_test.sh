@@ -48,9 +48,9 @@ run_pair() {
 	port=$((port + 1))
 	ip netns exec "$B" "$perf" -d vd0 --server --addr 192.0.2.2 -p "$port" >"$tmp/server" 2>&1 &
 	spid=$!
-	for _ in $(seq 100); do
+	for _ in $(seq 200); do
 		has_line "$tmp/server" 'waiting for a client' && break
-		sleep 0.1
+		nap 0.05
 	done
 	# perftest's form: the server's address is the argument.
 	timeout 120 ip netns exec "$A" "$perf" -d vd0 -p "$port" "$@" 192.0.2.2 \

@@ -52,10 +52,7 @@ run() {
 	ip netns exec "$sns" timeout 60 "${scmd[@]}" -p "$port" >"$out_s" 2>&1 &
 	srv=$!
 	# the server listens once its port shows up in its namespace
-	for _ in $(seq 100); do
-		ip netns exec "$sns" ss -Htln "sport = :$port" 2>/dev/null | grep -q . && break
-		sleep 0.1
-	done
+	wait_listen "$srv" "$port"
 	ip netns exec "$cns" timeout 60 "$@" -p "$port" >"$out_c" 2>&1
 	rc_c=$?
 	wait "$srv"
@@ -115,10 +112,7 @@ port=$((port + 1))
 out_s=$(mktemp)
 ip netns exec "$A" timeout 60 "$ping" -s -P -a 192.0.2.1 -S 100 -C 3 -V -p "$port" >"$out_s" 2>&1 &
 srv=$!
-for _ in $(seq 100); do
-	ip netns exec "$A" ss -Htln "sport = :$port" 2>/dev/null | grep -q . && break
-	sleep 0.1
-done
+wait_listen "$srv" "$port"
 rc=0
 for n in 1 2; do
 	ip netns exec "$B" timeout 60 "$ping" -c -a 192.0.2.1 -S 100 -C 3 -V -p "$port" >/dev/null 2>&1 ||

@@ -23,3 +23,35 @@ skip() {
 	n=$((n + 1))
 	echo "ok $n - $1 # SKIP $2"
 }
+
+# Waiting for a server without starting a process per look: under TCG,
+# and several times more under the debug kernel, every ip(8), ss(8) or
+# sleep(1) started costs tens of milliseconds of a loaded machine that
+# the server being waited for needs to come up.
+#
+#   nap SECONDS            sleeps (fractions allowed) without a process
+#   wait_listen PID PORT   up to 10 s until a TCP socket in PID's network
+#                          namespace listens on PORT (the kernel's
+#                          sockets of an RDMA CM included); 1 if it did
+#                          not, or if PID exited first
+exec {tap_nap_fd}<> <(:)
+nap() {
+	read -r -t "$1" -u "$tap_nap_fd" || true
+}
+
+wait_listen() {
+	local pid=$1 hex i f sl loc rem st rest
+	printf -v hex '%04X' "$2"
+	for ((i = 0; i < 200; i++)); do
+		for f in /proc/"$pid"/net/tcp /proc/"$pid"/net/tcp6; do
+			[ -r "$f" ] || continue
+			while read -r sl loc rem st rest; do
+				[ "$st" = 0A ] && [ "${loc##*:}" = "$hex" ] && return 0
+			done <"$f"
+		done
+		kill -0 "$pid" 2>/dev/null || return 1
+		nap 0.05
+	done
+	echo "# nothing listens on port $2 after 10 s"
+	return 1
+}

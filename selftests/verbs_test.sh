@@ -86,10 +86,9 @@ run() {
 	with_port "${scmd[@]}"
 	ip netns exec "$sns" timeout 60 "${cmd[@]}" >"$out_s" 2>&1 &
 	srv=$!
-	for _ in $(seq 100); do
-		ip netns exec "$sns" ss -Htln "sport = :$port" 2>/dev/null | grep -q . && break
-		sleep 0.1
-	done
+	# the client goes once the server listens (or after 10 s, or once the
+	# server exited: then the client's failure shows why)
+	wait_listen "$srv" "$port"
 	with_port "$@"
 	ip netns exec "$cns" timeout 60 "${cmd[@]}" >"$out_c" 2>&1
 	rc_c=$?

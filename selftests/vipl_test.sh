@@ -119,9 +119,11 @@ if [ -x "$perf" ]; then
 	out1=$(mktemp)
 	ip netns exec "$A" timeout "$tmo" "$perf" -d vd0 -s --addr $IPA >"$out1" 2>&1 &
 	srv=$!
-	for _ in $(seq 50); do
-		grep -q 'waiting for a client' "$out1" && break
-		sleep 0.1
+	for _ in $(seq 100); do
+		while IFS= read -r l; do
+			[[ $l == *'waiting for a client'* ]] && break 2
+		done <"$out1"
+		nap 0.05
 	done
 	ip netns exec "$B" timeout "$tmo" "$perf" -d vd0 --addr $IPA -t lat-send -n 300 \
 		--sizes 64 2>&1 | sed 's/^/# native viaduct-perf: /'

@@ -194,6 +194,16 @@ struct vd_tp {
 	u32 tx_nbvec;			/* in use: the batch is by reference */
 	struct page *hdr_page;		/* headers and trailers of those */
 	u32 hdr_off;			/* bytes of @hdr_page handed to TCP */
+	/*
+	 * one copy (fpdu.c): the batch is @tx_bvec over the payload's own
+	 * pages, which sendmsg() copies; the regions' use brackets stay open
+	 * until it did
+	 */
+	u32 tx_npages;			/* @tx_bvec entries; 0: not this way */
+	struct page *tx_hdr;		/* the batch's headers and trailers */
+	u32 tx_hdr_off;			/* bytes of @tx_hdr in use */
+	struct vd_mr **tx_mrs;		/* VD_TP_ZC_SEGS, bracket + reference */
+	u32 tx_nmrs;
 
 	/* who receives: the data_ready upcall or the work item (rx.c) */
 	unsigned long rx_busy;		/* VD_TP_RX_BUSY held by the one that does */
@@ -236,6 +246,9 @@ int vd_fpdu_walk_payload(struct vd_tp *tp, u32 off, u32 len,
 void vd_fpdu_seg_hdr(const struct vd_tx_msg *msg,
 		     const struct vd_fpdu_seg *seg, struct vd_iw_hdr *hdr);
 int vd_fpdu_build_copy(struct vd_tp *tp);
+bool vd_fpdu_pages_ok(const struct vd_tp *tp);
+int vd_fpdu_build_pages(struct vd_tp *tp);
+void vd_fpdu_pages_settle(struct vd_tp *tp, bool keep);
 void vd_tp_queue_tx(struct vd_tp *tp);
 void vd_tp_queue_rx(struct vd_tp *tp);
 void vd_tp_terminate(struct vd_tp *tp, u16 code, u32 event,

@@ -12,6 +12,7 @@
 #include <linux/highmem.h>
 #include <linux/minmax.h>
 #include <linux/mm.h>
+#include <linux/moduleparam.h>
 #include <linux/string.h>
 #include <linux/uio.h>
 #include <net/sock.h>
@@ -162,6 +163,11 @@ int vd_fpdu_build_copy(struct vd_tp *tp)
 /* Messages with more SGEs are copied: an FPDU could need too many pieces. */
 #define VD_FPDU_PAGES_MAX_SGE	(VD_TP_ZC_SEGS / 4)
 
+static bool tx_onecopy_on = true;
+module_param(tx_onecopy_on, bool, 0644);
+MODULE_PARM_DESC(tx_onecopy_on,
+		 "Send payload from its own pages, copied once by sendmsg() (else copied into the stream's buffer first)");
+
 /**
  * vd_fpdu_pages_ok() - whether the current message goes out in one copy
  * @tp: the stream
@@ -169,8 +175,8 @@ int vd_fpdu_build_copy(struct vd_tp *tp)
  * Every message with payload (inline data, the WR's SGEs, a Read
  * Response's region) does, unless the stream lacks the memory for it or
  * the WR has so many SGEs that one FPDU could need more pieces than a
- * batch holds; headers-only messages and the Terminate are copied into
- * @tp->tx_buf.
+ * batch holds, or the module parameter tx_onecopy_on is off; headers-only
+ * messages and the Terminate are copied into @tp->tx_buf.
  *
  * Context: The transmitter of the stream.
  * Return: true if vd_fpdu_build_pages() builds its FPDUs.
@@ -179,7 +185,8 @@ bool vd_fpdu_pages_ok(const struct vd_tp *tp)
 {
 	const struct vd_tx_msg *msg = &tp->msg;
 
-	if (!tp->tx_hdr || !tp->tx_mrs || !tp->tx_bvec || !msg->len)
+	if (!READ_ONCE(tx_onecopy_on) || !tp->tx_hdr || !tp->tx_mrs ||
+	    !tp->tx_bvec || !msg->len)
 		return false;
 	return msg->inline_data || msg->mr ||
 	       (msg->sge && msg->num_sge <= VD_FPDU_PAGES_MAX_SGE);

@@ -107,6 +107,7 @@ struct DeviceLimits {
     std::uint64_t max_msg_size = 0;
     std::uint64_t max_mr_size = 0;
     std::uint32_t page_size = 0; // registration granule
+    std::uint32_t max_mw = 0;    // memory windows; 0 from a module without them
 };
 
 struct VIADUCT_API DeviceAttributes {
@@ -500,6 +501,25 @@ public:
     // solicited or error completion). Error(EINVAL) without a channel.
     void arm(bool solicited_only = false);
 
+    // Moderated arming (VIADUCT_DEV_CAP_CQ_THRESHOLD): one event on the
+    // channel once at least @count completions are unread, counting those
+    // already in the ring (an arm that finds @count fires at once, so no
+    // completion racing it is lost), or at an error completion, or with
+    // @solicited at a solicited one. Error(EINVAL) without a channel or for
+    // a @count of 0 or above entries(); Error(EOPNOTSUPP) if the module
+    // cannot.
+    void arm_threshold(std::uint32_t count, bool solicited = false);
+
+    // Completions in the ring not yet taken by poll(). No system call.
+    std::uint32_t unread() const;
+
+    // Sleeps on the channel until at least @count completions are unread,
+    // or an unread one is an error, or the CQ overflowed, with one wakeup
+    // however many completions that takes, then returns true without
+    // taking any (poll() them). false on timeout (negative: for ever).
+    // Needs a channel; one waiter per channel at a time, as wait().
+    bool wait_unread(std::uint32_t count, std::chrono::milliseconds timeout);
+
     // poll(); if empty, arm, poll again (a completion that raced with the
     // arm is found here, not lost), then sleep on the channel until an
     // event for this CQ or @timeout (negative: for ever), and poll. Returns
@@ -835,6 +855,23 @@ struct ConnectionOptions {
     std::chrono::milliseconds timeout{0}; // connect(), convert_socket(): 0 for 30 s
 };
 
+// What convert_socket() carries besides the socket (both may be empty).
+struct SocketConversion {
+    // IT-API's Last ULP Streaming-Mode Message of the conversion initiator:
+    // sent on the socket before the MPA exchange, at most
+    // socket_conversion_send_max bytes. Error(EAGAIN), nothing done, if the
+    // socket's send buffer has no room for it now.
+    std::span<const std::byte> last_message{};
+    // Bytes the caller read from the socket past its own protocol that
+    // belong to the MPA exchange (the peer's MPA request, or its start;
+    // so the responder only): consumed as if read from the socket, at
+    // most socket_conversion_recv_max bytes.
+    std::span<const std::byte> already_read{};
+};
+
+inline constexpr std::size_t socket_conversion_send_max = VIADUCT_CM_CONVERT_SEND_MAX;
+inline constexpr std::size_t socket_conversion_recv_max = VIADUCT_CM_CONVERT_RECV_MAX;
+
 class CmEvent;
 class ConnectionId;
 
@@ -903,10 +940,29 @@ public:
     void disconnect(bool abort = false);
 
     // Makes an RDMA connection of @qp out of @sockfd, a connected TCP socket
-    // of the caller's (which keeps its descriptor): @active sends the MPA
-    // request, the other side answers it. Established follows.
+    // of the caller's: @active sends the MPA request, the other side
+    // answers it. Established follows. The socket is taken away: on
+    // success @sockfd is closed (the number may be reused at once); a
+    // socket whose file is shared (dup(), fork(), another thread using it)
+    // or that has an upper layer protocol such as kTLS is refused with
+    // Error(EBUSY) and left as it was. @carry: the last streaming-mode
+    // message to send first, bytes already read (SocketConversion); needs
+    // VIADUCT_DEV_CAP_CONVERT_DATA (Error(EOPNOTSUPP) otherwise).
     void convert_socket(int sockfd, QueuePair &qp, bool active,
                         const ConnectionOptions &options = {});
+    void convert_socket(int sockfd, QueuePair &qp, bool active, const ConnectionOptions &options,
+                        const SocketConversion &carry);
+
+    // Hands the CONNECT_REQUEST this id came with, unanswered, to the
+    // listener on @port (and @address; "" for any address) of the same
+    // device, which may be another process's (of the same user, or the
+    // caller needs CAP_NET_ADMIN): its channel gets a CONNECT_REQUEST with
+    // the same private data, and this id is gone (it answers nothing any
+    // more). Error(ENOENT) if no such listener, EBUSY if its backlog or
+    // channel is full, EPERM if it is another user's: the request stays
+    // here, to be answered or handed off again. Needs
+    // VIADUCT_DEV_CAP_CM_HANDOFF.
+    void handoff(std::string_view address, std::uint16_t port);
 
     struct State;
     std::shared_ptr<State> state() const;

@@ -918,6 +918,7 @@ TEST_F(LiveCm, HandoffMovesTheRequestToAnotherListener) {
     conn.disconnect();
     other.expect(CmEventType::Disconnected);
     client_->expect(CmEventType::Disconnected);
+}
 
 namespace {
 

@@ -381,6 +381,26 @@ out:
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_cq_push);
 
+/*
+ * The threshold of a pending arm and a new one (@arm_flags, @threshold)
+ * together: the arm fires when either would. A plain NEXT (any CQE) covers
+ * everything; a plain SOLICITED arm joins a count, whose rules fire on a
+ * solicited CQE too once the flags add up; two counts keep the lower.
+ */
+static u32 vd_cq_merge_threshold(const struct vd_cq *cq, u32 arm_flags,
+				 u32 threshold)
+{
+	lockdep_assert_held(&cq->lock);
+	if (!cq->armed)
+		return threshold;
+	if (((cq->armed & VIADUCT_ARM_NEXT) && !cq->threshold) ||
+	    ((arm_flags & VIADUCT_ARM_NEXT) && !threshold))
+		return 0;
+	if (!cq->threshold || !threshold)
+		return max(cq->threshold, threshold);
+	return min(cq->threshold, threshold);
+}
+
 /**
  * vd_cq_arm() - one-shot arming, or moderated by a count of unread CQEs
  * @cq: the CQ
@@ -398,10 +418,10 @@ EXPORT_SYMBOL_IF_KUNIT(vd_cq_push);
  * successful, or solicited with VIADUCT_ARM_SOLICITED.
  *
  * Firing disarms and queues one struct viaduct_cq_event on the channel.
- * Arming again before a fire keeps the earlier condition: the flags add
- * up, and the lower threshold stays (0, the next CQE, is the lowest);
- * the arm still fires once. A consumer index out of range fires a
- * threshold arm at once: the next push puts the CQ in error anyway.
+ * Arming again before a fire makes one arm that fires when either would
+ * (the flags add up; see vd_cq_merge_threshold()); it still fires once.
+ * A consumer index out of range fires a threshold arm at once: the next
+ * push puts the CQ in error anyway.
  *
  * Context: Any context.
  * Return: 0; -EINVAL for no or unknown flags or a threshold above the
@@ -432,10 +452,7 @@ int vd_cq_arm(struct vd_cq *cq, u32 arm_flags, u32 threshold)
 		vd_cq_fire(cq);
 		goto out;
 	}
-	if (!cq->armed)
-		cq->threshold = threshold;
-	else
-		cq->threshold = min(cq->threshold, threshold);
+	cq->threshold = vd_cq_merge_threshold(cq, arm_flags, threshold);
 	cq->armed |= arm_flags;
 out:
 	spin_unlock_irqrestore(&cq->lock, flags);

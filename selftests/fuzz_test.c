@@ -21,8 +21,11 @@
  * connected to peer QPs in another network namespace (the shared pair of
  * xfer_util.h): besides the random commands, mostly valid Sends, Writes
  * and Reads into the peer's registered buffer and receives are posted
- * into their rings, so that random commands, ring garbage and destroys
- * meet live streams. The peer context, in the test process, must survive:
+ * into their rings. For the first half the WRs are rarely wrong and the
+ * connected QPs, their PD and MR are not among the random commands'
+ * targets, so that streams carry traffic while everything else is
+ * fuzzed; in the second half they are fair game (MODIFY to any state,
+ * DESTROY, ring garbage). The peer context, in the test process, must survive:
  * once the fuzzed context is closed, every peer QP is in Error with each
  * posted receive completed exactly once, it still serves commands, and
  * nothing stays allocated.
@@ -147,6 +150,7 @@ struct fz {
 	size_t llen, rlen;
 	__u32 lstag, rstag;
 	__u64 raddr;
+	int gentle;		/* traffic first: faults rare, nothing deadly */
 };
 
 static void fz_note(struct fz *z, unsigned long cmd, int ret)
@@ -745,6 +749,8 @@ static void op_consume(struct fz *z)
 /* A length for a WR into the connected buffers: mostly small, some edges. */
 static uint32_t conn_len(struct fz *z, size_t room)
 {
+	if (z->gentle)
+		return 1 + rnd(&z->rng, room < 16384 ? (uint32_t)room : 16384);
 	switch (rnd(&z->rng, 10)) {
 	case 0:
 		return 0;
@@ -769,6 +775,8 @@ static void op_post_conn(struct fz *z)
 		VIADUCT_OP_RDMA_READ, VIADUCT_OP_SEND_INV, VIADUCT_OP_RDMA_READ_INV,
 	};
 	uint64_t *r = &z->rng;
+	/* a field is wrong with this chance, in percent */
+	const unsigned int bad = z->gentle ? 1 : 10;
 	struct viaduct_sge *g;
 	struct vd_qp *q;
 	uint32_t idx;
@@ -782,14 +790,17 @@ static void op_post_conn(struct fz *z)
 		struct viaduct_rqe *e;
 
 		idx = __atomic_load_n(&q->db->rq_producer, __ATOMIC_RELAXED);
+		/* while gentle, never more than the ring holds */
+		if (z->gentle && idx - vd_rq_consumer(q) >= q->c.rq_depth)
+			return;
 		e = vd_rq_slot(q, idx);
 		memset(e, 0, q->c.rq_wqe_size);
 		e->wr_id = rnd_next(r);
-		e->num_sge = chance(r, 90) ? 1 : rnd(r, 6);
+		e->num_sge = chance(r, 100 - bad) ? 1 : rnd(r, 6);
 		g = (struct viaduct_sge *)(e + 1);
 		g->addr = (uintptr_t)z->lbuf + off;
 		g->length = conn_len(z, z->llen - off);
-		g->stag = chance(r, 90) ? z->lstag : (uint32_t)rnd_next(r);
+		g->stag = chance(r, 100 - bad) ? z->lstag : (uint32_t)rnd_next(r);
 		__atomic_store_n(&q->db->rq_producer, idx + 1, __ATOMIC_RELEASE);
 		if (chance(r, 80))
 			fz_ioctl(z, VIADUCT_IOCTL_DOORBELL,
@@ -799,28 +810,37 @@ static void op_post_conn(struct fz *z)
 		size_t roff = rnd(r, z->rlen);
 
 		idx = __atomic_load_n(&q->db->sq_producer, __ATOMIC_RELAXED);
+		if (z->gentle && idx - vd_sq_consumer(q) >= q->c.sq_depth)
+			return;
 		e = vd_sq_slot(q, idx);
 		memset(e, 0, q->c.sq_wqe_size);
 		e->wr_id = rnd_next(r);
-		e->opcode = chance(r, 95) ? ops[rnd(r, VD_ARRAY_SIZE(ops))] : rnd(r, 256);
-		e->flags = chance(r, 85) ? VIADUCT_SQE_SIGNALED | (chance(r, 20) ?
-			   VIADUCT_SQE_SOLICITED | VIADUCT_SQE_IMMEDIATE : 0) : rnd(r, 256);
+		/* while gentle, no invalidation of the peer's region */
+		e->opcode = chance(r, 100 - bad / 2) ?
+			    ops[rnd(r, VD_ARRAY_SIZE(ops) - (z->gentle ? 2 : 0))] : rnd(r, 256);
+		e->flags = VIADUCT_SQE_SIGNALED;
+		/* Sends and Writes with immediate data (both ends negotiate it) */
+		if ((e->opcode == VIADUCT_OP_SEND || e->opcode == VIADUCT_OP_RDMA_WRITE) &&
+		    chance(r, 20))
+			e->flags |= VIADUCT_SQE_SOLICITED | VIADUCT_SQE_IMMEDIATE;
+		if (chance(r, bad))
+			e->flags = rnd(r, 256);
 		e->imm_data = rnd_next(r);
-		e->num_sge = chance(r, 90) ? 1 : rnd(r, 6);
-		e->remote_stag = chance(r, 85) ? z->rstag : (uint32_t)rnd_next(r);
-		e->remote_addr = chance(r, 85) ? z->raddr + roff : rnd_next(r);
+		e->num_sge = chance(r, 100 - bad) ? 1 : rnd(r, 6);
+		e->remote_stag = chance(r, 100 - bad) ? z->rstag : (uint32_t)rnd_next(r);
+		e->remote_addr = chance(r, 100 - bad) ? z->raddr + roff : rnd_next(r);
 		g = (struct viaduct_sge *)(e + 1);
 		g->addr = (uintptr_t)z->lbuf + off;
 		g->length = conn_len(z, (z->llen - off) < (z->rlen - roff) ? z->llen - off
 									      : z->rlen - roff);
-		g->stag = chance(r, 90) ? z->lstag : (uint32_t)rnd_next(r);
+		g->stag = chance(r, 100 - bad) ? z->lstag : (uint32_t)rnd_next(r);
 		__atomic_store_n(&q->db->sq_producer, idx + 1, __ATOMIC_RELEASE);
 		if (chance(r, 90))
 			fz_ioctl(z, VIADUCT_IOCTL_DOORBELL,
 				 &(struct viaduct_doorbell_req){ q->c.handle, VIADUCT_DOORBELL_SQ });
 	}
 	z->posts++;
-	if (chance(r, 70)) {
+	if (z->gentle || chance(r, 70)) {
 		struct viaduct_cqe cqe;
 
 		while (q->scq.hdr && vd_cring_avail(&q->scq) <= q->scq.entries &&
@@ -846,7 +866,7 @@ static void op_conn_cmd(struct fz *z)
 		struct viaduct_modify_qp m = { .handle = q->c.handle };
 
 		/* rarely: this ends the connection for good */
-		if (!chance(r, 15))
+		if (z->gentle || !chance(r, 15))
 			return;
 		m.mask = chance(r, 90) ? 1 + rnd(r, 15) : (uint32_t)rnd_next(r);
 		m.state = rnd(r, VIADUCT_QPS_MAX + 2);
@@ -872,13 +892,13 @@ static void op_conn_cmd(struct fz *z)
 	}
 	case 4:
 		/* garbage producer indices: the kernel must not trust them */
-		if (chance(r, 20))
+		if (!z->gentle && chance(r, 20))
 			__atomic_store_n(chance(r, 50) ? &q->db->sq_producer : &q->db->rq_producer,
 					 (uint32_t)rnd_next(r), __ATOMIC_RELEASE);
 		return;
 	case 5:
 		/* a consumer index out of range in a private ring */
-		if (chance(r, 10) && q->rcq.hdr)
+		if (!z->gentle && chance(r, 10) && q->rcq.hdr)
 			__atomic_store_n(&q->rcq.hdr->consumer, (uint32_t)rnd_next(r),
 					 __ATOMIC_RELEASE);
 		return;
@@ -886,7 +906,7 @@ static void op_conn_cmd(struct fz *z)
 		struct viaduct_handle h = { .handle = q->c.handle };
 
 		/* rarely: the peer's stream must end properly */
-		if (chance(r, 5) && !fz_ioctl(z, VIADUCT_IOCTL_DESTROY_QP, &h)) {
+		if (!z->gentle && chance(r, 5) && !fz_ioctl(z, VIADUCT_IOCTL_DESTROY_QP, &h)) {
 			forget_handle(z, q->c.handle);
 			vd_qp_unmap(q);
 			*q = z->conn[--z->nconn];
@@ -1190,8 +1210,6 @@ static int fz_take_connected(struct fz *z)
 	/* a read of the async events must never wait (the file is shared) */
 	fcntl(z->fd, F_SETFL, O_NONBLOCK);
 	z->kids[0] = -1;	/* no forks: a child would share the streams' file */
-	add_handle(z, T_PD, fzc.pd);
-	add_handle(z, T_MR, fzc.mr);
 	z->conn = fz_conn_qps;
 	for (i = 0; i < FZ_CONN; i++) {
 		struct vd_qp *q = &z->conn[i];
@@ -1200,6 +1218,31 @@ static int fz_take_connected(struct fz *z)
 		if (fz_remap_qp(z->fd, q))
 			return -1;
 		z->nconn++;
+	}
+	z->lbuf = fzc.lbuf;
+	z->llen = fzc.llen;
+	z->lstag = fzc.lstag;
+	z->rlen = fzc.rlen;
+	z->rstag = fzc.rstag;
+	z->raddr = fzc.raddr;
+	z->gentle = 1;
+	return 0;
+}
+
+/*
+ * The second half of the connected phase: the connected QPs become fair
+ * game for the random commands and ring scribbles of every phase.
+ */
+static void fz_expose_connected(struct fz *z)
+{
+	unsigned int i;
+
+	z->gentle = 0;
+	add_handle(z, T_PD, fzc.pd);
+	add_handle(z, T_MR, fzc.mr);
+	for (i = 0; i < z->nconn; i++) {
+		struct vd_qp *q = &z->conn[i];
+
 		add_handle(z, T_QP, q->c.handle);
 		add_key(z, q->c.db_key, q->c.db_size, K_DB, 0, 0, q->c.handle);
 		add_key(z, q->c.sq_key, q->c.sq_size, K_SQ, q->c.sq_depth, q->c.sq_wqe_size,
@@ -1209,13 +1252,6 @@ static int fz_take_connected(struct fz *z)
 		add_key(z, q->c.scq_key, q->c.scq_size, K_PCQ, q->c.scq_entries, 0, q->c.handle);
 		add_key(z, q->c.rcq_key, q->c.rcq_size, K_PCQ, q->c.rcq_entries, 0, q->c.handle);
 	}
-	z->lbuf = fzc.lbuf;
-	z->llen = fzc.llen;
-	z->lstag = fzc.lstag;
-	z->rlen = fzc.rlen;
-	z->rstag = fzc.rstag;
-	z->raddr = fzc.raddr;
-	return 0;
 }
 
 struct thread_arg {
@@ -1320,6 +1356,10 @@ static void fz_worker(const struct vd_testdev *dev, enum phase ph, uint64_t seed
 			_exit(102);
 		while (vd_now_ms() < end) {
 			uint32_t w = rnd(&z.rng, 100);
+
+			/* the first half is traffic among random commands elsewhere */
+			if (z.gentle && vd_now_ms() > end - ms / 2)
+				fz_expose_connected(&z);
 
 			if (w < 45)
 				fz_step(&z);

@@ -265,7 +265,7 @@ static int server(const char *addr, const char *port)
 	struct ibv_cq *cq;
 	struct ibv_mr *mr;
 	struct ibv_wc wc[NRECV];
-	int seen[NQP] = { 0 }, i, c, got = 0, bad = 0, tries, ret;
+	int seen[NQP] = { 0 }, i, c, est, got = 0, bad = 0, tries, ret;
 
 	CHECK(ec && resolve(addr, port, 1, &ss) == 0, "event channel, address");
 	CHECK(rdma_create_id(ec, &listen, NULL, RDMA_PS_TCP) == 0, "rdma_create_id");
@@ -292,18 +292,33 @@ static int server(const char *addr, const char *port)
 
 	ia.send_cq = ia.recv_cq = cq;
 	ia.srq = listen->srq;
-	for (c = 0; c < NQP; c++) {
-		ev = expect_event(ec, RDMA_CM_EVENT_CONNECT_REQUEST);
-		if (!ev)
+	/*
+	 * The client connects one id after the other, but its ESTABLISHED
+	 * does not order ours: a request may come before the previous
+	 * connection's ESTABLISHED here. Each kind is counted, in any order.
+	 */
+	for (c = 0, est = 0; c < NQP || est < NQP;) {
+		if (rdma_get_cm_event(ec, &ev)) {
+			CHECK(0, "rdma_get_cm_event");
 			return 1;
-		id[c] = ev->id;
-		rdma_ack_cm_event(ev);
-		CHECK(rdma_create_qp(id[c], listen->pd, &ia) == 0 && id[c]->qp->srq == listen->srq,
-		      "connection %d: rdma_create_qp on the SRQ", c);
-		CHECK(rdma_accept(id[c], NULL) == 0, "rdma_accept %d", c);
-		ev = expect_event(ec, RDMA_CM_EVENT_ESTABLISHED);
-		if (ev)
+		}
+		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST && c < NQP) {
+			id[c] = ev->id;
 			rdma_ack_cm_event(ev);
+			ret = rdma_create_qp(id[c], listen->pd, &ia);
+			CHECK(ret == 0 && id[c]->qp->srq == listen->srq,
+			      "connection %d: rdma_create_qp on the SRQ", c);
+			CHECK(rdma_accept(id[c], NULL) == 0, "rdma_accept %d", c);
+			c++;
+		} else if (ev->event == RDMA_CM_EVENT_ESTABLISHED && est < c) {
+			rdma_ack_cm_event(ev);
+			CHECK(1, "connection established (%d of %d)", ++est, NQP);
+		} else {
+			CHECK(0, "event %s (want CONNECT_REQUEST or ESTABLISHED, status %d)",
+			      rdma_event_str(ev->event), ev->status);
+			rdma_ack_cm_event(ev);
+			return 1;
+		}
 	}
 	/* every message once, on the QP it was sent on, in order per QP */
 	for (tries = 0; tries < 2000 && got < NQP * NMSG; tries++) {

@@ -67,7 +67,7 @@ pair() {
 }
 
 echo "TAP version 13"
-echo "1..12"
+echo "1..14"
 
 for p in "$ctl" "$ex/vipl-echo-server" "$ex/vipl-echo-client" "$ex/vipl-pingpong" \
 	"$ex/vipl-rdma-write" "$ex/vipl-peer" "$conf"; do
@@ -131,6 +131,9 @@ fi
 pair "ping-pong: 100 round trips of 32 KiB, completion by waiting" \
 	"$A" "$ex/vipl-pingpong" -s -n 100 -S 32768 -w -- \
 	"$B" "$ex/vipl-pingpong" -c $IPA -n 100 -S 32768 -w
+pair "ping-pong by RDMA Write (-W): 300 round trips of 8 bytes, tags checked" \
+	"$A" "$ex/vipl-pingpong" -s -n 300 -S 8 -W -- \
+	"$B" "$ex/vipl-pingpong" -c $IPA -n 300 -S 8 -W
 pair "RDMA Write with and without immediate data, every size class to 64 KiB" \
 	"$A" "$ex/vipl-rdma-write" -s -S 65536 -- \
 	"$B" "$ex/vipl-rdma-write" -c $IPA -S 65536

@@ -15,8 +15,12 @@
 # viaductctl. Knobs (environment): VD_BENCH_ITERS, VD_BENCH_BATCHES,
 # VD_BENCH_MR_SCALE (see viaduct-bench --help), VD_BENCH_BW_ITERS,
 # VD_BENCH_LAT_ITERS, VD_BENCH_RATE_ITERS, VD_BENCH_TCP_SECS,
-# VD_BENCH_STEP_TIMEOUT (tools/vm/guest-bench.sh), VD_MEM (guest MiB,
-# default 2048), VD_TIMEOUT.
+# VD_BENCH_STEP_TIMEOUT, VD_BENCH_ROUNDS (interleaved rounds of the face
+# and transport comparison, default 3), VD_BENCH_PARTS (which parts to
+# run, default mr,post,datapath,facecost,faces) (tools/vm/guest-bench.sh), VD_MEM
+# (guest MiB, default 2048), VD_TIMEOUT. The tables name the commit and
+# the host's load average before and after the run: on a shared machine
+# the load decides how far single runs scatter.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -37,7 +41,8 @@ log "userspace (cmake)"
 mkdir -p "$build"
 if ! { cmake -S . -B build/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
 	cmake --build build/cmake -j2 --target viaduct-bench viaduct-perf viaductctl viaduct-tcplat \
-		viaduct_verbs viaduct_vendor_mlx5 viaduct_vendor_efa vipl-pingpong vipl-stream; } \
+		viaduct_verbs viaduct_vendor_mlx5 viaduct_vendor_efa vipl-pingpong vipl-stream \
+		viaduct-facecost; } \
 	>"$build/bench-cmake.log" 2>&1; then
 	tail -n 30 "$build/bench-cmake.log" >&2
 	die "cmake build failed (log: $build/bench-cmake.log)"
@@ -51,13 +56,18 @@ perf=$build/cmake/tools/perf/viaduct-perf
 tcplat=$build/cmake/tools/tcplat/viaduct-tcplat
 [[ -x $tcplat ]] || die "viaduct-tcplat was not built: expected $tcplat"
 
-log "booting the VM (a minute or two once the kernel is cached)"
+commit=$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)
+git -C "$repo" diff --quiet HEAD 2>/dev/null || commit+=" (with uncommitted changes)"
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+log "booting the VM (about 25 min on a loaded 2-CPU host, less idle; VD_BENCH_ROUNDS scales it)"
 rc=0
-VD_FLAVOUR=normal VD_KDIR=$kdir VD_KMOD=$build/module-normal \
-	VD_BENCH=$bench VD_PERF=$perf VD_TCPLAT=$tcplat VD_VIADUCTCTL=$ctl VD_BENCH_ECHO=0 VD_TIMEOUT=${VD_TIMEOUT:-1200} \
+VD_BENCH_COMMIT=$commit VD_BENCH_HOSTLOAD="$load_before on $(nproc) CPUs" VD_FLAVOUR=normal VD_KDIR=$kdir VD_KMOD=$build/module-normal \
+	VD_BENCH=$bench VD_PERF=$perf VD_TCPLAT=$tcplat VD_VIADUCTCTL=$ctl VD_BENCH_ECHO=0 VD_TIMEOUT=${VD_TIMEOUT:-3600} \
 	"$vm/run.sh" -r "$results" "$vm/guest-bench.sh" || rc=$?
 # What was measured is worth seeing even when a step failed.
 if [[ -s $results/bench.txt ]]; then
+	echo "# host load average (1, 5, 15 min) at the end: $(cut -d' ' -f1-3 /proc/loadavg)" \
+		>>"$results/bench.txt"
 	echo
 	cat "$results/bench.txt"
 fi

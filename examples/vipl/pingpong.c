@@ -5,8 +5,13 @@
  * every answer and prints the median and mean round trip. Completion by polling
  * (VipSendDone/VipRecvDone, no system call) or, with -w, by waiting.
  *
- *   vipl-pingpong -s [-d NIC] [-D DISC] [-S SIZE] [-n N] [-w]
- *   vipl-pingpong -c SERVER [-d NIC] [-D DISC] [-S SIZE] [-n N] [-w]
+ * With -W the messages are RDMA Writes instead of Sends: the two sides
+ * exchange the address and memory handle of their receive buffers with a
+ * Send, then each writes the other's buffer and spins on the last byte of
+ * its own, which carries the message's tag (as perftest's ib_write_lat).
+ *
+ *   vipl-pingpong -s [-d NIC] [-D DISC] [-S SIZE] [-n N] [-w] [-W]
+ *   vipl-pingpong -c SERVER [-d NIC] [-D DISC] [-S SIZE] [-n N] [-w] [-W]
  */
 #include <getopt.h>
 #include <time.h>
@@ -15,6 +20,13 @@
 #include "common.h"
 
 static int use_wait;
+
+/* -W: where the peer's receive buffer is */
+struct target {
+	VIP_UINT64 addr;
+	VIP_MEM_HANDLE mh;
+	VIP_UINT32 size;
+};
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -42,10 +54,37 @@ static VIP_DESCRIPTOR *complete(VIP_VI_HANDLE vi, int recv)
 	return d;
 }
 
+/* -W: an RDMA Write of @size bytes from @src to the peer's buffer @t. */
+static void post_write(VIP_VI_HANDLE vi, VIP_DESCRIPTOR *d, const struct target *t, void *src,
+		       size_t size, VIP_MEM_HANDLE mh)
+{
+	memset(d, 0, sizeof(*d));
+	d->CS.Control = VIP_CONTROL_OP_RDMAWRITE;
+	d->CS.SegCount = 2;
+	d->CS.Length = (VIP_UINT32)size;
+	d->DS[0].Remote.Data.AddressBits = t->addr;
+	d->DS[0].Remote.Handle = t->mh;
+	d->DS[1].Local.Data.Address = src;
+	d->DS[1].Local.Handle = mh;
+	d->DS[1].Local.Length = (VIP_UINT32)size;
+	CHECK(VipPostSend(vi, d, mh));
+}
+
+/* -W: waits for the peer's Write of message @tag; 0 if its first byte matches. */
+static int wait_write(const unsigned char *buf, size_t size, unsigned char tag)
+{
+	const volatile unsigned char *last = buf + size - 1;
+
+	while (*last != tag)
+		;
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return buf[0] == tag ? 0 : -1;
+}
+
 int main(int argc, char **argv)
 {
 	const char *dev = "VINIC0", *disc = "pingpong", *server = NULL;
-	int opt, is_server = 0;
+	int opt, is_server = 0, use_write = 0;
 	size_t size = 64;
 	unsigned long n = 1000;
 	VIP_NIC_HANDLE nic;
@@ -56,10 +95,11 @@ int main(int argc, char **argv)
 	struct region mem;
 	net_address local, remote;
 	unsigned char *sbuf, *rbuf;
+	struct target *tin, *tout;
 	struct timespec t0, t1;
 	double *rtt;
 
-	while ((opt = getopt(argc, argv, "sc:d:D:S:n:w")) != -1) {
+	while ((opt = getopt(argc, argv, "sc:d:D:S:n:wW")) != -1) {
 		switch (opt) {
 		case 's':
 			is_server = 1;
@@ -82,6 +122,9 @@ int main(int argc, char **argv)
 		case 'w':
 			use_wait = 1;
 			break;
+		case 'W':
+			use_write = 1;
+			break;
 		default:
 			goto usage;
 		}
@@ -91,15 +134,22 @@ int main(int argc, char **argv)
 
 	CHECK(VipOpenNic(dev, &nic));
 	CHECK(VipQueryNic(nic, &na));
-	region_init(&mem, nic, 2 * sizeof(VIP_DESCRIPTOR) + 2 * size, NULL, VIP_FALSE);
+	region_init(&mem, nic, 2 * sizeof(VIP_DESCRIPTOR) + 2 * sizeof(struct target) + 2 * size,
+		    NULL, use_write ? VIP_TRUE : VIP_FALSE);
 	sd = (VIP_DESCRIPTOR *)mem.base;
 	rd = sd + 1;
-	sbuf = (unsigned char *)(rd + 1);
+	tin = (struct target *)(rd + 1);
+	tout = tin + 1;
+	sbuf = (unsigned char *)(tout + 1);
 	rbuf = sbuf + size;
 	va.ReliabilityLevel = VIP_SERVICE_RELIABLE_DELIVERY;
-	va.MaxTransferSize = size;
+	va.MaxTransferSize = size < sizeof(*tout) ? sizeof(*tout) : size;
+	va.EnableRdmaWrite = use_write ? VIP_TRUE : VIP_FALSE;
 	CHECK(VipCreateVi(nic, &va, NULL, NULL, &vi));
-	fill_desc(rd, 0, rbuf, (VIP_UINT32)size, mem.mh);
+	if (use_write)
+		fill_desc(rd, 0, tin, sizeof(*tin), mem.mh);
+	else
+		fill_desc(rd, 0, rbuf, (VIP_UINT32)size, mem.mh);
 	CHECK(VipPostRecv(vi, rd, mem.mh));
 
 	if (is_server) {
@@ -132,7 +182,46 @@ int main(int argc, char **argv)
 	rtt = calloc(n, sizeof(*rtt));
 	if (!rtt)
 		return 1;
-	for (unsigned long i = 0; i < n; i++) {
+	if (use_write) {
+		tout->addr = (VIP_UINT64)(uintptr_t)rbuf;
+		tout->mh = mem.mh;
+		tout->size = (VIP_UINT32)size;
+		fill_desc(sd, 0, tout, sizeof(*tout), mem.mh);
+		CHECK(VipPostSend(vi, sd, mem.mh));
+		complete(vi, 0);
+		complete(vi, 1);
+		if (tin->size != size) {
+			fprintf(stderr, "the peer's buffer has %u bytes, not %zu\n", tin->size, size);
+			return 1;
+		}
+	}
+	for (unsigned long i = 0; use_write && i < n; i++) {
+		unsigned char tag = (unsigned char)(i % 255 + 1);
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		if (!is_server) {
+			sbuf[0] = tag;
+			sbuf[size - 1] = tag;
+			post_write(vi, sd, tin, sbuf, size, mem.mh);
+		}
+		if (wait_write(rbuf, size, tag)) {
+			fprintf(stderr, "message %lu: wrong answer\n", i);
+			return 1;
+		}
+		if (is_server) {
+			if (i)
+				complete(vi, 0);
+			sbuf[0] = tag;
+			sbuf[size - 1] = tag;
+			post_write(vi, sd, tin, sbuf, size, mem.mh);
+		} else {
+			complete(vi, 0);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		rtt[i] = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) /
+			 1e3;
+	}
+	for (unsigned long i = 0; !use_write && i < n; i++) {
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		if (!is_server) {
 			pattern(sbuf, size, (unsigned)i);
@@ -169,9 +258,9 @@ int main(int argc, char **argv)
 		for (unsigned long i = 0; i < n; i++)
 			sum += rtt[i];
 		qsort(rtt, n, sizeof(*rtt), cmp_double);
-		printf("%lu round trips of %zu bytes, verified: median %.2f us, mean %.2f us "
+		printf("%lu %s round trips of %zu bytes, verified: median %.2f us, mean %.2f us "
 		       "(half round trip: median %.2f us)\n",
-		       n, size, rtt[n / 2], sum / (double)n, rtt[n / 2] / 2);
+		       n, use_write ? "RDMA Write" : "Send", size, rtt[n / 2], sum / (double)n, rtt[n / 2] / 2);
 	}
 	free(rtt);
 	CHECK(VipDisconnect(vi));
@@ -182,7 +271,7 @@ int main(int argc, char **argv)
 	CHECK(VipCloseNic(nic));
 	return 0;
 usage:
-	fprintf(stderr, "usage: %s -s|-c SERVER [-d NIC] [-D DISC] [-S SIZE] [-n N] [-w]\n",
+	fprintf(stderr, "usage: %s -s|-c SERVER [-d NIC] [-D DISC] [-S SIZE] [-n N] [-w] [-W]\n",
 		argv[0]);
 	return 2;
 }

@@ -361,6 +361,20 @@ static void cq_test_arm_threshold(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, count_cq_events(test), 1U);
 	consume_to(cq, 19);
 
+	/* A plain SOLICITED arm and a count: either fires it. */
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_SOLICITED, 0), 0);
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT, 2), 0);
+	KUNIT_EXPECT_EQ(test, push(cq, 19, 0, false), 0);
+	KUNIT_EXPECT_EQ(test, count_cq_events(test), 0U);
+	KUNIT_EXPECT_EQ(test, push(cq, 20, 0, false), 0);
+	KUNIT_EXPECT_EQ(test, count_cq_events(test), 1U);
+	consume_to(cq, 21);
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT, 4), 0);
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_SOLICITED, 0), 0);
+	KUNIT_EXPECT_EQ(test, push(cq, 21, 0, true), 0);
+	KUNIT_EXPECT_EQ(test, count_cq_events(test), 1U);
+	consume_to(cq, 22);
+
 	/* A garbage consumer index fires a threshold arm at once. */
 	consume_to(cq, 40);
 	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT, 2), 0);

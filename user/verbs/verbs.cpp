@@ -398,7 +398,14 @@ int post_batch(std::span<const Wr> wrs, std::span<Ib *const> ib, Ib **bad, Post 
 int post_send(ibv_qp *ibqp, ibv_send_wr *wr, ibv_send_wr **bad) {
     Qp &qp = *to_qp(ibqp);
     thread_local std::vector<std::byte> inline_buf;
-    std::array<viaduct::SendWr, batch_max> batch;
+    // Room for a batch, left uninitialised: each slot is set when its WR is
+    // translated. (An std::array of SendWr would set up all 16 slots on
+    // every call, most of them never used: a post is usually one WR.)
+    union Batch {
+        Batch() {}
+        viaduct::SendWr at[batch_max];
+    } slots;
+    std::span<viaduct::SendWr, batch_max> batch(slots.at);
     std::array<ibv_send_wr *, batch_max> ibs;
     auto post = [&](std::span<const viaduct::SendWr> s) { qp.native->post_send(s); };
     while (wr) {
@@ -414,6 +421,7 @@ int post_send(ibv_qp *ibqp, ibv_send_wr *wr, ibv_send_wr **bad) {
         }
         n = 0;
         for (; wr && n < batch_max; wr = wr->next) {
+            slots.at[n] = viaduct::SendWr{};
             if (int err = to_send_wr(qp, *wr, batch[n], inline_buf)) {
                 if (int e = post_batch<viaduct::SendWr, ibv_send_wr>(
                         std::span(batch.data(), n), std::span(ibs.data(), n), bad, post))

@@ -675,7 +675,11 @@ VIP_RETURN VipDisconnect(VIP_VI_HANDLE ViHandle) {
                     wr.wr_id = WorkQueue::barrier_id;
                     wr.opcode = viaduct::SendOp::RdmaRead;
                     wr.sge = std::span<const viaduct::Sge>(&zero, 1);
-                    vi->qp->post_send(wr);
+                    {
+                        // posts to the native QP hold the queue's mutex
+                        std::lock_guard<std::mutex> g(vi->sq.mu);
+                        vi->qp->post_send(wr);
+                    }
                     for (int i = 0; i < 30000 && !vi->sq.barrier; i++) {
                         drain(vi->sq);
                         if (!vi->sq.barrier)

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <thread>
 #include <unordered_map>
@@ -243,15 +244,20 @@ struct Nic : Object {
         auto it = mems.find(handle);
         return it == mems.end() ? nullptr : it->second;
     }
-    // And the region's tag of the moment (VipSetMemAttributes changes it
-    // under @mem_mu).
-    std::shared_ptr<Mem> find_mem(std::uint32_t handle, const Ptag **tag) {
+    // The bounds and tag of the moment of region @handle (VipSetMemAttributes
+    // changes the tag under @mem_mu), for the checks of a post: no
+    // reference is taken, nothing outlives the check.
+    struct MemBounds {
+        std::uint64_t addr = 0;
+        std::uint64_t length = 0;
+        const Ptag *ptag = nullptr;
+    };
+    std::optional<MemBounds> mem_bounds(std::uint32_t handle) {
         std::shared_lock<std::shared_mutex> g(mem_mu);
         auto it = mems.find(handle);
         if (it == mems.end())
-            return nullptr;
-        *tag = it->second->ptag.get();
-        return it->second;
+            return std::nullopt;
+        return MemBounds{it->second->addr, it->second->length, it->second->ptag.get()};
     }
     void raise(VIP_ERROR_DESCRIPTOR ed);
     void run();

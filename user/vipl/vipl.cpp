@@ -198,27 +198,33 @@ WorkQueue *queue_of(Nic &nic, const viaduct::Completion &c) {
     return c.is_recv() ? &it->second->rq : &it->second->sq;
 }
 
-void dispatch(Nic &nic, WorkQueue *owner, std::span<const viaduct::Completion> cs) {
-    for (const auto &c : cs) {
-        if (owner) {
-            owner->complete(c);
-            continue;
-        }
-        // a shared CQ: the VI cannot go while vi_mu is held for reading
-        std::shared_lock<std::shared_mutex> g(nic.vi_mu);
-        auto it = nic.vis.find(c.qp_handle);
-        if (it != nic.vis.end())
-            (c.is_recv() ? it->second->rq : it->second->sq).complete(c);
+void dispatch(Nic &nic, WorkQueue *owner, const viaduct::Completion &c) {
+    if (owner) {
+        owner->complete(c);
+        return;
     }
+    // a shared CQ: the VI cannot go while vi_mu is held for reading
+    std::shared_lock<std::shared_mutex> g(nic.vi_mu);
+    auto it = nic.vis.find(c.qp_handle);
+    if (it != nic.vis.end())
+        (c.is_recv() ? it->second->rq : it->second->sq).complete(c);
+}
+
+void dispatch(Nic &nic, WorkQueue *owner, std::span<const viaduct::Completion> cs) {
+    for (const auto &c : cs)
+        dispatch(nic, owner, c);
 }
 
 // Moves what the native CQ holds onto the work queues. No system call.
+// VipSendDone and friends call this on every turn of a polling loop, so
+// the buffer is of raw CQEs, which cost nothing to set up (32 Completions
+// would be zeroed on every call), translated one at a time.
 void drain(Nic &nic, NativeCq &ncq, WorkQueue *owner, Cq *cq = nullptr) {
-    std::array<viaduct::Completion, 32> buf;
+    std::array<viaduct_cqe, 32> buf;
     for (;;) {
         std::size_t n;
         try {
-            n = ncq.cq.poll(buf);
+            n = ncq.cq.poll(std::span<viaduct_cqe>(buf));
         } catch (const viaduct::Error &) {
             VIP_ERROR_DESCRIPTOR ed{};
             ed.CQHandle = cq;
@@ -228,7 +234,8 @@ void drain(Nic &nic, NativeCq &ncq, WorkQueue *owner, Cq *cq = nullptr) {
             nic.raise(ed);
             return;
         }
-        dispatch(nic, owner, std::span(buf.data(), n));
+        for (std::size_t i = 0; i < n; i++)
+            dispatch(nic, owner, viaduct::to_completion(buf[i]));
         if (n < buf.size())
             return;
     }
@@ -437,6 +444,9 @@ std::unique_ptr<viaduct::QueuePair> make_qp(Nic &nic, Vi &vi, const VIP_VI_ATTRI
     cfg.access = qp_access(a);
     cfg.ord = std::min(nic.attr.limits.max_ord, 8u);
     cfg.ird = std::min(nic.attr.limits.max_ird, 8u);
+    // Every post to the native queues happens under the work queue's own
+    // mutex (WorkQueue::mu), so the native QP need not lock again.
+    cfg.single_threaded = true;
     return std::make_unique<viaduct::QueuePair>(ptag.pd, cfg);
 }
 
@@ -976,11 +986,10 @@ static VIP_RETURN post(Vi &vi, WorkQueue &wq, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE 
     if (!d)
         return VIP_INVALID_PARAMETER;
     const auto at = reinterpret_cast<std::uintptr_t>(d);
-    const Ptag *tag = nullptr;
-    auto mem = vi.nic->find_mem(mh, &tag);
+    const auto mem = vi.nic->mem_bounds(mh);
     // The descriptor must lie in the region its handle names, of the VI's
     // tag: otherwise it is not touched at all (Post Descriptor Error).
-    if (at % VIP_DESCRIPTOR_ALIGNMENT || !mem || tag != vi.ptag.get() || at < mem->addr ||
+    if (at % VIP_DESCRIPTOR_ALIGNMENT || !mem || mem->ptag != vi.ptag.get() || at < mem->addr ||
         at + sizeof(VIP_CONTROL_SEGMENT) > mem->addr + mem->length) {
         async_error(vi, VIP_ERROR_POST_DESC, d, wq.recv);
         return VIP_SUCCESS;
@@ -1017,14 +1026,21 @@ static VIP_RETURN post(Vi &vi, WorkQueue &wq, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE 
         return local_error(c.error);
 
     const bool rdma = c.op == VIP_STATUS_OP_RDMA_WRITE || c.op == VIP_STATUS_OP_RDMA_READ;
-    std::array<viaduct::Sge, max_data_segments> sge;
+    // Room for the most segments a descriptor may have (4 KiB), left
+    // uninitialised: only the first c.nds are written, then read. (An
+    // std::array of Sge would zero all of it on every post.)
+    union Sges {
+        Sges() {}
+        viaduct::Sge at[max_data_segments];
+    } sges;
+    viaduct::Sge *sge = sges.at;
     for (unsigned i = 0; i < c.nds; i++) {
         const VIP_DATA_SEGMENT *ds = segment(*d, i + (rdma ? 1u : 0u));
-        sge[i] = {ds->Data.AddressBits, ds->Length, ds->Handle};
+        sges.at[i] = {ds->Data.AddressBits, ds->Length, ds->Handle};
     }
     try {
         if (wq.recv) {
-            vi.qp->post_recv(viaduct::RecvWr{seq << 1, std::span(sge.data(), c.nds)});
+            vi.qp->post_recv(viaduct::RecvWr{seq << 1, std::span<const viaduct::Sge>(sge, c.nds)});
             return VIP_SUCCESS;
         }
         std::array<viaduct::SendWr, 2> wr{};
@@ -1032,7 +1048,7 @@ static VIP_RETURN post(Vi &vi, WorkQueue &wq, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE 
         wr[0].opcode = c.op == VIP_STATUS_OP_RDMA_WRITE  ? viaduct::SendOp::RdmaWrite
                        : c.op == VIP_STATUS_OP_RDMA_READ ? viaduct::SendOp::RdmaRead
                                                          : viaduct::SendOp::Send;
-        wr[0].sge = std::span<const viaduct::Sge>(sge.data(), c.nds);
+        wr[0].sge = std::span<const viaduct::Sge>(sge, c.nds);
         wr[0].read_fence = d->CS.Control & VIP_CONTROL_QFENCE;
         if ((d->CS.Control & VIP_CONTROL_IMMEDIATE) && c.op != VIP_STATUS_OP_RDMA_READ)
             wr[0].imm_data = d->CS.ImmediateData;

@@ -353,9 +353,10 @@ struct viaduct_resize_cq {
  * lost), and again at every CQE written after it. An unsuccessful CQE
  * fires it at once, whatever the count, and so does a solicited one if
  * the flags include VIADUCT_ARM_SOLICITED; @flags still needs at least
- * one bit. Arming a CQ already armed keeps the earlier of the two
- * conditions: the flags add up and the lower threshold stays (0, the
- * next CQE, being the lowest). A threshold above the CQ's entries is
+ * one bit. Arming a CQ already armed makes one arm that fires when either
+ * would: a plain NEXT arm fires at the next CQE, a plain SOLICITED arm
+ * joined with a threshold fires at a solicited CQE or the count, two
+ * thresholds keep the lower. A threshold above the CQ's entries is
  * EINVAL, and so is a non-zero @reserved.
  */
 struct viaduct_arm_cq {

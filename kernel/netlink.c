@@ -386,7 +386,15 @@ static int fill_global_stats(struct sk_buff *skb, u32 portid, u32 seq,
 		     vd_stat_read(tx_deferred)) ||
 	    put_stat(skb, VIADUCT_A_STAT_RX_UPCALL, vd_stat_read(rx_upcall)) ||
 	    put_stat(skb, VIADUCT_A_STAT_RX_DEFERRED,
-		     vd_stat_read(rx_deferred))) {
+		     vd_stat_read(rx_deferred)) ||
+	    put_stat(skb, VIADUCT_A_STAT_TX_ONECOPY_BYTES,
+		     vd_stat_read(tx_onecopy_bytes)) ||
+	    put_stat(skb, VIADUCT_A_STAT_TX_BUFFERED_BYTES,
+		     vd_stat_read(tx_buffered_bytes)) ||
+	    put_stat(skb, VIADUCT_A_STAT_RX_ONECOPY_BYTES,
+		     vd_stat_read(rx_onecopy_bytes)) ||
+	    put_stat(skb, VIADUCT_A_STAT_RX_BUFFERED_BYTES,
+		     vd_stat_read(rx_buffered_bytes))) {
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;
 	}

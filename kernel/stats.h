@@ -28,6 +28,10 @@ struct vd_stats {
 	atomic64_t tx_deferred;		/* ... by the transmit work item */
 	atomic64_t rx_upcall;		/* FPDUs handled in sk_data_ready */
 	atomic64_t rx_deferred;		/* ... by the receive work item */
+	atomic64_t tx_onecopy_bytes;	/* FPDU bytes sendmsg() took from pages */
+	atomic64_t tx_buffered_bytes;	/* ... from the transmit buffer */
+	atomic64_t rx_onecopy_bytes;	/* FPDU bytes placed from the skbs */
+	atomic64_t rx_buffered_bytes;	/* ... through the receive buffer */
 };
 
 extern struct vd_stats vd_stats;

@@ -183,12 +183,16 @@ static void tp_free(struct vd_tp *tp)
 		vd_mr_put(tp->msg.mr);
 	if (tp->tx_bvec)
 		vd_zc_release_batch(tp);
+	vd_fpdu_pages_settle(tp, false);
 	if (tp->zmsg)
 		vd_zc_msg_put(tp->zmsg);
 	if (tp->zc)
 		vd_zc_release(tp->zc);
 	if (tp->hdr_page)
 		put_page(tp->hdr_page);
+	if (tp->tx_hdr)
+		__free_page(tp->tx_hdr);
+	kfree(tp->tx_mrs);
 	kfree(tp->tx_bvec);
 	kvfree(tp->sq_rec);
 	kvfree(tp->tx_buf);
@@ -227,11 +231,14 @@ static struct vd_tp *tp_alloc(struct vd_qp *qp)
 		tp = NULL;
 		goto out;
 	}
-	/* without them, every message is copied */
+	/* without them, every message is copied into @tx_buf first */
 	tp->tx_bvec = kcalloc(VD_TP_ZC_SEGS, sizeof(*tp->tx_bvec),
 			      GFP_KERNEL_ACCOUNT);
 	if (tp->tx_bvec)
 		tp->zc = vd_zc_create(tp, tp_zc_ready);
+	tp->tx_mrs = kcalloc(VD_TP_ZC_SEGS, sizeof(*tp->tx_mrs),
+			     GFP_KERNEL_ACCOUNT);
+	tp->tx_hdr = alloc_page(GFP_KERNEL_ACCOUNT);
 out:
 	set_active_memcg(old);
 	return tp;

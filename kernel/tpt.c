@@ -463,8 +463,9 @@ static void vd_mr_wait_tcp(struct vd_mr *mr)
 }
 
 /*
- * A bracket covers one batch of a copy (at most a transmit buffer or one
- * FPDU) and never sleeps, so this is short; the bound is for a bug.
+ * A bracket covers one batch of a copy (at most a transmit buffer, up to
+ * its sendmsg(MSG_DONTWAIT), or one FPDU) and waits for nothing but the
+ * socket lock, so this is short; the bound is for a bug.
  */
 #define VD_MR_QUIESCE_TIMEOUT	(10 * HZ)
 

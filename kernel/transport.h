@@ -21,7 +21,12 @@
  * socket's sk_data_ready (rx.c, softirq or the socket owner's
  * release_sock(), socket locked, sk_callback_lock read-held); the bit
  * VD_TP_RX_BUSY of @rx_busy makes that and the work item one receiver,
- * and every "receive work only" field is under it. What they share is
+ * and every "receive work only" field is under it. Both read with
+ * tcp_read_sock() (the work item under lock_sock()) and place an FPDU
+ * that is whole in the receive queue straight from its skbs, under the
+ * socket lock; what must sleep (an invalidation) runs after the work item
+ * released the socket. Transmit keeps the use brackets of the regions it
+ * sends from open across its sendmsg() (fpdu.c). What they share is
  * under @lock (taken with bottom halves disabled): the outbound and
  * inbound RDMA Read queues, the SQ completion records and counters, the
  * Terminate state and @stopping.
@@ -50,6 +55,7 @@
 
 struct bio_vec;
 struct page;
+struct sk_buff;
 struct sock;
 struct vd_mr;
 struct vd_qp;
@@ -194,6 +200,16 @@ struct vd_tp {
 	u32 tx_nbvec;			/* in use: the batch is by reference */
 	struct page *hdr_page;		/* headers and trailers of those */
 	u32 hdr_off;			/* bytes of @hdr_page handed to TCP */
+	/*
+	 * one copy (fpdu.c): the batch is @tx_bvec over the payload's own
+	 * pages, which sendmsg() copies; the regions' use brackets stay open
+	 * until it did
+	 */
+	u32 tx_npages;			/* @tx_bvec entries; 0: not this way */
+	struct page *tx_hdr;		/* the batch's headers and trailers */
+	u32 tx_hdr_off;			/* bytes of @tx_hdr in use */
+	struct vd_mr **tx_mrs;		/* VD_TP_ZC_SEGS, bracket + reference */
+	u32 tx_nmrs;
 
 	/* who receives: the data_ready upcall or the work item (rx.c) */
 	unsigned long rx_busy;		/* VD_TP_RX_BUSY held by the one that does */
@@ -211,10 +227,23 @@ struct vd_tp {
 	u8 *rx_buf;			/* VD_TP_BUF_SIZE, read ahead */
 	u32 rx_start;			/* the next FPDU starts here */
 	u32 rx_end;			/* what was read ends here */
+	u32 rx_skip;			/* bytes of an FPDU handled in place */
 	/* an FPDU not whole: when it must be (rx_stall_ms) */
 	struct timer_list rx_stall;
 	unsigned long rx_stall_at;
 	bool rx_stall_armed;
+};
+
+/*
+ * Where the payload of the FPDU being handled is: in @tp->rx_buf, or,
+ * when the data_ready upcall handles it in place (rx_read.c), still in
+ * the socket's receive queue, whose lock the upcall holds.
+ */
+struct vd_rx_payload {
+	const u8 *buf;		/* the payload, linear; or NULL, and then */
+	struct sock *sk;	/* in @sk's receive queue */
+	struct sk_buff *skb;	/* from this skb on */
+	u32 seq;		/* the TCP sequence number of its first byte */
 };
 
 extern const struct vd_stream_ops vd_transport_ops;
@@ -236,6 +265,9 @@ int vd_fpdu_walk_payload(struct vd_tp *tp, u32 off, u32 len,
 void vd_fpdu_seg_hdr(const struct vd_tx_msg *msg,
 		     const struct vd_fpdu_seg *seg, struct vd_iw_hdr *hdr);
 int vd_fpdu_build_copy(struct vd_tp *tp);
+bool vd_fpdu_pages_ok(const struct vd_tp *tp);
+int vd_fpdu_build_pages(struct vd_tp *tp);
+void vd_fpdu_pages_settle(struct vd_tp *tp, bool keep);
 void vd_tp_queue_tx(struct vd_tp *tp);
 void vd_tp_queue_rx(struct vd_tp *tp);
 void vd_tp_terminate(struct vd_tp *tp, u16 code, u32 event,
@@ -243,6 +275,18 @@ void vd_tp_terminate(struct vd_tp *tp, u16 code, u32 event,
 void vd_tp_terminated(struct vd_tp *tp, const struct vd_term_msg *msg);
 void vd_tx_final_terminate(struct vd_tp *tp, u16 code);
 void vd_tp_read_done(struct vd_tp *tp);
+/* rx.c, for rx_read.c */
+u32 vd_rx_be16(const u8 *p);
+u32 vd_rx_event(u16 code);
+void vd_rx_fail(struct vd_tp *tp, enum vd_iw_err err, const u8 *ulpdu,
+		u32 ulpdu_len);
+struct sk_buff *vd_rx_skb_at(struct sock *sk, struct sk_buff *skb, u32 seq);
+int vd_rx_skb_copy(struct sock *sk, struct sk_buff *skb, u32 seq, void *dst,
+		   u32 len);
+void vd_rx_dispatch(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
+		    const u8 *ulpdu, u32 ulpdu_len,
+		    const struct vd_rx_payload *pl);
+void vd_rx_fpdu(struct vd_tp *tp, const u8 *fpdu, u32 len);
 void vd_rx_work(struct work_struct *work);
 void vd_rx_data_ready(struct sock *sk);
 void vd_rx_stall_timer(struct timer_list *t);

@@ -562,7 +562,9 @@ static void tx_start_imm(struct vd_tp *tp)
 
 /*
  * Builds the next batch of FPDUs of the message, by reference when the
- * message is sent that way and the headers found a page, else copied.
+ * message is sent that way and the headers found a page; else over the
+ * payload's pages for sendmsg() to copy (one copy), or copied into
+ * @tp->tx_buf.
  */
 static int tx_build(struct vd_tp *tp)
 {
@@ -577,6 +579,8 @@ static int tx_build(struct vd_tp *tp)
 		if (ret != -ENOMEM)
 			return ret;
 	}
+	if (vd_fpdu_pages_ok(tp))
+		return vd_fpdu_build_pages(tp);
 	return vd_fpdu_build_copy(tp);
 }
 
@@ -679,6 +683,7 @@ static void tx_msg_failed(struct vd_tp *tp, int err)
 	tp->tx_failed = true;
 	/* what was built of the batch is not sent */
 	vd_zc_release_batch(tp);
+	vd_fpdu_pages_settle(tp, false);
 	tp->tx_left = 0;
 	if (tp->zmsg) {
 		/* the WR fails now; TCP may still hold earlier FPDUs */
@@ -702,9 +707,21 @@ static void tx_msg_failed(struct vd_tp *tp, int err)
 		tp_local_failure(tp);
 }
 
+/* Counts FPDU bytes the socket took, by where it copied them from. */
+static void tx_count_bytes(struct vd_tp *tp, int n)
+{
+	if (tp->tx_npages)
+		vd_stat_add(tx_onecopy_bytes, n);
+	else if (!tp->tx_nbvec)
+		vd_stat_add(tx_buffered_bytes, n);
+}
+
 /*
- * Sends the batch: from @tp->tx_buf, or by reference with MSG_ZEROCOPY
- * and the message's ubuf, which every skb holding its pages references.
+ * Sends the batch: from @tp->tx_buf; or over the payload's pages, which
+ * sendmsg() copies into TCP's skbs before it returns (the rest, if the
+ * socket has no room, goes to @tp->tx_buf: vd_fpdu_pages_settle()); or by
+ * reference with MSG_ZEROCOPY and the message's ubuf, which every skb
+ * holding its pages references.
  */
 static int tx_push(struct vd_tp *tp)
 {
@@ -727,16 +744,26 @@ static int tx_push(struct vd_tp *tp)
 			m.msg_flags |= MSG_ZEROCOPY;
 			m.msg_ubuf = &tp->zmsg->ubuf;
 			ret = sock_sendmsg(tp->sock, &m);
+		} else if (tp->tx_npages) {
+			/* a plain sendmsg(): copied before it returns */
+			iov_iter_bvec(&m.msg_iter, ITER_SOURCE, tp->tx_bvec,
+				      tp->tx_npages, tp->tx_off + tp->tx_left);
+			iov_iter_advance(&m.msg_iter, tp->tx_off);
+			ret = sock_sendmsg(tp->sock, &m);
 		} else {
 			ret = kernel_sendmsg(tp->sock, &m, &kv, 1, kv.iov_len);
 		}
-		if (ret < 0)
+		if (ret < 0) {
+			vd_fpdu_pages_settle(tp, ret == -EAGAIN);
 			return ret;
+		}
+		tx_count_bytes(tp, ret);
 		tp->tx_off += ret;
 		tp->tx_left -= ret;
 	}
-	/* TCP has its own references now */
+	/* TCP has its own references, or its copy, now */
 	vd_zc_release_batch(tp);
+	vd_fpdu_pages_settle(tp, false);
 	return 0;
 }
 
@@ -834,6 +861,8 @@ static void tx_run(struct vd_tp *tp, int budget)
 		}
 		budget -= tp->tx_left;
 	}
+	/* stopping between build and send: no region stays held */
+	vd_fpdu_pages_settle(tp, true);
 }
 
 /* The transmit work item: backlog, socket space, the other side's needs. */

@@ -16,6 +16,11 @@
  *                        and the work item take turns on one QP, and every
  *                        WR completes in post order, every Send finds the
  *                        Write before it placed whole.
+ * onecopy_write_send     a 1 MiB RDMA Write and a 512 KiB Send: most of
+ *                        their bytes were sent from the pages themselves
+ *                        (tx_onecopy_bytes) and placed straight from the
+ *                        socket buffers (rx_onecopy_bytes), and every
+ *                        byte arrived where it belongs.
  * upcall_races_dereg_mr, upcall_races_destroy_qp
  *                        RDMA Writes stream in while the receiver
  *                        deregisters the target region or destroys its QP
@@ -168,6 +173,54 @@ TEST_F_TIMEOUT(fast, doorbell_races_work, XF_TIMEOUT_S)
 		TH_LOG("tx_direct +%lld, tx_deferred +%lld",
 		       st1[VD_ST_TX_DIRECT] - st0[VD_ST_TX_DIRECT],
 		       st1[VD_ST_TX_DEFERRED] - st0[VD_ST_TX_DEFERRED]);
+}
+
+/*
+ * One copy per side: a large RDMA Write and a large Send go from the
+ * sender's pages into TCP's skbs (sendmsg() over the pages), and from the
+ * receiver's skbs into the target pages, without the streams' buffers. A
+ * batch the socket takes only in part has its rest copied into the
+ * transmit buffer, and an FPDU that arrives in pieces goes through the
+ * receive buffer, so not every byte takes the one-copy path; most must.
+ * The data is checked byte for byte.
+ */
+#define XF_OC_WLEN	(1U << 20)
+#define XF_OC_SLEN	(512U << 10)
+#define XF_OC_SOFF	XF_OC_WLEN	/* the Send's source and target */
+
+TEST_F_TIMEOUT(fast, onecopy_write_send, XF_TIMEOUT_S)
+{
+	struct xf_sge w = { 0, XF_OC_WLEN }, snd = { XF_OC_SOFF, XF_OC_SLEN };
+	long long st0[VD_ST_NR], st1[VD_ST_NR], tx, rx, txb, rxb;
+	long long total = XF_OC_WLEN + XF_OC_SLEN;
+	struct viaduct_cqe cqe;
+
+	if (vd_stats_read(st0))
+		SKIP(return, "viaductctl reports no counters");
+	memset(self->b.buf, 0xee, XF_OC_WLEN + XF_OC_SLEN);
+	xf_fill(self->a.buf, XF_OC_WLEN + XF_OC_SLEN, 61);
+	xf_post_recv(&self->b, 7, &snd, 1);
+	xf_post_send(&self->a, 1, VIADUCT_OP_RDMA_WRITE, VIADUCT_SQE_SIGNALED, &w, 1,
+		     self->b.stag, (unsigned long)self->b.buf);
+	xf_post_send(&self->a, 2, VIADUCT_OP_SEND, VIADUCT_SQE_SIGNALED, &snd, 1, 0, 0);
+	XF_EXPECT_CQE(&self->b.q.rcq, 7, VIADUCT_WC_SUCCESS, &cqe);
+	ASSERT_EQ(XF_OC_SLEN, cqe.byte_len);
+	XF_EXPECT_CQE(&self->a.q.scq, 1, VIADUCT_WC_SUCCESS, &cqe);
+	XF_EXPECT_CQE(&self->a.q.scq, 2, VIADUCT_WC_SUCCESS, &cqe);
+	ASSERT_EQ(0, memcmp(self->a.buf, self->b.buf, XF_OC_WLEN + XF_OC_SLEN));
+	ASSERT_EQ(0, vd_stats_read(st1));
+	tx = st1[VD_ST_TX_ONECOPY] - st0[VD_ST_TX_ONECOPY];
+	txb = st1[VD_ST_TX_BUFFERED] - st0[VD_ST_TX_BUFFERED];
+	rx = st1[VD_ST_RX_ONECOPY] - st0[VD_ST_RX_ONECOPY];
+	rxb = st1[VD_ST_RX_BUFFERED] - st0[VD_ST_RX_BUFFERED];
+	TH_LOG("%lld payload bytes: tx_onecopy_bytes +%lld, tx_buffered_bytes +%lld", total,
+	       tx, txb);
+	TH_LOG("rx_onecopy_bytes +%lld, rx_buffered_bytes +%lld", rx, rxb);
+	/* FPDU bytes: the payload and its framing went one way or the other */
+	EXPECT_LE(total, tx + txb);
+	EXPECT_LE(total, rx + rxb);
+	EXPECT_LE(total / 2, tx);
+	EXPECT_LE(total / 2, rx);
 }
 
 /*

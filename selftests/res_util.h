@@ -432,7 +432,8 @@ static const char *const vd_stat_names[] = {
 	"doorbells", "worker_polls", "worker_wakeups", "wqes_consumed",
 	"cqes_written", "cq_overflows", "tx_zcopy_msgs", "tx_zcopy_copied",
 	"tx_zcopy_fallbacks", "tx_direct", "tx_deferred",
-	"rx_upcall", "rx_deferred",
+	"rx_upcall", "rx_deferred", "tx_onecopy_bytes", "tx_buffered_bytes",
+	"rx_onecopy_bytes", "rx_buffered_bytes",
 };
 
 enum {
@@ -441,8 +442,26 @@ enum {
 	VD_ST_WORKER_WAKEUPS, VD_ST_WQES, VD_ST_CQES, VD_ST_CQ_OVERFLOWS,
 	VD_ST_TX_ZCOPY_MSGS, VD_ST_TX_ZCOPY_COPIED, VD_ST_TX_ZCOPY_FALLBACKS,
 	VD_ST_TX_DIRECT, VD_ST_TX_DEFERRED, VD_ST_RX_UPCALL, VD_ST_RX_DEFERRED,
+	VD_ST_TX_ONECOPY, VD_ST_TX_BUFFERED, VD_ST_RX_ONECOPY, VD_ST_RX_BUFFERED,
 	VD_ST_NR,
 };
+/* The VD_ST_* of a VIADUCT_A_STAT_* attribute, or -1 (e.g. a context's "srqs"). */
+static inline int vd_stat_index(int attr)
+{
+	if (attr >= VIADUCT_A_STAT_CONTEXTS && attr <= VIADUCT_A_STAT_RX_DEFERRED)
+		return attr - VIADUCT_A_STAT_CONTEXTS;
+	switch (attr) {
+	case VIADUCT_A_STAT_TX_ONECOPY_BYTES:
+		return VD_ST_TX_ONECOPY;
+	case VIADUCT_A_STAT_TX_BUFFERED_BYTES:
+		return VD_ST_TX_BUFFERED;
+	case VIADUCT_A_STAT_RX_ONECOPY_BYTES:
+		return VD_ST_RX_ONECOPY;
+	case VIADUCT_A_STAT_RX_BUFFERED_BYTES:
+		return VD_ST_RX_BUFFERED;
+	}
+	return -1;
+}
 _Static_assert(VIADUCT_A_STAT_TX_ZCOPY_FALLBACKS - VIADUCT_A_STAT_CONTEXTS ==
 	       VD_ST_TX_ZCOPY_FALLBACKS, "VD_ST_* follow VIADUCT_A_STAT_*");
 _Static_assert(VIADUCT_A_STAT_RX_DEFERRED - VIADUCT_A_STAT_CONTEXTS ==
@@ -487,7 +506,7 @@ static inline int vd_stats_read(long long st[VD_ST_NR])
 		for (b = (struct nlattr *)((char *)a + NLA_HDRLEN);
 		     (char *)b + NLA_HDRLEN <= (char *)a + a->nla_len && b->nla_len >= NLA_HDRLEN;
 		     b = (struct nlattr *)((char *)b + NLA_ALIGN(b->nla_len))) {
-			int i = b->nla_type - VIADUCT_A_STAT_CONTEXTS;
+			int i = vd_stat_index(b->nla_type);
 			__u64 v;
 
 			if (i < 0 || i >= VD_ST_NR || b->nla_len < NLA_HDRLEN + sizeof(v))

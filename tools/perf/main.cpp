@@ -178,6 +178,7 @@ struct Options {
     bool events = false;
     bool bidirectional = false; // -b: the server streams to the client too
     bool polled = false;
+    bool crc = false; // ask for the MPA CRC
     bool check_all = false;
     bool gbits = false;
 };
@@ -186,7 +187,7 @@ void print_usage(std::ostream &os) {
     os << "usage: viaduct-perf [-d DEV] [--server --addr A] [-p PORT]        (server)\n"
        << "       viaduct-perf [-d DEV] [-p PORT] --test TEST [-n ITERS] [-q QPS]\n"
        << "                    [-s SIZE | -a | --sizes A,B,C] [-t DEPTH] [--polled]\n"
-       << "                    [--check=ends|all] [--report_gbits] SERVER      (client)\n"
+       << "                    [--check=ends|all] [--report_gbits] [--crc] SERVER (client)\n"
        << "\n"
        << "TEST: write, read, send (bandwidth and message rate over QPS queue pairs),\n"
        << "      lat-send, lat-write (ping-pong latency on one queue pair).\n"
@@ -212,6 +213,7 @@ void print_usage(std::ostream &os) {
        << "      --addr=A         server: the address to listen on (default: every one)\n"
        << "      --server         be the server even with an address argument\n"
        << "      --polled         polled doorbells (the kernel polls the doorbell page)\n"
+       << "      --crc            ask for the MPA CRC on every connection (client)\n"
        << "      --check=ends     check the first and last byte of each buffer (default)\n"
        << "      --check=all      check every byte\n"
        << "  -h, --help           this text\n"
@@ -269,6 +271,7 @@ Options parse_args(int argc, char **argv) {
         opt_polled,
         opt_check,
         opt_gbits,
+        opt_crc,
     };
     static const option longs[] = {
         {"ib-dev", required_argument, nullptr, 'd'},
@@ -292,6 +295,7 @@ Options parse_args(int argc, char **argv) {
         {"addr", required_argument, nullptr, opt_addr},
         {"server", no_argument, nullptr, opt_server},
         {"polled", no_argument, nullptr, opt_polled},
+        {"crc", no_argument, nullptr, opt_crc},
         {"check", required_argument, nullptr, opt_check},
         {"report_gbits", no_argument, nullptr, opt_gbits},
         {"report-gbits", no_argument, nullptr, opt_gbits},
@@ -384,6 +388,9 @@ Options parse_args(int argc, char **argv) {
             break;
         case opt_polled:
             o.polled = true;
+            break;
+        case opt_crc:
+            o.crc = true;
             break;
         case opt_check:
             if (std::string(optarg) == "all")
@@ -1186,7 +1193,7 @@ int run_client(const Options &o) {
     for (std::uint32_t i = 0; i <= o.qps; i++) {
         h.index = i;
         ids.emplace_back(ch);
-        ids.back().connect(s.qps[i], o.addr, o.port, {.private_data = bytes_of(h)});
+        ids.back().connect(s.qps[i], o.addr, o.port, {.private_data = bytes_of(h), .crc = o.crc});
         auto ev = ch.read(milliseconds(kWaitMs));
         if (!ev)
             fail("no answer from " + o.addr + " port " + std::to_string(o.port) + " within " +

@@ -133,6 +133,10 @@ const char *const stat_names[VIADUCT_A_STAT_MAX + 1] = {
     "rx_upcall",
     "rx_deferred",
     "srqs",
+    "tx_onecopy_bytes",
+    "tx_buffered_bytes",
+    "rx_onecopy_bytes",
+    "rx_buffered_bytes",
 };
 
 } // namespace

@@ -177,6 +177,10 @@ enum viaduct_stat_attr {
 	VIADUCT_A_STAT_RX_UPCALL,	/* FPDUs handled in the data_ready upcall */
 	VIADUCT_A_STAT_RX_DEFERRED,	/* FPDUs handled by the receive work */
 	VIADUCT_A_STAT_SRQS,		/* a context's SRQs */
+	VIADUCT_A_STAT_TX_ONECOPY_BYTES, /* FPDU bytes sent from the pages */
+	VIADUCT_A_STAT_TX_BUFFERED_BYTES, /* ... from the transmit buffer */
+	VIADUCT_A_STAT_RX_ONECOPY_BYTES, /* FPDU bytes placed from the skbs */
+	VIADUCT_A_STAT_RX_BUFFERED_BYTES, /* ... through the receive buffer */
 	__VIADUCT_A_STAT_MAX,
 };
 

@@ -275,6 +275,10 @@ void vd_tp_terminate(struct vd_tp *tp, u16 code, u32 event,
 void vd_tp_terminated(struct vd_tp *tp, const struct vd_term_msg *msg);
 void vd_tx_final_terminate(struct vd_tp *tp, u16 code);
 void vd_tp_read_done(struct vd_tp *tp);
+void vd_tp_wr_finish(struct vd_tp *tp, u32 seq, u8 status, u32 len);
+/* tx_wr.c, for tx.c */
+void vd_tx_msg_init(struct vd_tp *tp, u8 opcode, u32 len);
+bool vd_tx_next_msg(struct vd_tp *tp);
 /* rx.c, for rx_read.c */
 u32 vd_rx_be16(const u8 *p);
 u32 vd_rx_event(u16 code);

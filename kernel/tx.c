@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The transmit half of the iWARP transport: SQ work requests turned into
- * RDMAP messages, RDMA Read Responses, Terminate, and SQ completions in
- * order. fpdu.c builds the FPDUs of a message by copy, zcopy.c by
+ * The transmit half of the iWARP transport: messages sent as FPDUs, RDMA
+ * Read Responses, Terminate, and SQ completions in order. tx_wr.c picks
+ * the next message (a response, the RTR or an SQ work request, checked);
+ * fpdu.c builds the FPDUs of a message by copy, zcopy.c by
  * reference; stream.c starts and stops a stream.
  * transport.h has the structures and the locking,
  * Documentation/transport.rst the design.
@@ -33,8 +34,6 @@
 #include "zcopy.h"
 
 /* Our own segments when the socket has no MSS yet: the IPv4 minimum. */
-#define VD_TP_DEFAULT_MSS	536U
-
 static void tp_set_terminate(struct vd_qp *qp, u16 code)
 {
 	spin_lock_bh(&qp->lock);
@@ -77,7 +76,7 @@ static void tp_local_failure(struct vd_tp *tp)
 			VIADUCT_EVENT_QP_FATAL, NULL, 0, 0);
 }
 
-static void tp_wr_finish(struct vd_tp *tp, u32 seq, u8 status, u32 len)
+void vd_tp_wr_finish(struct vd_tp *tp, u32 seq, u8 status, u32 len)
 {
 	struct vd_sq_rec *rec;
 	bool failed;
@@ -213,332 +212,6 @@ void vd_tp_terminated(struct vd_tp *tp, const struct vd_term_msg *msg)
 	vd_conn_closed(tp->conn, -ECONNRESET);
 }
 
-/* --- Messages -------------------------------------------------------- */
-
-static u32 tp_mss(struct vd_tp *tp)
-{
-	u32 mss = READ_ONCE(tcp_sk(tp->sk)->mss_cache);
-
-	return mss ? mss : VD_TP_DEFAULT_MSS;
-}
-
-static void tx_msg_init(struct vd_tp *tp, u8 opcode, u32 len)
-{
-	struct vd_tx_msg *msg = &tp->msg;
-
-	memset(msg, 0, sizeof(*msg));
-	msg->active = true;
-	msg->hdr.opcode = opcode;
-	msg->len = len;
-	msg->hdr_len = vd_iw_opcode_hdr_len(opcode);
-	msg->max_payload = vd_fpdu_max_payload(tp_mss(tp), msg->hdr_len);
-}
-
-/* The RDMA Read Response at the head of the IRQ, if one waits. */
-static bool tx_next_response(struct vd_tp *tp)
-{
-	struct vd_irq_entry e;
-
-	spin_lock_bh(&tp->lock);
-	if (tp->irq_head == tp->irq_tail) {
-		spin_unlock_bh(&tp->lock);
-		return false;
-	}
-	e = tp->irq[tp->irq_head % VD_MAX_IRD];
-	spin_unlock_bh(&tp->lock);
-
-	tx_msg_init(tp, VD_OP_READ_RESP, e.size);
-	tp->msg.hdr.stag = e.sink_stag;
-	tp->msg.base_to = e.sink_to;
-	tp->msg.mr = e.mr;
-	tp->msg.mr_addr = e.src_to;
-	tp->msg.response = true;
-	return true;
-}
-
-/* RFC 6581: the initiator's zero-length ready-to-receive message. */
-static void tx_start_rtr(struct vd_tp *tp)
-{
-	tp->tx_rtr = false;
-	switch (tp->conn->mpa.rtr) {
-	case VD_RTR_READ:
-		tx_msg_init(tp, VD_OP_READ_REQ, 0);
-		tp->msg.hdr.msn = tp->msn[VD_QN_READ_REQ]++;
-		spin_lock_bh(&tp->lock);
-		tp->orq[tp->orq_tail % VD_MAX_ORD] =
-			(struct vd_orq_entry){ .rtr = true };
-		tp->orq_tail++;
-		spin_unlock_bh(&tp->lock);
-		break;
-	case VD_RTR_SEND:
-		tx_msg_init(tp, VD_OP_SEND, 0);
-		tp->msg.hdr.msn = tp->msn[VD_QN_SEND]++;
-		break;
-	default:
-		tx_msg_init(tp, VD_OP_WRITE, 0);
-		break;
-	}
-}
-
-/*
- * Copies the SQ WR @n places behind the oldest in flight into @tp->sqe,
- * under the SQ lock as qp.h asks. -ENOENT: none; -EIO: malformed (the QP
- * is entering Error, nothing from it on may run).
- */
-static int tx_peek_wr(struct vd_tp *tp, u32 n, u32 *byte_len)
-{
-	struct vd_qp *qp = tp->qp;
-	struct vd_wq *wq = &qp->sq;
-	int ret = -ENOENT;
-
-	spin_lock_bh(&wq->lock);
-	if (!qp->destroyed && wq->tail - wq->head > n) {
-		u32 slot = (wq->head + n) & (wq->depth - 1);
-
-		if (wq->meta[slot].status) {
-			ret = -EIO;
-		} else {
-			memcpy(tp->sqe, wq->copies + (size_t)slot * wq->wqe_size,
-			       wq->wqe_size);
-			*byte_len = wq->meta[slot].byte_len;
-			ret = 0;
-		}
-	}
-	spin_unlock_bh(&wq->lock);
-	return ret;
-}
-
-static bool tx_is_read(u8 op)
-{
-	return op == VIADUCT_OP_RDMA_READ || op == VIADUCT_OP_RDMA_READ_INV;
-}
-
-static bool tx_is_local(u8 op)
-{
-	return op == VIADUCT_OP_LOCAL_INV || op == VIADUCT_OP_FAST_REG ||
-	       op == VIADUCT_OP_BIND_MW;
-}
-
-/* What qp.c does not check: the SGEs against the TPT, and what we lack. */
-static u8 tx_check_wr(struct vd_tp *tp, const struct viaduct_sqe *sqe)
-{
-	const struct viaduct_sge *sge = (const void *)(sqe + 1);
-	u32 rights = tx_is_read(sqe->opcode) ?
-		     VD_RIGHT_LOCAL_WRITE : VD_RIGHT_LOCAL_READ;
-	enum vd_access_status st;
-	u32 i;
-
-	if (tx_is_read(sqe->opcode) && !tp->ord)
-		return VIADUCT_WC_LOC_QP_OP_ERR;
-	/* opcodes the peer may not know: only where it said it does */
-	if (sqe->flags & VIADUCT_SQE_IMMEDIATE && !tp->imm)
-		return VIADUCT_WC_LOC_QP_OP_ERR;
-	/* a local operation checks what it uses itself */
-	if (tx_is_local(sqe->opcode) || (sqe->flags & VIADUCT_SQE_INLINE))
-		return VIADUCT_WC_SUCCESS;
-	for (i = 0; i < sqe->num_sge; i++) {
-		st = vd_tpt_check(&tp->dev->tpt, sge[i].stag, tp->qp->pd,
-				  tp->qp->qpn, rights, sge[i].addr,
-				  sge[i].length, NULL);
-		if (st != VD_ACCESS_OK)
-			return vd_access_wc_status(st, false);
-	}
-	return VIADUCT_WC_SUCCESS;
-}
-
-static u8 tx_send_opcode(u8 op, u8 flags)
-{
-	bool se = flags & VIADUCT_SQE_SOLICITED;
-
-	if (op == VIADUCT_OP_SEND_INV)
-		return se ? VD_OP_SEND_SE_INV : VD_OP_SEND_INV;
-	if (flags & VIADUCT_SQE_IMMEDIATE)
-		return se ? VD_OP_SEND_SE_IMM : VD_OP_SEND_IMM;
-	return se ? VD_OP_SEND_SE : VD_OP_SEND;
-}
-
-/* A window's bind: its one SGE names the range of the region. */
-/*
- * The binding's memory (GFP_KERNEL_ACCOUNT in vd_mw_bind()) is charged to
- * the memory cgroup of the process that created the QP, as the stream's
- * buffers are (tp_alloc()), not to the transmit worker's.
- */
-static u8 tx_bind_mw(struct vd_tp *tp, const struct viaduct_sqe *sqe)
-{
-	const struct viaduct_sge *sge = (const void *)(sqe + 1);
-	struct mem_cgroup *old = set_active_memcg(tp->qp->memcg);
-	int ret;
-
-	ret = vd_mw_bind(&tp->dev->tpt, tp->qp->pd, tp->qp->qpn,
-			 sqe->remote_stag, sge->stag, sge->addr, sge->length,
-			 sqe->imm_data);
-	set_active_memcg(old);
-	return vd_mw_bind_status(ret);
-}
-
-/*
- * Local Invalidate, Fast-Register and Bind MW: executed here, in SQ order,
- * so that every later WR sees their effect. Returns the CQE status.
- */
-static u8 tx_local_op(struct vd_tp *tp, const struct viaduct_sqe *sqe)
-{
-	struct vd_tpt *tpt = &tp->dev->tpt;
-	enum vd_access_status st;
-
-	if (sqe->opcode == VIADUCT_OP_BIND_MW)
-		return tx_bind_mw(tp, sqe);
-	if (sqe->opcode == VIADUCT_OP_FAST_REG)
-		return vd_frmr_register(tpt, tp->qp->pd, tp->qp->qpn,
-					sqe->remote_stag, sqe->remote_addr,
-					sqe->imm_data,
-					(const struct viaduct_sge *)(sqe + 1),
-					sqe->num_sge);
-	st = vd_tpt_invalidate_sync(tpt, sqe->remote_stag, tp->qp->pd,
-				    tp->qp->qpn, false);
-	return vd_access_wc_status(st, false);
-}
-
-/*
- * A local fence holds a WR until every earlier one completed (the read
- * fence only waits for RDMA Reads); tp_wr_finish() and
- * vd_tp_read_done() let it go.
- */
-static bool tx_fence_holds(struct vd_tp *tp, const struct viaduct_sqe *sqe)
-{
-	bool hold;
-
-	if (!(sqe->flags & VIADUCT_SQE_LOCAL_FENCE))
-		return false;
-	/* under @lock: a completion after it sees the flag and wakes us */
-	spin_lock_bh(&tp->lock);
-	hold = tp->sq_retired != tp->sq_started;
-	WRITE_ONCE(tp->tx_fenced, hold);
-	spin_unlock_bh(&tp->lock);
-	return hold;
-}
-
-/*
- * Starts the next SQ WR, unless the read fence or the ORD holds it back
- * (it then waits for a Read Response; it never fails for that). Returns
- * true if it started or failed one.
- */
-static bool tx_next_wr(struct vd_tp *tp)
-{
-	const struct viaduct_sqe *sqe = (const void *)tp->sqe;
-	struct vd_tx_msg *msg = &tp->msg;
-	u32 seq, reads, len = 0;
-	u8 status;
-	int ret;
-
-	spin_lock_bh(&tp->lock);
-	/* under @lock: rx.c may retire WRs, which moves the FIFO's head */
-	ret = tx_peek_wr(tp, tp->sq_started - tp->sq_retired, &len);
-	reads = tp->orq_tail - tp->orq_head;
-	spin_unlock_bh(&tp->lock);
-	if (ret)
-		return false;
-	if ((sqe->flags & VIADUCT_SQE_READ_FENCE) && reads)
-		return false;
-	if (tx_is_read(sqe->opcode) && tp->ord && reads >= tp->ord)
-		return false;
-	if (tx_fence_holds(tp, sqe))
-		return false;
-
-	status = tx_check_wr(tp, sqe);
-
-	spin_lock_bh(&tp->lock);
-	seq = tp->sq_started++;
-	tp->sq_rec[seq & tp->sq_mask] = (struct vd_sq_rec){};
-	if (!status && tx_is_read(sqe->opcode)) {
-		const struct viaduct_sge *sge = (const void *)(sqe + 1);
-
-		tp->orq[tp->orq_tail % VD_MAX_ORD] = (struct vd_orq_entry){
-			.seq = seq,
-			.sink_stag = sge->stag,
-			.sink_to = sge->addr,
-			.size = sge->length,
-			.inv = sqe->opcode == VIADUCT_OP_RDMA_READ_INV,
-		};
-		tp->orq_tail++;
-	}
-	spin_unlock_bh(&tp->lock);
-
-	if (!status && tx_is_local(sqe->opcode))
-		status = tx_local_op(tp, sqe);
-
-	if (status) {
-		pr_debug("qp%u: SQ WR %u failed: status %u\n", tp->qp->qpn, seq,
-			 status);
-		tp->tx_failed = true;
-		tp_wr_finish(tp, seq, status, 0);
-		return true;
-	}
-	if (tx_is_local(sqe->opcode)) {
-		tp_wr_finish(tp, seq, VIADUCT_WC_SUCCESS, 0);
-		return true;
-	}
-
-	switch (sqe->opcode) {
-	case VIADUCT_OP_SEND:
-	case VIADUCT_OP_SEND_INV:
-		tx_msg_init(tp, tx_send_opcode(sqe->opcode, sqe->flags), len);
-		msg->hdr.msn = tp->msn[VD_QN_SEND]++;
-		msg->hdr.imm = sqe->imm_data;
-		msg->hdr.inv_stag = sqe->remote_stag;
-		break;
-	case VIADUCT_OP_RDMA_WRITE:
-		tx_msg_init(tp, VD_OP_WRITE, len);
-		msg->hdr.stag = sqe->remote_stag;
-		msg->base_to = sqe->remote_addr;
-		/* RFC 7306: an Immediate Data message follows the Write */
-		if (sqe->flags & VIADUCT_SQE_IMMEDIATE) {
-			msg->imm_follows = true;
-			msg->imm = sqe->imm_data;
-			msg->imm_se = sqe->flags & VIADUCT_SQE_SOLICITED;
-		}
-		break;
-	default: {
-		const struct viaduct_sge *sge = (const void *)(sqe + 1);
-
-		tx_msg_init(tp, VD_OP_READ_REQ, 0);
-		msg->hdr.msn = tp->msn[VD_QN_READ_REQ]++;
-		msg->hdr.sink_stag = sge->stag;
-		msg->hdr.sink_to = sge->addr;
-		msg->hdr.size = sge->length;
-		msg->hdr.src_stag = sqe->remote_stag;
-		msg->hdr.src_to = sqe->remote_addr;
-		break;
-	}
-	}
-	msg->wr = true;
-	msg->seq = seq;
-	msg->wr_len = len;
-	if (sqe->flags & VIADUCT_SQE_INLINE) {
-		msg->inline_data = (const u8 *)(sqe + 1);
-	} else {
-		msg->sge = (const struct viaduct_sge *)(sqe + 1);
-		msg->num_sge = sqe->num_sge;
-	}
-	return true;
-}
-
-/* Responses first, then the RTR, then the SQ; true if there is work. */
-static bool tx_next_msg(struct vd_tp *tp)
-{
-	if (READ_ONCE(tp->qp->state) != VIADUCT_QPS_RTS ||
-	    READ_ONCE(tp->qp->destroyed) || READ_ONCE(tp->tx_hold))
-		return false;
-	if (tx_next_response(tp))
-		return true;
-	if (tp->tx_rtr) {
-		tx_start_rtr(tp);
-		return true;
-	}
-	if (tp->tx_failed)
-		return false;
-	return tx_next_wr(tp);
-}
-
 /* --- FPDUs ----------------------------------------------------------- */
 
 /*
@@ -552,7 +225,7 @@ static void tx_start_imm(struct vd_tp *tp)
 	u32 seq = msg->seq, wr_len = msg->wr_len, imm = msg->imm;
 	bool se = msg->imm_se;
 
-	tx_msg_init(tp, se ? VD_OP_IMM_SE : VD_OP_IMM, 0);
+	vd_tx_msg_init(tp, se ? VD_OP_IMM_SE : VD_OP_IMM, 0);
 	msg->hdr.msn = tp->msn[VD_QN_SEND]++;
 	msg->hdr.imm = imm;
 	msg->wr = true;
@@ -597,7 +270,7 @@ void vd_tx_zc_retire(struct vd_tp *tp)
 	list_for_each_entry_safe(zm, next, &done, node) {
 		list_del(&zm->node);
 		if (zm->wr)
-			tp_wr_finish(tp, zm->seq, VIADUCT_WC_SUCCESS, zm->len);
+			vd_tp_wr_finish(tp, zm->seq, VIADUCT_WC_SUCCESS, zm->len);
 		vd_zc_msg_free(zm);
 	}
 }
@@ -657,7 +330,7 @@ static void tx_msg_done(struct vd_tp *tp)
 	}
 	/* A Read completes when its response is placed. */
 	if (msg->wr && msg->hdr.opcode != VD_OP_READ_REQ)
-		tp_wr_finish(tp, msg->seq, VIADUCT_WC_SUCCESS, msg->wr_len);
+		vd_tp_wr_finish(tp, msg->seq, VIADUCT_WC_SUCCESS, msg->wr_len);
 }
 
 /*
@@ -698,7 +371,7 @@ static void tx_msg_failed(struct vd_tp *tp, int err)
 			tp->orq_tail--;
 			spin_unlock_bh(&tp->lock);
 		}
-		tp_wr_finish(tp, msg->seq, VIADUCT_WC_LOC_PROT_ERR, 0);
+		vd_tp_wr_finish(tp, msg->seq, VIADUCT_WC_LOC_PROT_ERR, 0);
 	}
 	/* part of the message may be out: the peer must learn */
 	if (msg->response && err == -ESTALE)
@@ -848,7 +521,7 @@ static void tx_run(struct vd_tp *tp, int budget)
 			return;
 		}
 		if (!tp->msg.active) {
-			if (!tx_next_msg(tp))
+			if (!vd_tx_next_msg(tp))
 				return;
 			if (!tp->msg.active)
 				continue;

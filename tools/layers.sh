@@ -33,7 +33,7 @@ table='
 3 queues: doorbell.c cq.c qp.c qp_create.c qp_rules.c srq.c
 4 devices: device.c
 5 streams: conn.c
-6 transport: stream.c tx.c fpdu.c zcopy.c rx.c rx_read.c
+6 transport: stream.c tx.c tx_wr.c fpdu.c zcopy.c rx.c rx_read.c
 7 connection manager: addr.c cm_channel.c cm.c cm_sock.c cm_connect.c cm_listen.c cm_end.c
 8 faces: uctx.c uobj.c uobj_report.c ucq.c uqp.c umr.c umw.c usrq.c limits.c ucm.c netlink.c main.c
 '

@@ -1422,6 +1422,7 @@ TEST_F_TIMEOUT(cm, convert_carries_messages_and_bytes_read, 240)
 	/* no room for the message now: EAGAIN, nothing taken or sent */
 	ASSERT_EQ(0, tcp_pair(lfd, port, &sa_fd, &sb_fd));
 	ASSERT_EQ(0, fill_send_buffer(sa_fd));
+	aid = create_id(&self->a, 2);
 	EXPECT_EQ(-EAGAIN, convert_sock(&self->a, sa_fd, aid, make_qp(&self->a), 0,
 					big, VIADUCT_CM_CONVERT_SEND_MAX, NULL, 0));
 	EXPECT_TRUE(is_socket(sa_fd));

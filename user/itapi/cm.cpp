@@ -27,9 +27,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// IA -> its connection side.
+// Guards Ia::cm, made on first use and dropped by it_ia_free.
 std::mutex ias_lock;
-std::unordered_map<Ia *, std::unique_ptr<IaCm>> ias;
 
 // An unanswered connection request, named by its cn_est_id.
 struct Request {
@@ -232,21 +231,18 @@ IaCm::~IaCm() = default;
 
 IaCm *ia_cm(Ia &ia, it_status_t &err) noexcept {
     std::lock_guard<std::mutex> g(ias_lock);
-    auto it = ias.find(&ia);
-    if (it != ias.end())
-        return it->second.get();
+    if (ia.cm)
+        return ia.cm.get();
     try {
-        auto cm = std::make_unique<IaCm>(ia);
+        auto cm = std::make_shared<IaCm>(ia);
         IaCm *p = cm.get();
-        ias.emplace(&ia, std::move(cm));
         ia.add_source(p->channel.fd(), [p] { p->drain(); });
         p->registered = true;
+        ia.cm = std::move(cm);
         return p;
     } catch (const viaduct::Error &e) {
-        ias.erase(&ia);
         err = status_of_errno(e.errnum(), IT_ERR_RESOURCES);
     } catch (const std::exception &) {
-        ias.erase(&ia);
         err = IT_ERR_RESOURCES;
     }
     return nullptr;
@@ -262,8 +258,7 @@ namespace {
 
 IaCm *existing_cm(Ia &ia) noexcept {
     std::lock_guard<std::mutex> g(ias_lock);
-    auto it = ias.find(&ia);
-    return it == ias.end() ? nullptr : it->second.get();
+    return ia.cm.get();
 }
 
 // Under IaCm::lock: a listen point goes; its requests stay answerable.
@@ -469,15 +464,13 @@ void cm_ep_free(Ep &ep) noexcept {
 }
 
 void cm_ia_free(Ia &ia) noexcept {
-    std::unique_ptr<IaCm> cm;
+    std::shared_ptr<IaCm> cm;
     {
         std::lock_guard<std::mutex> g(ias_lock);
-        auto it = ias.find(&ia);
-        if (it == ias.end())
-            return;
-        cm = std::move(it->second);
-        ias.erase(it);
+        cm = std::move(ia.cm);
     }
+    if (!cm)
+        return;
     if (cm->registered)
         ia.remove_source(cm->channel.fd());
     std::vector<std::unique_ptr<Request>> gone;

@@ -893,11 +893,29 @@ it_status_t it_handoff(const it_conn_qual_t *conn_qual, size_t spigot_id,
         if (l->native && l->native->spigot_id == spigot_id &&
             l->native->qual.conn_qual.port == conn_qual->conn_qual.port)
             to = l;
-    if (to == nullptr)
-        return IT_ERR_INVALID_CONN_QUAL;
     auto r = take_request(cn_est_id, ia);
     if (!r)
         return IT_ERR_INVALID_CN_EST_ID;
+    if (to == nullptr) {
+        // Another process's listen point on the same device (its IA on the
+        // same interface): the core moves the request there, and this
+        // cn_est_id is gone. A qualifier nobody listens on leaves the
+        // request here, answerable.
+        if (!(ia->attr.caps & VIADUCT_DEV_CAP_CM_HANDOFF)) {
+            put_back(std::move(r));
+            return IT_ERR_INVALID_CONN_QUAL;
+        }
+        try {
+            r->id.handoff("", ntohs(conn_qual->conn_qual.port));
+            return IT_SUCCESS;
+        } catch (const viaduct::Error &e) {
+            put_back(std::move(r));
+            return e.errnum() == EBUSY ? IT_ERR_RESOURCES : IT_ERR_INVALID_CONN_QUAL;
+        } catch (const std::exception &) {
+            put_back(std::move(r));
+            return IT_ERR_RESOURCES;
+        }
+    }
     // As the listen point's own requests: its qualifier, its IRD/ORD rule.
     r->ev.conn_qual = to->native->qual;
     if (to->native->flags & IT_LISTEN_SUPPRESS_IRD_ORD) {

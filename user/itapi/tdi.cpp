@@ -13,6 +13,11 @@
 // the RDMA initiator, ACTIVE1_CONNECTION_PENDING then CONNECTED. No
 // IRD/ORD and no private data are exchanged for the consumer: the
 // ESTABLISHED event has both zero and private_data_present cleared.
+//
+// The socket becomes the core's for good: a successful call closes @sd
+// (the document lets the consumer only close it or set SO_KEEPALIVE
+// afterwards; here it must not close it again). A socket shared with
+// another descriptor or process is refused (IT_ERR_INVALID_SD_STATE).
 #include <cerrno>
 #include <netinet/in.h>
 #include <poll.h>
@@ -116,15 +121,36 @@ it_status_t it_socket_convert(int sd, it_ep_handle_t ep_handle, it_sc_flags_t fl
         const it_ep_state_rc_t pending = initiator ? IT_EP_STATE_PASSIVE_WAIT_RDMA_TRANS_REQ
                                                    : IT_EP_STATE_ACTIVE1_CONNECTION_PENDING;
         // The Last ULP Streaming-Mode Message goes first, as the last bytes
-        // of the stream; the peer's MPA request, which can only follow it,
-        // waits in the socket until the core takes the socket over.
-        if (initiator && !send_all(sd, msg, len))
-            return IT_ERR_INVALID_SD_STATE;
+        // of the stream: sent by the core as it takes the socket over where
+        // it can (VIADUCT_DEV_CAP_CONVERT_DATA, a message that fits), else
+        // here; the peer's MPA request, which can only follow it, waits in
+        // the socket until the core reads it.
+        viaduct::SocketConversion carry;
+        const bool carried = initiator && (ep->ia->attr.caps & VIADUCT_DEV_CAP_CONVERT_DATA) &&
+                             len <= viaduct::socket_conversion_send_max;
+        if (carried)
+            carry.last_message = std::as_bytes(std::span(msg, len));
         if (!ep_transition(*ep, {IT_EP_STATE_UNCONNECTED}, pending, nullptr))
             return IT_ERR_INVALID_EP_STATE;
         try {
-            // The MPA initiator is the Conversion Responder.
-            id.convert_socket(sd, *ep->qp, !initiator);
+            // The MPA initiator is the Conversion Responder. On success the
+            // socket is the core's: its descriptor is closed.
+            if (carried) {
+                try {
+                    id.convert_socket(sd, *ep->qp, false, {}, carry);
+                } catch (const viaduct::Error &e) {
+                    if (e.errnum() != EAGAIN)
+                        throw;
+                    // no room in the send buffer now: send it ourselves
+                    if (!send_all(sd, msg, len))
+                        throw viaduct::Error(ENOTCONN, "send the last streaming-mode message");
+                    id.convert_socket(sd, *ep->qp, false);
+                }
+            } else {
+                if (initiator && !send_all(sd, msg, len))
+                    throw viaduct::Error(ENOTCONN, "send the last streaming-mode message");
+                id.convert_socket(sd, *ep->qp, !initiator);
+            }
         } catch (const viaduct::Error &) {
             ep_transition(*ep, {pending}, IT_EP_STATE_UNCONNECTED, nullptr);
             throw;
@@ -141,8 +167,9 @@ it_status_t it_socket_convert(int sd, it_ep_handle_t ep_handle, it_sc_flags_t fl
         case EINVAL:
         case EADDRNOTAVAIL:
         case EBUSY:
-            // not connected (any more), not on the device's addresses, or
-            // driven by something else already
+            // not connected (any more), not on the device's addresses,
+            // shared with another descriptor or process, or driven by
+            // something else already
             return IT_ERR_INVALID_SD_STATE;
         case EOPNOTSUPP:
             return IT_ERR_OP_NOT_SUPPORTED;

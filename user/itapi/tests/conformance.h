@@ -41,14 +41,14 @@ void is_status(it_status_t got, it_status_t want, const char *call, const char *
  * (request and receive DTO streams, the connect CM_MSG stream), a CM_REQ
  * SEVD for listen points, the EP, and a buffer registered in one LMR. */
 struct fx {
-	it_ia_handle_t ia;
-	it_pz_handle_t pz;
-	it_evd_handle_t req, rcv, cm, creq;
-	it_ep_handle_t ep;
-	it_lmr_handle_t lmr;
-	it_rmr_context_t ctx; /* the LMR's implicit rmr_context (remote rights) */
-	unsigned char *buf;
-	size_t len;
+    it_ia_handle_t ia;
+    it_pz_handle_t pz;
+    it_evd_handle_t req, rcv, cm, creq;
+    it_ep_handle_t ep;
+    it_lmr_handle_t lmr;
+    it_rmr_context_t ctx; /* the LMR's implicit rmr_context (remote rights) */
+    unsigned char *buf;
+    size_t len;
 };
 
 /* The one IA of the test host; the peer's address (server/client). */
@@ -68,7 +68,7 @@ it_event_t next_event(it_evd_handle_t evd, uint64_t us);
  * cookie and status); returns it. */
 it_event_t expect_event(it_evd_handle_t evd, it_event_type_t want, const char *what);
 void expect_dto(it_evd_handle_t evd, it_event_type_t want, it_dto_cookie_t cookie,
-		it_dto_status_t status, const char *what);
+                it_dto_status_t status, const char *what);
 
 /* A triplet of @len bytes at @off of f's buffer. */
 it_lmr_triplet_t seg(const struct fx *f, size_t off, size_t len);
@@ -77,21 +77,21 @@ it_lmr_triplet_t seg(const struct fx *f, size_t off, size_t len);
  * retrying while nobody listens; returns the first event that is not such
  * a BAD_PATH reject. */
 it_event_t connect_to(struct fx *f, struct in_addr ip, uint16_t port, it_cn_est_flags_t flags,
-		      const void *pdata, size_t pdlen, uint64_t timeout_us);
+                      const void *pdata, size_t pdlen, uint64_t timeout_us);
 /* Passive side: listens on @port with f->creq (flags: INPUT always), takes
  * one request, returns it (the listen point in *l). */
 it_event_t take_request(struct fx *f, uint16_t port, it_listen_flags_t flags,
-			it_listen_handle_t *l);
+                        it_listen_handle_t *l);
 
 /* A path to @ip on spigot 0. */
 it_path_t path_to(struct in_addr ip, uint64_t timeout_us);
 
 /* Scenarios of other files (the data path): each runs both halves. */
 struct scenario {
-	const char *name;
-	void (*server)(uint16_t port);
-	void (*client)(uint16_t port);
-	void (*local)(void);
+    const char *name;
+    void (*server)(uint16_t port);
+    void (*client)(uint16_t port);
+    void (*local)(void);
 };
 extern const struct scenario dataplane_scenarios[];
 extern const size_t dataplane_count;

@@ -988,28 +988,20 @@ it_status_t it_ep_reset(it_ep_handle_t ep_handle) {
         g = std::unique_lock<std::mutex>(cm->lock);
     if (ep->state.load() != IT_EP_STATE_NONOPERATIONAL)
         return IT_ERR_INVALID_EP_STATE;
-    {
-        std::lock_guard<std::mutex> eg(ep->lock);
-        if (ep->dto_overflow)
-            return IT_ERR_CANNOT_RESET;
-    }
+    // what is left of the connection goes first: the QP is free again
     if (cm != nullptr)
         drop_connection(*cm, *ep);
-    if (ep->qp) {
-        try {
-            // Error flushes what is left, then Idle: a QP as created
-            auto a = ep->qp->query();
-            if (a.state != viaduct::QpState::Error && a.state != viaduct::QpState::Idle)
-                ep->qp->modify(viaduct::QpState::Error);
-            if (a.state != viaduct::QpState::Idle)
-                ep->qp->modify(viaduct::QpState::Idle);
-        } catch (const viaduct::Error &e) {
-            return status_of_errno(e.errnum(), IT_ERR_INVALID_EP_STATE);
-        }
-    }
+    flush_qp(*ep);
+    std::lock_guard<std::mutex> eg(ep->lock);
+    if (ep->state.load() != IT_EP_STATE_NONOPERATIONAL)
+        return IT_ERR_INVALID_EP_STATE;
+    if (ep->dto_overflow)
+        return IT_ERR_CANNOT_RESET;
+    // the QP Idle with empty queues, the attributes kept
+    if (it_status_t st = ep_reset_queues(*ep); st != IT_SUCCESS)
+        return st;
     if (ep->cm)
         *ep->cm = EpCm{};
-    if (!ep_transition(*ep, {IT_EP_STATE_NONOPERATIONAL}, IT_EP_STATE_UNCONNECTED, nullptr))
-        return IT_ERR_INVALID_EP_STATE;
+    ep->state.store(IT_EP_STATE_UNCONNECTED);
     return IT_SUCCESS;
 }

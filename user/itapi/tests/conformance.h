@@ -28,7 +28,7 @@
  * a bound for a hang, not a measure of speed. Waits whose expiry is what a
  * test checks use short timeouts of their own.
  */
-#define LONG_US (240ULL * 1000 * 1000)
+#define LONG_US (60ULL * 1000 * 1000)
 
 void ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -128,6 +128,7 @@ struct vd_cm_id *vd_cm_id_create(const struct vd_cm_owner *owner,
 	spin_lock_init(&id->children_lock);
 	INIT_LIST_HEAD(&id->children);
 	INIT_LIST_HEAD(&id->child_node);
+	INIT_LIST_HEAD(&id->listen_node);
 	INIT_WORK(&id->work, cm_work);
 	INIT_DELAYED_WORK(&id->timeout, cm_timeout);
 	return id;

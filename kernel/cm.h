@@ -57,6 +57,7 @@ struct vd_cm_id;
 struct vd_device;
 struct vd_qp;
 struct socket;
+struct sockaddr_storage;
 struct vd_stream_ops;
 
 /**
@@ -96,6 +97,28 @@ struct vd_cm_param {
 	u8 pd[VIADUCT_CM_PRIVATE_DATA_MAX];
 };
 
+/**
+ * struct vd_cm_convert - what a conversion carries besides the socket
+ * @claim: takes the socket away from its user, called with the id locked
+ *	once every check passed and before the CM installs its callbacks;
+ *	returns 0, or an error with which the conversion fails (see
+ *	vd_cm_convert()). Must not call back into the CM.
+ * @claim_arg: its first argument
+ * @send: the last streaming-mode message, sent before the MPA exchange
+ * @send_len: bytes of @send; at most VIADUCT_CM_CONVERT_SEND_MAX
+ * @recv: bytes the user already read from the socket that belong to the
+ *	MPA exchange, consumed before anything is read from the socket
+ * @recv_len: bytes of @recv; at most VIADUCT_CM_CONVERT_RECV_MAX
+ */
+struct vd_cm_convert {
+	int (*claim)(void *claim_arg, struct socket *sock);
+	void *claim_arg;
+	const u8 *send;
+	u32 send_len;
+	const u8 *recv;
+	u32 recv_len;
+};
+
 int vd_cm_init(void);
 void vd_cm_uninit(void);
 void vd_cm_set_stream_ops(const struct vd_stream_ops *ops);
@@ -118,7 +141,9 @@ int vd_cm_accept(struct vd_cm_id *id, struct vd_qp *qp,
 int vd_cm_reject(struct vd_cm_id *id, const u8 *pd, u32 pd_len);
 int vd_cm_disconnect(struct vd_cm_id *id, bool abort);
 int vd_cm_convert(struct vd_cm_id *id, struct socket *sock, struct vd_qp *qp,
-		  const struct vd_cm_param *p);
+		  const struct vd_cm_param *p, const struct vd_cm_convert *cv);
+int vd_cm_handoff(struct vd_cm_id *id, const struct sockaddr_storage *addr,
+		  __be16 port);
 int vd_cm_ack(struct vd_cm_id *id, u32 seq);
 
 #endif /* _VD_CM_H */

@@ -33,7 +33,6 @@ int vd_cm_send_request(struct vd_cm_id *id)
 
 	vd_cm_ours(id, id->param.flags, &ours);
 	vd_mpa_request(&ours, &info);
-	id->rx_len = 0;
 	return vd_cm_send_frame(id, &info, id->param.pd);
 }
 
@@ -167,6 +166,41 @@ out:
 	return ret;
 }
 
+/*
+ * The socket a conversion may take: TCP over IPv4 or IPv6 in the id's
+ * namespace, established, with no upper layer protocol (kTLS, ...) and no
+ * other kernel user (a BPF sockmap's psock uses sk_user_data). Checked
+ * before the socket is claimed, so that a refusal leaves the caller's
+ * descriptor alone, and again after: only then can nobody else reach it.
+ */
+static int cm_convert_check(struct vd_cm_id *id, struct sock *sk)
+{
+	if (sk->sk_type != SOCK_STREAM || sk->sk_protocol != IPPROTO_TCP ||
+	    (sk->sk_family != AF_INET && sk->sk_family != AF_INET6) ||
+	    !net_eq(sock_net(sk), id->owner.net))
+		return -EINVAL;
+	if (READ_ONCE(sk->sk_state) != TCP_ESTABLISHED)
+		return -ENOTCONN;
+	if (READ_ONCE(inet_csk(sk)->icsk_ulp_ops) ||
+	    rcu_access_pointer(sk->sk_user_data))
+		return -EBUSY;
+	return 0;
+}
+
+/* Sends the last streaming-mode message: all of it, or the exchange fails. */
+static int cm_convert_send(struct vd_cm_id *id, const struct vd_cm_convert *cv)
+{
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
+	struct kvec kv = { .iov_base = (void *)cv->send,
+			   .iov_len = cv->send_len };
+	int ret;
+
+	ret = kernel_sendmsg(id->sock, &msg, &kv, 1, cv->send_len);
+	if (ret < 0)
+		return ret;
+	return ret == cv->send_len ? 0 : -EIO;
+}
+
 /**
  * vd_cm_convert() - take over a connected TCP socket of the user's
  * @id: an idle id
@@ -175,32 +209,40 @@ out:
  *        this returns
  * @qp: the QP to connect, Idle and bound to no other id
  * @p: the parameters; VIADUCT_CM_F_ACTIVE makes us the MPA initiator
+ * @cv: the claim callback and the data the conversion carries
  *
- * The MPA exchange runs on @sock: as initiator the request is sent at
- * once; as responder the id waits for the request and accepts it with @p
+ * Everything is checked first; then @cv->claim takes the socket away from
+ * its user (ucm.c: out of the caller's descriptor table, refused if
+ * anyone else holds the file), the socket is checked again (nobody can
+ * install an upper layer protocol on it from now on: that needs a
+ * descriptor) and the CM installs its callbacks. @cv->send goes out
+ * first; @cv->recv is taken as the start of what the peer sent. The MPA
+ * exchange then runs on @sock: as initiator the request is sent at once;
+ * as responder the id waits for the request and accepts it with @p
  * without a CONNECT_REQUEST. The outcome is an event, as for
  * vd_cm_connect().
  *
  * Return: 0; -EINVAL for a socket that is not TCP in the namespace, an id
- * that is not idle or too much private data; -ENOTCONN for a socket that
+ * that is not idle, too much private data or bytes already read for an
+ * initiator (the reply comes after our request); -ENOTCONN for a socket that
  * is not connected; -EADDRNOTAVAIL (or another error of vd_addr_check())
  * if its local address is not the device's; -EBUSY if it has an upper
- * layer protocol or another kernel user; those of vd_cm_take_qp(); those
- * of sending the request.
+ * layer protocol or another kernel user; -EAGAIN if its send buffer has
+ * no room for @cv->send now; those of vd_cm_take_qp(); those of the
+ * claim (after which the caller's descriptor may be gone); those of
+ * sending @cv->send and the request.
  */
 int vd_cm_convert(struct vd_cm_id *id, struct socket *sock, struct vd_qp *qp,
-		  const struct vd_cm_param *p)
+		  const struct vd_cm_param *p, const struct vd_cm_convert *cv)
 {
 	struct sock *sk = sock->sk;
 	int ret;
 
-	ret = -EINVAL;
-	if (sk->sk_type != SOCK_STREAM || sk->sk_protocol != IPPROTO_TCP ||
-	    (sk->sk_family != AF_INET && sk->sk_family != AF_INET6) ||
-	    !net_eq(sock_net(sk), id->owner.net))
+	ret = cm_convert_check(id, sk);
+	if (ret)
 		goto put;
-	ret = -ENOTCONN;
-	if (READ_ONCE(sk->sk_state) != TCP_ESTABLISHED)
+	ret = -EINVAL;
+	if (WARN_ON_ONCE(cv->recv_len > sizeof(id->rx)))
 		goto put;
 
 	mutex_lock(&id->lock);
@@ -209,6 +251,9 @@ int vd_cm_convert(struct vd_cm_id *id, struct socket *sock, struct vd_qp *qp,
 		goto unlock;
 	if (p->flags & VIADUCT_CM_F_ACTIVE &&
 	    p->pd_len > vd_mpa_pd_max(!(p->flags & VIADUCT_CM_F_MPA_V1)))
+		goto unlock;
+	/* the peer's reply cannot have come before our request */
+	if (p->flags & VIADUCT_CM_F_ACTIVE && cv->recv_len)
 		goto unlock;
 	memset(&id->local, 0, sizeof(id->local));
 	memset(&id->peer, 0, sizeof(id->peer));
@@ -220,15 +265,20 @@ int vd_cm_convert(struct vd_cm_id *id, struct socket *sock, struct vd_qp *qp,
 		ret = -EADDRNOTAVAIL;
 	if (ret < 0)
 		goto unlock;
-	/* nor one with an upper layer protocol (TLS, MPTCP's, ...) */
-	ret = -EBUSY;
-	if (inet_csk(sk)->icsk_ulp_ops)
+	/* the message goes out whole or the socket stays the caller's */
+	ret = -EAGAIN;
+	if (cv->send_len && sk_stream_wspace(sk) < (int)cv->send_len)
 		goto unlock;
 	ret = cm_start_active(id, qp, p);
 	if (ret)
 		goto unlock;
+	ret = cv->claim(cv->claim_arg, sock);
+	/* nobody else reaches the socket now: this check is final */
+	if (!ret)
+		ret = cm_convert_check(id, sk);
 	/* a socket some other kernel user (or id) drives is not ours */
-	ret = vd_cm_sock_attach(id, sock, NULL);
+	if (!ret)
+		ret = vd_cm_sock_attach(id, sock, NULL);
 	if (ret) {
 		vd_cm_release_qp(id);
 		goto unlock;
@@ -237,20 +287,23 @@ int vd_cm_convert(struct vd_cm_id *id, struct socket *sock, struct vd_qp *qp,
 	id->mpa.active = id->active;
 	/* the socket's file reference is ours until the id lets go */
 	id->converted = true;
+	memcpy(id->rx, cv->recv, cv->recv_len);
+	id->rx_len = cv->recv_len;
 	vd_cm_arm_timeout(id, p->timeout_ms ?: VD_CM_TIMEOUT_MS);
-	if (id->active) {
+	ret = cv->send_len ? cm_convert_send(id, cv) : 0;
+	if (!ret && id->active)
 		ret = vd_cm_send_request(id);
-		if (ret) {
-			/* this drops the file reference too */
-			vd_cm_teardown(id, false);
-			id->state = VD_CM_IDLE;
-			mutex_unlock(&id->lock);
-			return ret;
-		}
+	if (ret) {
+		/* this drops the file reference too */
+		vd_cm_teardown(id, true);
+		id->state = VD_CM_IDLE;
+		mutex_unlock(&id->lock);
+		return ret;
+	}
+	if (id->active) {
 		id->state = VD_CM_REP_WAIT;
 	} else {
 		id->auto_accept = true;
-		id->rx_len = 0;
 		id->state = VD_CM_REQ_WAIT;
 	}
 	vd_cm_queue(id);

@@ -5,10 +5,15 @@
  * initiator's MPA request, which becomes a CONNECT_REQUEST (the owner
  * gives the child a handle) and is then accepted or rejected.
  */
+#include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/err.h>
 #include <linux/fcntl.h>
+#include <linux/in.h>
+#include <linux/in6.h>
 #include <linux/net.h>
 #include <linux/slab.h>
+#include <net/ipv6.h>
 #include <net/sock.h>
 
 #include "addr.h"
@@ -17,6 +22,15 @@
 
 #define VD_CM_BACKLOG		64
 #define VD_CM_BACKLOG_MAX	1024
+
+/*
+ * Every listener of every context, for CM_HANDOFF to find one by device and
+ * port. A listener is on the list from the moment it listens until
+ * vd_cm_listener_close(), both under its own mutex (which comes before
+ * this one); whoever finds it here takes a reference.
+ */
+static LIST_HEAD(vd_cm_listeners);
+static DEFINE_MUTEX(vd_cm_listeners_lock);
 
 /**
  * vd_cm_send_reply() - send the reply to the request in @id->peer_info (passive side)
@@ -271,6 +285,10 @@ int vd_cm_listen(struct vd_cm_id *id, struct viaduct_sockaddr *addr,
 	kernel_getsockname(sock, (struct sockaddr *)&id->local);
 	vd_addr_to_user(&id->local, addr);
 	id->state = VD_CM_LISTEN;
+	id->listen_uid = current_euid();
+	mutex_lock(&vd_cm_listeners_lock);
+	list_add_tail(&id->listen_node, &vd_cm_listeners);
+	mutex_unlock(&vd_cm_listeners_lock);
 	vd_dbg_cm(id, "listening\n");
 	goto out;
 release:
@@ -292,6 +310,9 @@ void vd_cm_listener_close(struct vd_cm_id *l)
 	struct vd_cm_id *c;
 
 	lockdep_assert_held(&l->lock);
+	mutex_lock(&vd_cm_listeners_lock);
+	list_del_init(&l->listen_node);
+	mutex_unlock(&vd_cm_listeners_lock);
 	/* nothing is accepted any more: the listener's work needs a socket */
 	vd_cm_sock_close(l, false);
 	spin_lock_bh(&l->children_lock);
@@ -413,5 +434,166 @@ int vd_cm_reject(struct vd_cm_id *id, const u8 *pd, u32 pd_len)
 		ret = -ECONNRESET;
 out:
 	mutex_unlock(&id->lock);
+	return ret;
+}
+
+/* --- Hand-off ------------------------------------------------------- */
+
+static __be16 cm_port(const struct sockaddr_storage *ss)
+{
+	return ss->ss_family == AF_INET ?
+	       ((const struct sockaddr_in *)ss)->sin_port :
+	       ((const struct sockaddr_in6 *)ss)->sin6_port;
+}
+
+/* @l listens on @port and @addr (NULL: any address) of @c's device. */
+static bool cm_listener_matches(const struct vd_cm_id *l,
+				const struct vd_cm_id *c,
+				const struct sockaddr_storage *addr,
+				__be16 port)
+{
+	const struct sockaddr_in6 *a6, *l6;
+	const struct sockaddr_in *a4, *l4;
+
+	if (l->owner.dev != c->owner.dev ||
+	    !net_eq(l->owner.net, c->owner.net) || cm_port(&l->local) != port)
+		return false;
+	/* a listener on the any-address takes every address of the device */
+	if (!addr || vd_addr_is_any(&l->local))
+		return true;
+	if (addr->ss_family != l->local.ss_family)
+		return false;
+	if (addr->ss_family == AF_INET) {
+		a4 = (const struct sockaddr_in *)addr;
+		l4 = (const struct sockaddr_in *)&l->local;
+		return a4->sin_addr.s_addr == l4->sin_addr.s_addr;
+	}
+	a6 = (const struct sockaddr_in6 *)addr;
+	l6 = (const struct sockaddr_in6 *)&l->local;
+	return ipv6_addr_equal(&a6->sin6_addr, &l6->sin6_addr);
+}
+
+/* The listener of @c's device on @addr/@port, referenced, or NULL. */
+static struct vd_cm_id *cm_listener_find(const struct vd_cm_id *c,
+					 const struct sockaddr_storage *addr,
+					 __be16 port)
+{
+	struct vd_cm_id *l, *found = NULL;
+
+	mutex_lock(&vd_cm_listeners_lock);
+	list_for_each_entry(l, &vd_cm_listeners, listen_node) {
+		if (cm_listener_matches(l, c, addr, port)) {
+			found = vd_cm_id_get(l);
+			break;
+		}
+	}
+	mutex_unlock(&vd_cm_listeners_lock);
+	return found;
+}
+
+/* The request of @c, locked, becomes @n's, a new child of @l, locked. */
+static int cm_handoff_move(struct vd_cm_id *l, struct vd_cm_id *c,
+			   struct vd_cm_id *n)
+{
+	bool full;
+	int ret;
+
+	if (l->state != VD_CM_LISTEN)
+		return -ENOENT;		/* closed since it was found */
+	if (c->state != VD_CM_REQ_RCVD)
+		return -EINVAL;
+	if (c->peer_closed)
+		return -ECONNRESET;
+	spin_lock_bh(&l->children_lock);
+	full = l->closing || l->nchildren >= l->backlog;
+	spin_unlock_bh(&l->children_lock);
+	if (full || vd_cm_channel_full(l->ch))
+		return -EBUSY;
+
+	n->parent = vd_cm_id_get(l);
+	n->local = c->local;
+	n->peer = c->peer;
+	n->peer_info = c->peer_info;
+	n->mpa = c->mpa;
+	n->rx_len = c->rx_len;
+	memcpy(n->rx, c->rx, c->rx_len);
+	n->state = VD_CM_REQ_RCVD;
+	vd_cm_sock_move(c, n);
+	/* the owner's reference becomes the other table's */
+	ret = l->owner.publish(l->owner.arg, n);
+	if (ret) {
+		vd_cm_sock_move(n, c);
+		n->state = VD_CM_DEAD;
+		return ret;
+	}
+	spin_lock_bh(&l->children_lock);
+	list_add_tail(&n->child_node, &l->children);
+	l->nchildren++;
+	vd_cm_id_get(n);		/* the list's */
+	spin_unlock_bh(&l->children_lock);
+	vd_cm_report(n, VIADUCT_CM_EVENT_CONNECT_REQUEST, 0,
+		     vd_cm_frame_pd(n), n->peer_info.pd_len);
+	/* the peer may have gone while the socket changed hands */
+	vd_cm_queue(n);
+
+	vd_cm_child_unlist(c);
+	c->state = VD_CM_CLOSED;
+	vd_dbg_cm(c, "handed off as cm%u\n", n->handle);
+	return 0;
+}
+
+/**
+ * vd_cm_handoff() - move an unanswered CONNECT_REQUEST to another listener
+ * @id: the id of the request (a child in REQ_RCVD)
+ * @addr: the target listener's address, or NULL for any
+ * @port: its port
+ *
+ * The listener of @id's device on @addr and @port (which may be another
+ * context's) gets a new child with @id's socket, request and addresses,
+ * published through its owner, and reports CONNECT_REQUEST with the same
+ * private data. @id is left CLOSED without a socket, for its owner to
+ * destroy. The caller must have the target listener's creator's euid or
+ * CAP_NET_ADMIN in the namespace: a listener bound to one address is then
+ * given only connections its own user chose to pass it.
+ *
+ * Locking: the target listener, then @id and the new child, in the
+ * listener -> child order of cm.h (the new child one level deeper).
+ *
+ * Context: Process context.
+ * Return: 0; -ENOENT if no such listener listens (any more); -EPERM if it
+ * is another user's; -EINVAL if @id has no unanswered request;
+ * -ECONNRESET if its peer went away; -EBUSY if the listener's backlog or
+ * channel is full; -ENOMEM; an error of the owner's publish callback.
+ * @id is untouched on error.
+ */
+int vd_cm_handoff(struct vd_cm_id *id, const struct sockaddr_storage *addr,
+		  __be16 port)
+{
+	struct vd_cm_id *l, *n;
+	int ret;
+
+	l = cm_listener_find(id, addr, port);
+	if (!l)
+		return -ENOENT;
+	ret = -EPERM;
+	if (!uid_eq(l->listen_uid, current_euid()) &&
+	    !ns_capable(id->owner.net->user_ns, CAP_NET_ADMIN))
+		goto put;
+	n = vd_cm_id_create(&l->owner, l->ch, l->user_data);
+	if (IS_ERR(n)) {
+		ret = PTR_ERR(n);
+		goto put;
+	}
+	mutex_lock(&l->lock);
+	mutex_lock_nested(&id->lock, SINGLE_DEPTH_NESTING);
+	mutex_lock_nested(&n->lock, SINGLE_DEPTH_NESTING + 1);
+	ret = cm_handoff_move(l, id, n);
+	mutex_unlock(&n->lock);
+	mutex_unlock(&id->lock);
+	mutex_unlock(&l->lock);
+	if (ret)
+		vd_cm_id_put(n);	/* never published: the owner's */
+put:
+	vd_cm_id_put(l);
 	return ret;
 }

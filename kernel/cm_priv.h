@@ -15,6 +15,7 @@
 #include <linux/mutex.h>
 #include <linux/net.h>
 #include <linux/spinlock.h>
+#include <linux/uidgid.h>
 #include <linux/workqueue.h>
 #include <net/sock.h>
 
@@ -65,6 +66,8 @@ struct vd_cm_id {
 	u32 nchildren;
 	u32 backlog;
 	bool closing;
+	struct list_head listen_node;	/* vd_cm_listeners, for CM_HANDOFF */
+	kuid_t listen_uid;		/* its creator's euid */
 
 	/* endpoint */
 	struct socket *sock;
@@ -118,6 +121,7 @@ int vd_cm_sock_create(struct vd_cm_id *id, int family, struct socket **res);
 int vd_cm_sock_attach(struct vd_cm_id *id, struct socket *sock,
 		      const struct vd_cm_id *listener);
 void vd_cm_sock_detach(struct vd_cm_id *id);
+void vd_cm_sock_move(struct vd_cm_id *from, struct vd_cm_id *to);
 void vd_cm_sock_abort(struct socket *sock);
 void vd_cm_sock_close(struct vd_cm_id *id, bool abort);
 bool vd_cm_sock_gone(struct vd_cm_id *id, int *err);

@@ -96,6 +96,33 @@ void vd_cm_sock_detach(struct vd_cm_id *id)
 }
 
 /**
+ * vd_cm_sock_move() - give an id's socket to another id
+ * @from: the id that has the socket, locked
+ * @to: an id without a socket, locked (or not yet visible to anyone)
+ *
+ * The callbacks stay installed; from the moment sk_user_data names @to
+ * (under sk_callback_lock) the socket's events queue @to's work. The
+ * saved callbacks and the file ownership go along.
+ */
+void vd_cm_sock_move(struct vd_cm_id *from, struct vd_cm_id *to)
+{
+	struct sock *sk = from->sk;
+
+	write_lock_bh(&sk->sk_callback_lock);
+	to->saved_data_ready = from->saved_data_ready;
+	to->saved_state_change = from->saved_state_change;
+	to->saved_write_space = from->saved_write_space;
+	to->sock = from->sock;
+	to->sk = sk;
+	to->converted = from->converted;
+	__rcu_assign_sk_user_data_with_flags(sk, to, SK_USER_DATA_NOCOPY);
+	from->sock = NULL;
+	from->sk = NULL;
+	from->converted = false;
+	write_unlock_bh(&sk->sk_callback_lock);
+}
+
+/**
  * vd_cm_sock_abort() - close a socket with RST
  * @sock: the socket
  *
@@ -300,6 +327,9 @@ int vd_cm_recv_frame(struct vd_cm_id *id, bool reply)
 			want += be16_to_cpu(hdr->pd_len);
 			if (id->rx_len == want)
 				break;
+			/* a conversion's bytes already read went past it */
+			if (id->rx_len > want)
+				return -EPROTO;
 		}
 		kv.iov_base = id->rx + id->rx_len;
 		kv.iov_len = want - id->rx_len;

@@ -159,7 +159,8 @@ static VD_IOCTL_HANDLER(ioctl_query_device)
 		     VIADUCT_DEV_CAP_CONVERT_SOCKET | VIADUCT_DEV_CAP_P2P |
 		     VIADUCT_DEV_CAP_SEND_INV | VIADUCT_DEV_CAP_FAST_REG |
 		     VIADUCT_DEV_CAP_LOCAL_FENCE | VIADUCT_DEV_CAP_SRQ |
-		     VIADUCT_DEV_CAP_MW | VIADUCT_DEV_CAP_MODIFY_MR;
+		     VIADUCT_DEV_CAP_MW | VIADUCT_DEV_CAP_MODIFY_MR |
+		     VIADUCT_DEV_CAP_CM_HANDOFF | VIADUCT_DEV_CAP_CONVERT_DATA;
 	if (vd_zc_min())
 		attr->caps |= VIADUCT_DEV_CAP_ZERO_COPY;
 	return vd_uarg_reply(uarg, attr, sizeof(*attr));
@@ -235,7 +236,8 @@ static const struct vd_ioctl vd_ioctls[] = {
 	VD_IOCTL(CM_ACCEPT, vd_ucm_accept, VD_IOCTL_DEV),
 	VD_IOCTL(CM_REJECT, vd_ucm_reject, VD_IOCTL_DEV),
 	VD_IOCTL(CM_DISCONNECT, vd_ucm_disconnect, VD_IOCTL_DEV),
-	VD_IOCTL(CM_CONVERT_SOCKET, vd_ucm_convert, VD_IOCTL_DEV),
+	VD_IOCTL_GROWN(CM_CONVERT_SOCKET, VIADUCT_CM_CONVERT_SOCKET_SIZE_VER0,
+		       vd_ucm_convert, VD_IOCTL_DEV),
 	VD_IOCTL(CM_ACK_EVENT, vd_ucm_ack, VD_IOCTL_DEV_GONE),
 	VD_IOCTL(ALLOC_MR, vd_umr_alloc_mr, VD_IOCTL_DEV),
 	VD_IOCTL(ALLOC_MW, vd_umw_alloc_mw, VD_IOCTL_DEV),
@@ -246,6 +248,7 @@ static const struct vd_ioctl vd_ioctls[] = {
 	VD_IOCTL(MODIFY_SRQ, vd_usrq_modify, VD_IOCTL_DEV),
 	VD_IOCTL(QUERY_SRQ, vd_usrq_query, VD_IOCTL_DEV),
 	VD_IOCTL(DESTROY_SRQ, vd_usrq_destroy, VD_IOCTL_DEV_GONE),
+	VD_IOCTL(CM_HANDOFF, vd_ucm_handoff, VD_IOCTL_DEV),
 };
 
 /* Arguments up to this size live on the stack, larger ones are allocated. */

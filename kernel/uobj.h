@@ -236,6 +236,7 @@ VD_IOCTL_HANDLER(vd_ucm_reject);
 VD_IOCTL_HANDLER(vd_ucm_disconnect);
 VD_IOCTL_HANDLER(vd_ucm_convert);
 VD_IOCTL_HANDLER(vd_ucm_ack);
+VD_IOCTL_HANDLER(vd_ucm_handoff);
 
 /* For ucm.c (see "CM ids" above). */
 struct vd_qp *vd_uobj_get_qp(struct vd_uobj_table *t, u32 handle);

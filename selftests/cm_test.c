@@ -1106,18 +1106,17 @@ TEST_F_TIMEOUT(cm, convert_connected_sockets, 120)
 	cv.sockfd = sa_fd;
 	param(&cv.param, aqp, 0, apd, sizeof(apd));
 	ASSERT_EQ(0, vd_ioctl(self->a.fd, VIADUCT_IOCTL_CM_CONVERT_SOCKET, &cv));
-	/* taken: another id cannot have it */
+	/* taken: the descriptor is gone, so another id cannot have it */
+	EXPECT_EQ(-1, fcntl(sa_fd, F_GETFD));
 	x = create_id(&self->a, 0xc);
 	cv.handle = x;
 	param(&cv.param, make_qp(&self->a), 0, NULL, 0);
-	EXPECT_EQ(-EBUSY, vd_ioctl(self->a.fd, VIADUCT_IOCTL_CM_CONVERT_SOCKET, &cv));
-	/* the user's descriptors may go: the ids hold the sockets */
-	close(sa_fd);
+	EXPECT_EQ(-EBADF, vd_ioctl(self->a.fd, VIADUCT_IOCTL_CM_CONVERT_SOCKET, &cv));
 	cv.sockfd = sb_fd;
 	cv.handle = bid;
 	param(&cv.param, bqp, VIADUCT_CM_F_ACTIVE | VIADUCT_CM_F_CRC, bpd, sizeof(bpd));
 	ASSERT_EQ(0, vd_ioctl(self->b.fd, VIADUCT_IOCTL_CM_CONVERT_SOCKET, &cv));
-	close(sb_fd);
+	EXPECT_EQ(-1, fcntl(sb_fd, F_GETFD));
 	EXPECT_EVENT(&self->a, VIADUCT_CM_EVENT_ESTABLISHED, &ev);
 	EXPECT_EQ(aid, ev.handle);
 	ASSERT_EQ(sizeof(bpd), ev.private_data_len);

@@ -476,6 +476,8 @@ public:
             ::close(fd_);
     }
     int fd() const { return fd_; }
+    // After a conversion the kernel closed the descriptor: forget it.
+    void release() noexcept { fd_ = -1; }
 
 private:
     int fd_;
@@ -615,6 +617,7 @@ int run_server(const Options &o) {
             conn.emplace(ctx->cm);
             ep.post_recv();
             conn->convert_socket(sock->fd(), ep.qp(), false, ep.connection_options());
+            sock->release();
         } else {
             CmEvent req = ep.expect(CmEventType::ConnectRequest);
             ep.debug("connection from " + req.peer().to_string());
@@ -655,9 +658,10 @@ int run_client(const Options &o) {
             ep.emplace(std::make_shared<Context>(name), o);
             conn.emplace(ep->channel());
             ep->post_recv();
-            if (sock)
+            if (sock) {
                 conn->convert_socket(sock->fd(), ep->qp(), true, ep->connection_options());
-            else
+                sock->release();
+            } else
                 conn->connect(ep->qp(), o.address, o.port, ep->connection_options());
             break;
         } catch (const Error &e) {

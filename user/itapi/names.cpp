@@ -228,6 +228,10 @@ const char *viaduct_it_status_str(it_status_t status) {
         return "IT_ERR_INVALID_IANA_LR_PORT";
     case IT_ERR_RESOURCE_IOBL_LENGTH:
         return "IT_ERR_RESOURCE_IOBL_LENGTH";
+    case IT_ERR_INVALID_SD:
+        return "IT_ERR_INVALID_SD";
+    case IT_ERR_INVALID_SD_STATE:
+        return "IT_ERR_INVALID_SD_STATE";
     }
     return "unknown";
 }

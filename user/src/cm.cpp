@@ -27,11 +27,12 @@ namespace viaduct {
 namespace {
 
 enum class Role {
-    Fresh,    // made by CM_CREATE_ID, not used yet
-    Listener, // listen()
-    Active,   // connect() or convert_socket()
-    Request,  // a CONNECT_REQUEST's id, not answered yet
-    Answered, // accept() or reject() was called
+    Fresh,     // made by CM_CREATE_ID, not used yet
+    Listener,  // listen()
+    Active,    // connect() or convert_socket()
+    Request,   // a CONNECT_REQUEST's id, not answered yet
+    Answered,  // accept() or reject() was called
+    HandedOff, // handoff() moved the request away: the kernel id is gone
 };
 
 const char *role_name(Role r) {
@@ -46,6 +47,8 @@ const char *role_name(Role r) {
         return "a connection request";
     case Role::Answered:
         return "a connection request already answered";
+    case Role::HandedOff:
+        return "a connection request handed off to another listener";
     }
     return "an id";
 }
@@ -493,6 +496,11 @@ void ConnectionId::disconnect(bool abort) {
 
 void ConnectionId::convert_socket(int sockfd, QueuePair &qp, bool active,
                                   const ConnectionOptions &options) {
+    convert_socket(sockfd, qp, active, options, SocketConversion{});
+}
+
+void ConnectionId::convert_socket(int sockfd, QueuePair &qp, bool active,
+                                  const ConnectionOptions &options, const SocketConversion &carry) {
     State &s = detail::checked(state_, "ConnectionId");
     std::string step = "convert socket " + std::to_string(sockfd) + " with " + id_name(s.handle);
     expect_role(s, Role::Fresh, step, "an id is used for one thing only: create a new one");
@@ -504,14 +512,72 @@ void ConnectionId::convert_socket(int sockfd, QueuePair &qp, bool active,
     c.param = to_param(options, qp.handle(), options.mpa_v1, step);
     if (active)
         c.param.flags |= VIADUCT_CM_F_ACTIVE;
+    if (carry.last_message.size() > socket_conversion_send_max)
+        throw Error(EINVAL, "cannot " + step + ": a last message of " +
+                                std::to_string(carry.last_message.size()) + " bytes is more than " +
+                                std::to_string(socket_conversion_send_max));
+    if (carry.already_read.size() > socket_conversion_recv_max)
+        throw Error(EINVAL, "cannot " + step + ": " + std::to_string(carry.already_read.size()) +
+                                " bytes already read are more than an MPA frame (" +
+                                std::to_string(socket_conversion_recv_max) + ")");
+    c.send_data = reinterpret_cast<std::uintptr_t>(carry.last_message.data());
+    c.send_len = static_cast<std::uint32_t>(carry.last_message.size());
+    c.recv_data = reinterpret_cast<std::uintptr_t>(carry.already_read.data());
+    c.recv_len = static_cast<std::uint32_t>(carry.already_read.size());
     if (int err = detail::do_ioctl(s.dev->fd.get(), VIADUCT_IOCTL_CM_CONVERT_SOCKET, &c)) {
         if (err == EINVAL)
             throw Error(err, "cannot " + step +
                                  ": it must be a connected TCP socket of this network namespace "
                                  "on one of the device's addresses, and the QP Idle");
+        if (err == EBUSY)
+            throw Error(err, "cannot " + step +
+                                 ": its file is shared (dup(), fork(), another thread) or it has "
+                                 "an upper layer protocol or another kernel user");
+        if (err == ENOTSOCK)
+            throw Error(err, "cannot " + step + ": not a socket");
+        if (err == E2BIG && (c.send_len || c.recv_len))
+            throw Error(EOPNOTSUPP,
+                        "cannot " + step + ": this module cannot carry data with a conversion");
+        if (err == EAGAIN)
+            throw Error(err, "cannot " + step +
+                                 ": the socket's send buffer has no room for the last message");
         throw cm_error(err, step);
     }
     s.role = Role::Active;
+}
+
+void ConnectionId::handoff(std::string_view address, std::uint16_t port) {
+    State &s = detail::checked(state_, "ConnectionId");
+    std::string step = "hand off " + id_name(s.handle) + " to port " + std::to_string(port);
+    expect_role(s, Role::Request, step,
+                "handoff() moves the id of a CONNECT_REQUEST event (CmEvent::connection())");
+    if (port == 0)
+        throw Error(EINVAL, "cannot " + step + ": port 0");
+    viaduct_cm_handoff h{};
+    h.handle = s.handle;
+    h.addr = parse_address(address, port, step.c_str());
+    if (address.empty())
+        h.addr.family = 0; // any listener on the port, whatever its family
+    if (int err = detail::do_ioctl(s.dev->fd.get(), VIADUCT_IOCTL_CM_HANDOFF, &h)) {
+        if (err == ENOENT)
+            throw Error(err, "cannot " + step + ": no listener there on " + s.dev->attr.name +
+                                 " (or the id is gone)");
+        if (err == EBUSY)
+            throw Error(err, "cannot " + step + ": the listener's backlog or channel is full");
+        if (err == EPERM)
+            throw Error(err, "cannot " + step + ": the listener is another user's");
+        if (err == ENOTTY)
+            throw Error(EOPNOTSUPP, "cannot " + step + ": this module cannot hand off requests");
+        throw cm_error(err, step);
+    }
+    // The kernel id is gone: its handle may name another object soon.
+    {
+        std::lock_guard<std::mutex> guard(s.channel->lock);
+        if (auto it = s.channel->ids.find(s.handle); it != s.channel->ids.end())
+            s.channel->ids.erase(it);
+    }
+    s.handle = 0;
+    s.role = Role::HandedOff;
 }
 
 // --- Events -------------------------------------------------------------
@@ -547,13 +613,18 @@ CmEvent &CmEvent::operator=(CmEvent &&other) noexcept {
 
 CmEvent::~CmEvent() {
     // Before id_ lets go: the id may be destroyed only once this is acked.
-    if (!acked_)
+    // A handed-off request's events went with its kernel id.
+    if (!acked_ && !(id_ && id_->role == Role::HandedOff))
         ack_event(*dev_, ev_->handle, ev_->seq);
 }
 
 void CmEvent::ack() {
     if (acked_)
         return; // a moved-from event counts as acknowledged
+    if (id_ && id_->role == Role::HandedOff) {
+        acked_ = true; // gone with the kernel id handoff() moved away
+        return;
+    }
     if (int err = ack_event(*dev_, ev_->handle, ev_->seq))
         throw detail::call_error(err, "acknowledge CM event " + std::to_string(ev_->seq) + " of " +
                                           id_name(ev_->handle));

@@ -154,6 +154,8 @@ struct viaduct_addr {
 #define VIADUCT_DEV_CAP_RELIABLE_RECEPTION (1U << 8)	/* VIPL Reliable Reception */
 #define VIADUCT_DEV_CAP_SEND_INV	(1U << 9)	/* VIADUCT_OP_SEND_INV, WC_F_INVALIDATED */
 #define VIADUCT_DEV_CAP_LOCAL_FENCE	(1U << 10)	/* VIADUCT_SQE_LOCAL_FENCE */
+#define VIADUCT_DEV_CAP_CM_HANDOFF	(1U << 11)	/* CM_HANDOFF */
+#define VIADUCT_DEV_CAP_CONVERT_DATA	(1U << 12)	/* CONVERT_SOCKET: data, takes the fd */
 #define VIADUCT_DEV_CAP_MODIFY_MR	(1U << 13)	/* MODIFY_MR: rights, PD in place */
 
 struct viaduct_device_attr {
@@ -886,6 +888,43 @@ struct viaduct_srq_ring {
  *     descriptor of the caller's, IT-API it_socket_convert) into an RDMA
  *     connection of the id and its QP; the MPA exchange runs on it, in the
  *     role given by VIADUCT_CM_F_ACTIVE (initiator) or not (responder).
+ *     The socket is taken away from the caller for good
+ *     (VIADUCT_DEV_CAP_CONVERT_DATA): on success @sockfd is closed, and
+ *     no other descriptor or process may share the socket's file (EBUSY:
+ *     dup()ed, inherited by fork(), in flight in SCM_RIGHTS, or in use by
+ *     another thread's system call at that moment). ENOTSOCK: not a
+ *     socket; EINVAL: not a TCP socket of the namespace; ENOTCONN: not
+ *     established; EBUSY also for a socket with an upper layer protocol
+ *     (kTLS, ...) or another kernel user (a BPF sockmap). Any refusal
+ *     leaves the descriptor as it was, except EBADF and EBUSY from a race
+ *     with another thread of the caller that closes, replaces or dup()s
+ *     @sockfd during the call (Documentation/cm.rst, "Socket
+ *     conversion"). Two optional buffers (zero lengths: none):
+ *     @send_data is the last streaming-mode message (IT-API's, sent by the
+ *     conversion initiator): sent on the socket before the MPA exchange,
+ *     at most VIADUCT_CM_CONVERT_SEND_MAX bytes, and EAGAIN (nothing
+ *     taken, nothing sent) if the socket's send buffer has no room for it
+ *     now; @recv_data are bytes the caller already read from the socket
+ *     that belong to the MPA exchange (the peer's MPA request, or its
+ *     start: responder only, EINVAL with VIADUCT_CM_F_ACTIVE), consumed
+ *     before anything is read from the socket, at most
+ *     VIADUCT_CM_CONVERT_RECV_MAX bytes (one MPA frame; bytes beyond the
+ *     frame fail the exchange: CONNECT_ERROR, -EPROTO).
+ *
+ *   CM_HANDOFF (VIADUCT_DEV_CAP_CM_HANDOFF): moves an unanswered
+ *     CONNECT_REQUEST (the id of the event, neither accepted nor rejected)
+ *     to another listener of the same device, named by its port and its
+ *     address (family 0, address all zero: any) (IT-API it_handoff): the
+ *     other listener's channel gets a CONNECT_REQUEST with a new id (in
+ *     the other listener's context, which may be another process's), the
+ *     same private data, addresses and MPA parameters; the caller's id is
+ *     destroyed (its handle and unacknowledged events are gone). The
+ *     target listener must have been created by a process with the
+ *     caller's effective uid, or the caller needs CAP_NET_ADMIN in the
+ *     namespace (EPERM). ENOENT: no such id, or no such listener (the
+ *     request stays where it was); EINVAL: the id has no unanswered
+ *     request (or the peer left: ECONNRESET); EBUSY: the target's backlog
+ *     or channel is full (the request stays).
  *
  *   CM_ACK_EVENT: every event read from a channel must be acknowledged once
  *     by its sequence number; an id cannot be destroyed while it has
@@ -982,6 +1021,24 @@ struct viaduct_cm_convert_socket {
 	__s32 sockfd;			/* a connected TCP socket of the caller */
 	__u32 handle;			/* the id to bind it to */
 	struct viaduct_cm_conn_param param;
+	/* VIADUCT_CM_CONVERT_SOCKET_SIZE_VER0 ends here */
+	__aligned_u64 send_data;	/* user pointer: sent before MPA */
+	__aligned_u64 recv_data;	/* user pointer: already read */
+	__u32 send_len;			/* <= VIADUCT_CM_CONVERT_SEND_MAX */
+	__u32 recv_len;			/* <= VIADUCT_CM_CONVERT_RECV_MAX */
+};
+
+#define VIADUCT_CM_CONVERT_SOCKET_SIZE_VER0	40
+#define VIADUCT_CM_CONVERT_SOCKET_SIZE_VER1	64
+#define VIADUCT_CM_CONVERT_SEND_MAX		4096
+/* an MPA frame: its 20-byte header and 512 bytes of private data */
+#define VIADUCT_CM_CONVERT_RECV_MAX		(20 + VIADUCT_CM_PRIVATE_DATA_MAX)
+
+struct viaduct_cm_handoff {
+	__u32 handle;			/* the id of a CONNECT_REQUEST */
+	__u32 reserved;
+	/* the target listener's port, and address; family 0: any address */
+	struct viaduct_sockaddr addr;
 };
 
 struct viaduct_cm_ack {
@@ -1030,5 +1087,6 @@ struct viaduct_cm_event {
 #define VIADUCT_IOCTL_CM_CONVERT_SOCKET \
 	_IOW(VIADUCT_IOCTL_MAGIC, 0x28, struct viaduct_cm_convert_socket)
 #define VIADUCT_IOCTL_CM_ACK_EVENT	_IOW(VIADUCT_IOCTL_MAGIC, 0x29, struct viaduct_cm_ack)
+#define VIADUCT_IOCTL_CM_HANDOFF	_IOW(VIADUCT_IOCTL_MAGIC, 0x44, struct viaduct_cm_handoff)
 
 #endif /* _VIADUCT_ABI_H */

@@ -835,6 +835,23 @@ struct ConnectionOptions {
     std::chrono::milliseconds timeout{0}; // connect(), convert_socket(): 0 for 30 s
 };
 
+// What convert_socket() carries besides the socket (both may be empty).
+struct SocketConversion {
+    // IT-API's Last ULP Streaming-Mode Message of the conversion initiator:
+    // sent on the socket before the MPA exchange, at most
+    // socket_conversion_send_max bytes. Error(EAGAIN), nothing done, if the
+    // socket's send buffer has no room for it now.
+    std::span<const std::byte> last_message{};
+    // Bytes the caller read from the socket past its own protocol that
+    // belong to the MPA exchange (the peer's MPA request, or its start;
+    // so the responder only): consumed as if read from the socket, at
+    // most socket_conversion_recv_max bytes.
+    std::span<const std::byte> already_read{};
+};
+
+inline constexpr std::size_t socket_conversion_send_max = VIADUCT_CM_CONVERT_SEND_MAX;
+inline constexpr std::size_t socket_conversion_recv_max = VIADUCT_CM_CONVERT_RECV_MAX;
+
 class CmEvent;
 class ConnectionId;
 
@@ -903,10 +920,29 @@ public:
     void disconnect(bool abort = false);
 
     // Makes an RDMA connection of @qp out of @sockfd, a connected TCP socket
-    // of the caller's (which keeps its descriptor): @active sends the MPA
-    // request, the other side answers it. Established follows.
+    // of the caller's: @active sends the MPA request, the other side
+    // answers it. Established follows. The socket is taken away: on
+    // success @sockfd is closed (the number may be reused at once); a
+    // socket whose file is shared (dup(), fork(), another thread using it)
+    // or that has an upper layer protocol such as kTLS is refused with
+    // Error(EBUSY) and left as it was. @carry: the last streaming-mode
+    // message to send first, bytes already read (SocketConversion); needs
+    // VIADUCT_DEV_CAP_CONVERT_DATA (Error(EOPNOTSUPP) otherwise).
     void convert_socket(int sockfd, QueuePair &qp, bool active,
                         const ConnectionOptions &options = {});
+    void convert_socket(int sockfd, QueuePair &qp, bool active, const ConnectionOptions &options,
+                        const SocketConversion &carry);
+
+    // Hands the CONNECT_REQUEST this id came with, unanswered, to the
+    // listener on @port (and @address; "" for any address) of the same
+    // device, which may be another process's (of the same user, or the
+    // caller needs CAP_NET_ADMIN): its channel gets a CONNECT_REQUEST with
+    // the same private data, and this id is gone (it answers nothing any
+    // more). Error(ENOENT) if no such listener, EBUSY if its backlog or
+    // channel is full, EPERM if it is another user's: the request stays
+    // here, to be answered or handed off again. Needs
+    // VIADUCT_DEV_CAP_CM_HANDOFF.
+    void handoff(std::string_view address, std::uint16_t port);
 
     struct State;
     std::shared_ptr<State> state() const;

@@ -185,7 +185,10 @@ typedef enum {
     IT_ERR_WAITER_LIMIT,
     IT_ERR_EP_TIMEWAIT,
     IT_ERR_INVALID_IANA_LR_PORT,
-    IT_ERR_RESOURCE_IOBL_LENGTH
+    IT_ERR_RESOURCE_IOBL_LENGTH,
+    /* it_socket_convert's, missing from the document's enum as well */
+    IT_ERR_INVALID_SD,
+    IT_ERR_INVALID_SD_STATE
 } it_status_t;
 typedef uint32_t it_rmr_context_t;
 #ifdef IT_32BIT

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "cm.hpp"
 #include "internal.hpp"
 
 namespace itapi {
@@ -277,6 +278,7 @@ it_status_t it_ep_free(it_ep_handle_t ep_handle) {
         return IT_ERR_INVALID_EP;
     if (ep->narrow_rmrs.load() != 0)
         return IT_ERR_EP_BUSY;
+    cm_ep_free(*ep); // the connection goes first (aborted if there is one)
     ep->ia->unlink(ep);
     delete ep;
     return IT_SUCCESS;

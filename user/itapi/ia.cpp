@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cm.hpp"
 #include "internal.hpp"
 
 namespace itapi {
@@ -323,6 +324,8 @@ it_status_t it_ia_free(it_ia_handle_t ia_handle) {
         return IT_ERR_INVALID_IA;
     // no more asynchronous events or connection-side handlers
     ia->stop_progress();
+    // listen points, unanswered requests and connections go first
+    cm_ia_free(*ia);
     // waiters return IT_ERR_ABORT before their EVD goes
     std::vector<Evd *> evds;
     {

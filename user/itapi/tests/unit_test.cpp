@@ -82,7 +82,7 @@ TEST(Names, Statuses) {
     EXPECT_STREQ(viaduct_it_status_str(IT_SUCCESS), "IT_SUCCESS");
     EXPECT_STREQ(viaduct_it_status_str(IT_ERR_TOO_MANY_POSTS), "IT_ERR_TOO_MANY_POSTS");
     EXPECT_STREQ(viaduct_it_status_str(IT_ERR_EP_TIMEWAIT), "IT_ERR_EP_TIMEWAIT");
-    EXPECT_STREQ(viaduct_it_status_str(static_cast<it_status_t>(IT_ERR_RESOURCE_IOBL_LENGTH + 1)),
+    EXPECT_STREQ(viaduct_it_status_str(static_cast<it_status_t>(IT_ERR_INVALID_SD_STATE + 1)),
                  "unknown");
     EXPECT_STREQ(viaduct_it_event_str(IT_CM_MSG_CONN_BROKEN_EVENT), "IT_CM_MSG_CONN_BROKEN_EVENT");
     EXPECT_STREQ(viaduct_it_event_str(IT_RMR_LINK_CMPL_EVENT), "IT_RMR_LINK_CMPL_EVENT");

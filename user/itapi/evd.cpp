@@ -151,6 +151,13 @@ void refresh(Evd &e) {
     while (e.channel->wait(std::chrono::milliseconds(0)))
         e.cq_armed = false;
     evd_fill(e);
+    // one that notifies an AEVD or a descriptor stays armed: the next
+    // completion makes its wait descriptor readable
+    if ((e.aevd != nullptr || e.user_fd >= 0) && !e.cq_armed && !e.cq_broken) {
+        e.cq->arm(false);
+        e.cq_armed = true;
+        evd_fill(e);
+    }
 }
 
 // Before sleeping: readiness reset, CQ armed. Caller holds e.lock.
@@ -172,6 +179,8 @@ bool take(Evd &e, bool need_criteria, it_event_t &out, std::size_t *nmore) {
     out = pop(e);
     if (nmore != nullptr)
         *nmore = e.count;
+    if (e.count > 0)
+        signal_fd(e.event_fd); // its descriptor stays readable while it has events
     return true;
 }
 
@@ -200,6 +209,8 @@ bool take_aggregate(Evd &a, bool need_criteria, it_event_t &out) {
             return true;
         }
         out = pop(m);
+        if (m.count > 0)
+            signal_fd(m.event_fd);
         return true;
     }
     return false;
@@ -237,11 +248,12 @@ int add_to_epoll(int epfd, int fd) noexcept {
     return ::epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
+// A waiter in poll() on the AEVD sees the new member at once (epoll).
 void link_member(Evd &a, Evd &m) {
     a.members.push_back(&m);
     m.aevd = &a;
     add_to_epoll(a.wait_fd, m.wait_fd);
-    signal_fd(a.event_fd); // a waiter on the AEVD looks at the new member
+    refresh(m); // armed from now on
 }
 
 void unlink_member(Evd &a, Evd &m) noexcept {
@@ -624,7 +636,8 @@ it_status_t it_evd_modify(it_evd_handle_t evd_handle, it_evd_param_mask_t mask,
             evd->overflowed = false;
             evd->overflow_armed = true;
         }
-        signal_fd(evd->event_fd); // waiters look again (threshold, enable)
+        if (evd->waiters > 0)
+            signal_fd(evd->event_fd); // they look again (threshold, enable)
     }
     if ((mask & IT_EVD_PARAM_AEVD_HANDLE) != 0 && new_aevd != old_aevd) {
         if (old_aevd != nullptr) {

@@ -262,7 +262,8 @@ void translate(Evd &evd, const viaduct::Completion &c) {
 } // namespace
 
 void evd_fill(Evd &evd) {
-    if (!evd.cq || evd.cq_broken)
+    // after an overflow too: the completions before it are still read
+    if (!evd.cq)
         return;
     viaduct::Completion cs[16];
     for (;;) {

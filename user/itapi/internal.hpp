@@ -12,9 +12,12 @@
 // lock; destroying an object while another thread uses it is the
 // consumer's error (IT-API: destructors are not thread-safe).
 //
-// Locks, outermost first: Ia::lock, Ep::lock, Evd::lock. A function that
-// queues an event takes the EVD's lock only, so it may be called with an
-// EP's lock held.
+// Locks, outermost first: Ia::lock; the lock of a DTO EVD (an AEVD's before
+// its members'); Ia::map_lock; Ep::lock; the lock of any other EVD (CM_REQ,
+// CM_MSG, SOFTWARE); Ia::async_lock; the AFF SEVD's; the UNAFF SEVD's. A function that queues a
+// non-DTO event takes that EVD's lock only, so it may be called with an
+// EP's lock held. The handlers of Ia::add_source() run with none of these
+// held and may take any of them.
 #pragma once
 
 #include <atomic>
@@ -118,6 +121,7 @@ template <class H> H handle_of(const Object *o) noexcept {
 
 // Translates the core's exceptions: viaduct::Error's errno, std::bad_alloc.
 it_status_t status_of_errno(int err, it_status_t fallback) noexcept;
+it_status_t status_of_exception(const std::exception &e, it_status_t fallback) noexcept;
 
 struct Evd;
 struct Ep;
@@ -144,19 +148,28 @@ struct Ia : Object {
     // QPs), S-RQs by theirs. Under @lock.
     std::mutex lock;
     std::list<Object *> objects;
+    std::mutex map_lock; // the maps below; held while the EPs found are used
     std::unordered_map<std::uint32_t, Ep *> eps_by_qp;
     std::unordered_map<std::uint32_t, Srq *> srqs_by_handle;
-    Evd *aff_evd = nullptr;            // the one ASYNC_AFF SEVD, if any
-    Evd *unaff_evd = nullptr;          // the one ASYNC_UNAFF SEVD, if any
+    std::unordered_map<std::uint32_t, Object *> mr_by_index; // STag >> 8: LMR or RMR
+    // The one ASYNC_AFF and ASYNC_UNAFF SEVDs, if any, under @async_lock
+    // (held while an event is queued on them: it_evd_free takes it).
+    std::mutex async_lock;
+    Evd *aff_evd = nullptr;
+    Evd *unaff_evd = nullptr;
     std::vector<it_ia_info_t *> infos; // it_ia_query's, freed by it_ia_free
     std::shared_ptr<IaCm> cm;          // the connection side's; opaque here
+    // The device failed or was removed: every call but it_ia_free answers
+    // IT_ERR_IA_CATASTROPHE.
+    std::atomic<bool> catastrophe{false};
+    std::atomic<std::uint32_t> key_counter{1}; // STag keys of new registrations
 
     // Registers a newly made object (handle and list); false if the handle
     // table is full (IT_ERR_RESOURCES). unlink() undoes it.
     bool adopt(Object *obj);
     void unlink(Object *obj) noexcept;
 
-    // The EP whose QP is @qp_handle, or nullptr. Takes @lock.
+    // The EP whose QP is @qp_handle, or nullptr. The caller holds @map_lock.
     Ep *ep_of_qp(std::uint32_t qp_handle);
 
     // The progress thread: it reads the device's asynchronous events (and
@@ -185,6 +198,12 @@ private:
     std::thread progress_;
     std::thread::id progress_id_{};
 };
+
+// The IA of @o failed (IT_ERR_IA_CATASTROPHE). An EVD made without an IA
+// (the unit tests' software EVDs) never does.
+inline bool catastrophic(const Object &o) noexcept {
+    return o.ia != nullptr && o.ia->catastrophe.load(std::memory_order_relaxed);
+}
 
 // ----------------------------------------------------------------------------
 // Protection Zone
@@ -224,6 +243,8 @@ struct Evd : Object {
     std::size_t next_member = 0; // an AEVD's round-robin start
     bool enabled = true;
     bool overflowed = false;
+    bool overflow_armed = true; // an overflow raises SEVD_ENQUEUE_FAILURE
+    bool aevd_notified = false; // an AEVD_NOTIFICATION for it is out
     unsigned waiters = 0;
     bool sleeper = false;      // a waiter sleeps in the kernel (poll on @wait_fd)
     bool freeing = false;      // it_evd_free / it_ia_free: waiters return ABORT
@@ -250,7 +271,27 @@ struct Evd : Object {
     // out by it_evd_create with IT_EVD_CREATE_FD.
     int wait_fd = -1;
     int event_fd = -1; // eventfd written when an event is queued in software
+    int user_fd = -1;  // the consumer's copy of wait_fd (IT_EVD_CREATE_FD)
 };
+
+// Queues @ev (a DTO completion, evd field set) with its notification bit;
+// the caller holds evd.lock and checked the room.
+void evd_push(Evd &evd, const it_event_t &ev, bool notify) noexcept;
+
+// Takes the completions of a DTO SEVD's CQ into its queue (while there is
+// room), translated into IT-API events; an error completion breaks its EP's
+// connection. The caller holds evd.lock.
+void evd_fill(Evd &evd);
+
+// The CQ of a DTO SEVD overflowed: the SEVD is overflowed for good, every
+// EP on it is broken (and cannot be reset), and SEVD_ENQUEUE_FAILURE is
+// raised if its flags say so. The caller holds evd.lock (and not
+// Ia::map_lock).
+void evd_dto_overflow(Evd &evd);
+
+// it_evd_free and it_ia_free: waiters return IT_ERR_ABORT; returns once
+// none is left.
+void evd_abort_waiters(Evd &evd) noexcept;
 
 // Queues @ev (its evd field is set here) on @evd, a SEVD of @ev's stream,
 // under the stream's overflow rule (B.3.5): a full CM_REQ SEVD drops it
@@ -275,6 +316,10 @@ struct Lmr : Object {
 
     Pz *pz;
     std::optional<viaduct::MemoryRegion> mr;
+    // A relative LMR with remote rights: the type-1 window, bound zero-based
+    // over the whole region, whose STag is the rmr_context.
+    std::optional<viaduct::MemoryWindow> rel_mw;
+    std::uint32_t context_stag = 0; // host order: mr's STag, or rel_mw's
     void *addr = nullptr;
     it_length_t length = 0;
     it_mem_priv_t privs = IT_PRIV_NONE;
@@ -295,8 +340,10 @@ struct Rmr : Object {
     // The last link posted, as it_rmr_query reports it.
     std::mutex lock;
     bool linked = false;
-    Lmr *lmr = nullptr;
+    Lmr *lmr = nullptr; // and its handle: used only while that still names it
+    it_lmr_handle_t lmr_handle = nullptr;
     Ep *ep = nullptr; // a narrow RMR's EP while linked: IT_ERR_EP_BUSY
+    it_ep_handle_t ep_handle = nullptr;
     void *addr = nullptr;
     it_length_t length = 0;
     it_mem_priv_t privs = IT_PRIV_NONE;
@@ -332,6 +379,7 @@ struct Srq : Object {
     std::mutex lock;
     std::vector<WrShadow> shadow;
     std::vector<std::uint32_t> free_slots;
+    std::vector<viaduct::Sge> sge; // scratch for posts, under @lock
 };
 
 // One EP's connection-side state, defined by the connection side.
@@ -363,12 +411,16 @@ struct Ep : Object {
     // (receives complete in order); with an S-RQ, its shadow is used.
     std::mutex sq_lock, rq_lock;
     std::vector<WrShadow> sq, rq;
-    std::uint64_t sq_posted = 0, sq_retired = 0;
-    std::uint64_t rq_posted = 0, rq_retired = 0;
+    std::uint64_t sq_posted = 0, rq_posted = 0;              // under sq_lock, rq_lock
+    std::atomic<std::uint64_t> sq_retired{0}, rq_retired{0}; // by the DTO SEVDs
+    std::size_t qp_max_msg = 0;                              // the QP's message size limit
+    // Scratch SGE arrays of max segments, filled by posts under sq_lock and
+    // rq_lock: posting allocates nothing.
+    std::vector<viaduct::Sge> sq_sge, rq_sge;
     // The core's wr_id is epoch << 48 | sequence: completions of WRs posted
     // before an it_ep_reset are recognised and dropped.
     std::uint16_t epoch = 0;
-    std::uint32_t narrow_rmrs = 0; // narrow RMRs linked through it (EP_BUSY)
+    std::atomic<std::uint32_t> narrow_rmrs{0}; // narrow RMRs linked through it (EP_BUSY)
 };
 
 // Moves @ep from one of the states in @from to @to and then, if @ev is not

@@ -236,7 +236,11 @@ typedef enum {
     IT_HANDLE_TYPE_SRQ
 } it_handle_type_enum_t;
 typedef void *it_handle_t;
+#ifdef __cplusplus
+#define IT_NULL_HANDLE nullptr
+#else
 #define IT_NULL_HANDLE ((it_handle_t)NULL)
+#endif
 typedef struct it_addr_handle_s *it_addr_handle_t;
 typedef struct it_ep_handle_s *it_ep_handle_t;
 typedef struct it_evd_handle_s *it_evd_handle_t;
@@ -533,7 +537,7 @@ typedef struct {
     size_t hard_hi_watermark;
     it_boolean_t atomics_enable;
 } it_rc_only_attributes_t;
-#define IT_HARD_HI_WATERMARK_DISABLE ((size_t)-1)
+#define IT_HARD_HI_WATERMARK_DISABLE SIZE_MAX
 typedef struct {
     it_ud_ep_id_t ud_ep_id;
     it_ud_ep_key_t ud_ep_key;
@@ -555,7 +559,7 @@ typedef struct {
     it_boolean_t priv_ops_enable;
 } it_ep_attributes_t;
 #define IT_EVENT_STREAM_MASK 0xff000
-#define IT_TIMEOUT_INFINITE ((uint64_t)(-1))
+#define IT_TIMEOUT_INFINITE UINT64_MAX
 typedef enum {
     IT_DTO_EVENT_STREAM = 0x00000,
     IT_DTO_SEND_CMPL_EVENT = 0x00001,

@@ -392,8 +392,10 @@ void on_event(IaCm &cm, viaduct::CmEvent &e) {
     auto it = cm.conns.find(e.handle());
     if (it == cm.conns.end()) {
         // a discarded request whose initiator gave up, or an id already let go
-        if (e.type() != viaduct::CmEventType::Established)
+        if (e.type() != viaduct::CmEventType::Established) {
             cm.discarded.erase(e.handle());
+            cm.closing.erase(e.handle());
+        }
         return;
     }
     Ep &ep = *it->second;
@@ -459,6 +461,16 @@ void cm_ep_free(Ep &ep) noexcept {
         return;
     }
     std::lock_guard<std::mutex> g(cm->lock);
+    if (ep.cm && ep.cm->id && ep.cm->closing && cm->closing.size() < discarded_max) {
+        // let the graceful close finish: the id keeps what it needs of the QP
+        try {
+            const std::uint32_t h = ep.cm->id->handle();
+            cm->conns.erase(h);
+            cm->closing.emplace(h, std::move(*ep.cm->id));
+            ep.cm->id.reset();
+        } catch (const std::exception &) {
+        }
+    }
     drop_connection(*cm, ep);
     ep.cm.reset();
 }
@@ -494,6 +506,7 @@ void cm_ia_free(Ia &ia) noexcept {
             ep->cm->id.reset();
     cm->conns.clear();
     cm->discarded.clear();
+    cm->closing.clear();
 }
 
 } // namespace itapi
@@ -960,8 +973,10 @@ it_status_t it_ep_disconnect(it_ep_handle_t ep_handle, const unsigned char *priv
         // FIN: what was sent before still reaches the peer; the QP is
         // flushed once the close is done (on_disconnected)
         try {
-            if (ep->cm && ep->cm->id)
+            if (ep->cm && ep->cm->id) {
                 ep->cm->id->disconnect(false);
+                ep->cm->closing = true;
+            }
         } catch (const std::exception &) {
             if (cm != nullptr)
                 drop_connection(*cm, *ep);
@@ -985,6 +1000,17 @@ it_status_t it_ep_reset(it_ep_handle_t ep_handle) {
     std::unique_lock<std::mutex> g;
     if (cm != nullptr)
         g = std::unique_lock<std::mutex>(cm->lock);
+    if (ep->state.load() != IT_EP_STATE_NONOPERATIONAL)
+        return IT_ERR_INVALID_EP_STATE;
+    // A graceful close of ours still running (the peer's FIN not there
+    // yet) is let finish, for a while, so the peer sees a disconnect
+    // rather than a reset: the progress thread drops the connection when
+    // the close is done.
+    for (int i = 0; i < 500 && ep->cm && ep->cm->id && ep->cm->closing; i++) {
+        g.unlock();
+        std::this_thread::sleep_for(10ms);
+        g.lock();
+    }
     if (ep->state.load() != IT_EP_STATE_NONOPERATIONAL)
         return IT_ERR_INVALID_EP_STATE;
     // what is left of the connection goes first: the QP is free again

@@ -59,6 +59,7 @@ struct EpCm {
     bool passive = false;                    // accepted (or converted as initiator)
     bool tdi = false;                        // it_socket_convert
     bool suppress_ird_ord = false;
+    bool closing = false; // it_ep_disconnect closed it gracefully; the FIN exchange runs
     std::uint32_t peer_ird = 0, peer_ord = 0; // passive: the initiator's
     std::vector<unsigned char> request_pdata; // passive: the request's
 };
@@ -78,6 +79,9 @@ struct IaCm {
     // Requests a full CM_REQ SEVD discarded, by native handle: unanswered
     // until their initiator gives up.
     std::unordered_map<std::uint32_t, viaduct::ConnectionId> discarded;
+    // Connections of freed EPs still closing gracefully, kept until the
+    // close is done so the peer sees a disconnect rather than a reset.
+    std::unordered_map<std::uint32_t, viaduct::ConnectionId> closing;
     bool registered = false; // with the progress thread
 
     // The progress thread's handler: every event queued on the channel.

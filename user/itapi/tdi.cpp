@@ -143,6 +143,9 @@ it_status_t it_socket_convert(int sd, it_ep_handle_t ep_handle, it_sc_flags_t fl
     // The role is the message's: a Responder passes none.
     if ((len > 0) != (msg != nullptr))
         return IT_ERR_INVALID_FLAGS;
+    // the EP first (the primary argument), then the socket
+    if (ep->state.load() != IT_EP_STATE_UNCONNECTED)
+        return IT_ERR_INVALID_EP_STATE;
     if (it_status_t st = check_socket(sd); st != IT_SUCCESS)
         return st;
     it_status_t err = IT_SUCCESS;

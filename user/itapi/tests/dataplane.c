@@ -1,0 +1,629 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The data-path scenarios of itapi-conformance (inventory B.4): S6 RMR
+ * link and unlink, S7 completion suppression, S8 EVD thresholds,
+ * notification, aggregates and fd mode on real completions, S9 the DTO
+ * SEVD overflow, S10 an S-RQ shared by two EPs with its low watermark.
+ * Both halves of each scenario run in their own process (server, client);
+ * the server tells the client when to go on with messages of its own, so
+ * that nothing depends on timing.
+ */
+#include <arpa/inet.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conformance.h"
+
+static void recv_one(struct fx *f, size_t off, size_t len, it_dto_cookie_t cookie)
+{
+	it_lmr_triplet_t s = seg(f, off, len);
+
+	if (it_post_recv((it_handle_t)f->ep, &s, 1, cookie, IT_COMPLETION_FLAG) != IT_SUCCESS)
+		bail("it_post_recv");
+}
+
+static void send_one(struct fx *f, size_t off, size_t len, it_dto_cookie_t cookie,
+		     it_dto_flags_t flags)
+{
+	it_lmr_triplet_t s = seg(f, off, len);
+
+	IS(it_post_send(f->ep, &s, 1, cookie, flags), IT_SUCCESS);
+}
+
+/* A connection's end on the passive side: the peer's disconnect. */
+static void peer_gone(struct fx *f, const char *what)
+{
+	it_event_t ev = next_event(f->cm, LONG_US);
+
+	ok(ev.event_number == IT_CM_MSG_CONN_DISCONNECT_EVENT ||
+		   ev.event_number == IT_CM_MSG_CONN_BROKEN_EVENT,
+	   "%s: the connection ends (%s)", what, viaduct_it_event_str(ev.event_number));
+}
+
+static void hang_up(struct fx *f, const char *what)
+{
+	IS(it_ep_disconnect(f->ep, NULL, 0), IT_SUCCESS);
+	expect_event(f->cm, IT_CM_MSG_CONN_DISCONNECT_EVENT, what);
+}
+
+struct adv {
+	uint64_t addr;
+	it_rmr_context_t ctx;
+	uint32_t len;
+};
+
+/* ------------------------------------------------ S6: RMR link, unlink */
+
+static void s6_server(uint16_t port)
+{
+	struct fx f;
+	it_listen_handle_t l;
+	it_rmr_handle_t rmr, wide;
+	it_rmr_context_t ctx = 0, wctx = 0;
+	it_rmr_param_t rp;
+	it_event_t ev;
+	struct adv a;
+	size_t i;
+	int good = 1;
+
+	/* no remote rights on the LMR: the RMRs are the only way in */
+	fx_open(&f, 65536, IT_PRIV_NONE, 4, 4);
+	IS(it_rmr_create(f.pz, IT_RMR_TYPE_NARROW, &rmr), IT_SUCCESS);
+	IS(it_rmr_create(f.pz, IT_RMR_TYPE_WIDE, &wide), IT_SUCCESS);
+	recv_one(&f, 0, 64, 1);
+	recv_one(&f, 0, 64, 2);
+	ev = take_request(&f, port, IT_LISTEN_NO_FLAG, &l);
+	IS(it_ep_accept(f.ep, ev.conn_req.cn_est_id, NULL, 0), IT_SUCCESS);
+	expect_event(f.cm, IT_CM_MSG_CONN_ESTABLISHED_EVENT, "S6: passive side");
+	expect_dto(f.rcv, IT_DTO_RC_RECV_CMPL_EVENT, 1, IT_DTO_SUCCESS, "S6: hello");
+
+	/* a link is a WR: it completes as one, and the context is new */
+	IS(it_rmr_link(rmr, f.lmr, f.buf + 4096, 4096, IT_ADDR_MODE_ABSOLUTE,
+		       IT_PRIV_REMOTE_WRITE, f.ep, 10, IT_COMPLETION_FLAG, &ctx),
+	   IT_SUCCESS);
+	expect_dto(f.req, IT_RMR_LINK_CMPL_EVENT, 10, IT_DTO_SUCCESS, "S6: narrow RMR linked");
+	memset(&rp, 0, sizeof(rp));
+	IS(it_rmr_query(rmr, IT_RMR_PARAM_ALL, &rp), IT_SUCCESS);
+	ok(rp.linked == IT_TRUE && rp.rmr_context == ctx && rp.lmr == f.lmr &&
+		   rp.length == 4096 && rp.type == IT_RMR_TYPE_NARROW,
+	   "S6: it_rmr_query shows the link");
+	IS(it_ep_free(f.ep), IT_ERR_EP_BUSY);
+	IS(it_lmr_free(f.lmr), IT_ERR_LMR_BUSY);
+	/* relative addressing on the wide one: offsets from its start */
+	IS(it_rmr_link(wide, f.lmr, f.buf + 16384, 4096, IT_ADDR_MODE_RELATIVE,
+		       IT_PRIV_REMOTE_READ, f.ep, 11, IT_COMPLETION_FLAG, &wctx),
+	   IT_SUCCESS);
+	expect_dto(f.req, IT_RMR_LINK_CMPL_EVENT, 11, IT_DTO_SUCCESS, "S6: wide RMR linked");
+	for (i = 0; i < 4096; i++)
+		f.buf[16384 + i] = (unsigned char)(i * 13 + 1);
+
+	a.addr = it_make_rdma_addr_absolute(f.buf + 4096);
+	a.ctx = ctx;
+	a.len = 4096;
+	memcpy(f.buf + 64, &a, sizeof(a));
+	a.addr = it_make_rdma_addr_relative(1024);
+	a.ctx = wctx;
+	a.len = 1024;
+	memcpy(f.buf + 64 + sizeof(a), &a, sizeof(a));
+	send_one(&f, 64, 2 * sizeof(a), 3, IT_COMPLETION_FLAG);
+	expect_dto(f.req, IT_DTO_SEND_CMPL_EVENT, 3, IT_DTO_SUCCESS, "S6: advertisement sent");
+	expect_dto(f.rcv, IT_DTO_RC_RECV_CMPL_EVENT, 2, IT_DTO_SUCCESS,
+		   "S6: the peer wrote through the narrow RMR and read through the wide one");
+	for (i = 0; i < 4096; i++)
+		good = good && f.buf[4096 + i] == (unsigned char)(i ^ 0xa5);
+	ok(good, "S6: every byte written through the RMR is there");
+
+	/* unlinked, the old context reaches nothing */
+	IS(it_rmr_unlink(rmr, f.ep, 12, IT_COMPLETION_FLAG), IT_SUCCESS);
+	expect_dto(f.req, IT_RMR_LINK_CMPL_EVENT, 12, IT_DTO_SUCCESS, "S6: narrow RMR unlinked");
+	memset(&rp, 0, sizeof(rp));
+	IS(it_rmr_query(rmr, IT_RMR_PARAM_LINKED, &rp), IT_SUCCESS);
+	ok(rp.linked == IT_FALSE, "S6: it_rmr_query shows it unlinked");
+	IS(it_rmr_unlink(wide, f.ep, 13, IT_COMPLETION_FLAG), IT_SUCCESS);
+	expect_dto(f.req, IT_RMR_LINK_CMPL_EVENT, 13, IT_DTO_SUCCESS, "S6: wide RMR unlinked");
+	memset(f.buf + 4096, 0, 4096);
+	send_one(&f, 64, 8, 4, IT_COMPLETION_FLAG);
+	expect_dto(f.req, IT_DTO_SEND_CMPL_EVENT, 4, IT_DTO_SUCCESS, "S6: 'unlinked' sent");
+	/* the peer's Write with the stale context fails there and breaks the
+	 * connection; nothing lands here */
+	peer_gone(&f, "S6: stale context");
+	good = 1;
+	for (i = 0; i < 4096; i++)
+		good = good && f.buf[4096 + i] == 0;
+	ok(good, "S6: the Write with the stale context placed nothing");
+	IS(it_lmr_free(f.lmr), IT_SUCCESS); /* nothing linked to it any more */
+	IS(it_lmr_create(f.pz, f.buf, NULL, f.len, IT_ADDR_MODE_ABSOLUTE, IT_PRIV_LOCAL,
+			 IT_LMR_FLAG_NONE, 0, &f.lmr, NULL),
+	   IT_SUCCESS);
+	IS(it_rmr_free(rmr), IT_SUCCESS);
+	IS(it_rmr_free(wide), IT_SUCCESS);
+	IS(it_listen_free(l), IT_SUCCESS);
+	fx_close(&f);
+}
+
+static void s6_client(uint16_t port)
+{
+	struct fx f;
+	it_event_t ev;
+	struct adv a, w;
+	it_lmr_triplet_t s;
+	size_t i;
+	int good = 1;
+
+	fx_open(&f, 65536, IT_PRIV_NONE, 4, 4);
+	recv_one(&f, 0, 64, 1);
+	recv_one(&f, 0, 64, 2);
+	ev = connect_to(&f, peer_ip, port, IT_CONNECT_FLAG_TWO_WAY, NULL, 0, 0);
+	ok(ev.event_number == IT_CM_MSG_CONN_ESTABLISHED_EVENT, "S6: active side ESTABLISHED");
+	send_one(&f, 128, 8, 1, IT_COMPLETION_FLAG);
+	expect_dto(f.req, IT_DTO_SEND_CMPL_EVENT, 1, IT_DTO_SUCCESS, "S6: hello sent");
+	expect_dto(f.rcv, IT_DTO_RC_RECV_CMPL_EVENT, 1, IT_DTO_SUCCESS, "S6: advertisement");
+	memcpy(&a, f.buf, sizeof(a));
+	memcpy(&w, f.buf + sizeof(a), sizeof(w));
+	for (i = 0; i < 4096; i++)
+		f.buf[4096 + i] = (unsigned char)(i ^ 0xa5);
+	s = seg(&f, 4096, 4096);
+	IS(it_post_rdma_write(f.ep, &s, 1, 2, IT_COMPLETION_FLAG, a.addr, a.ctx), IT_SUCCESS);
+	s = seg(&f, 32768, 1024);
+	IS(it_post_rdma_read(f.ep, &s, 1, 3, IT_COMPLETION_FLAG, w.addr, w.ctx), IT_SUCCESS);
+	send_one(&f, 128, 8, 4, IT_COMPLETION_FLAG);
+	expect_dto(f.req, IT_DTO_RDMA_WRITE_CMPL_EVENT, 2, IT_DTO_SUCCESS, "S6: Write via the RMR");
+	expect_dto(f.req, IT_DTO_RDMA_READ_CMPL_EVENT, 3, IT_DTO_SUCCESS,
+		   "S6: Read at a relative address");
+	for (i = 0; i < 1024; i++)
+		good = good && f.buf[32768 + i] == (unsigned char)((1024 + i) * 13 + 1);
+	ok(good, "S6: the relative address 1024 is the wide RMR's 1024th byte");
+	expect_dto(f.req, IT_DTO_SEND_CMPL_EVENT, 4, IT_DTO_SUCCESS, "S6: 'written' sent");
+	expect_dto(f.rcv, IT_DTO_RC_RECV_CMPL_EVENT, 2, IT_DTO_SUCCESS, "S6: 'unlinked'");
+	/* the old context, again */
+	s = seg(&f, 4096, 4096);
+	IS(it_post_rdma_write(f.ep, &s, 1, 5, IT_COMPLETION_FLAG, a.addr, a.ctx), IT_SUCCESS);
+	send_one(&f, 128, 8, 6, IT_COMPLETION_FLAG);
+	ev = next_event(f.cm, LONG_US);
+	ok(ev.event_number == IT_CM_MSG_CONN_BROKEN_EVENT ||
+		   ev.event_number == IT_CM_MSG_CONN_DISCONNECT_EVENT,
+	   "S6: the stale context ends the connection (%s)", viaduct_it_event_str(ev.event_number));
+	ok(ep_state(f.ep) == IT_EP_STATE_NONOPERATIONAL, "S6: NONOPERATIONAL");
+	fx_close(&f);
+}
+
+/* ------------------------------------- S7: completion suppression */
+
+static void s7_server(uint16_t port)
+{
+	struct fx f;
+	it_listen_handle_t l;
+	it_event_t ev;
+	int i, good = 1;
+
+	fx_open(&f, 65536, IT_PRIV_NONE, 4, 4);
+	for (i = 0; i < 16; i++)
+		recv_one(&f, (size_t)i * 64, 64, 100 + (it_dto_cookie_t)i);
+	ev = take_request(&f, port, IT_LISTEN_NO_FLAG, &l);
+	IS(it_ep_accept(f.ep, ev.conn_req.cn_est_id, NULL, 0), IT_SUCCESS);
+	expect_event(f.cm, IT_CM_MSG_CONN_ESTABLISHED_EVENT, "S7: passive side");
+	/* every Send, with or without a completion of its own, arrives, in order */
+	for (i = 0; i < 16; i++) {
+		ev = next_event(f.rcv, LONG_US);
+		good = good && ev.event_number == IT_DTO_RC_RECV_CMPL_EVENT &&
+		       ev.dto_cmpl.cookie == 100 + (it_dto_cookie_t)i &&
+		       ev.dto_cmpl.dto_status == IT_DTO_SUCCESS &&
+		       ev.dto_cmpl.transferred_length == 8;
+	}
+	ok(good, "S7: 16 receives completed in order, 8 bytes each");
+	recv_one(&f, 2048, 64, 116);
+	send_one(&f, 4096, 8, 1, IT_COMPLETION_FLAG);
+	expect_dto(f.req, IT_DTO_SEND_CMPL_EVENT, 1, IT_DTO_SUCCESS, "S7: 'ready' sent");
+	expect_dto(f.rcv, IT_DTO_RC_RECV_CMPL_EVENT, 116, IT_DTO_SUCCESS,
+		   "S7: the Send that needed the retired slots");
+	peer_gone(&f, "S7");
+	IS(it_listen_free(l), IT_SUCCESS);
+	fx_close(&f);
+}
+
+static void s7_client(uint16_t port)
+{
+	struct fx f;
+	it_event_t ev;
+	it_lmr_triplet_t s;
+	size_t nmore = 99;
+	int i;
+
+	fx_open(&f, 65536, IT_PRIV_NONE, 4, 4);
+	recv_one(&f, 0, 64, 50);
+	ev = connect_to(&f, peer_ip, port, IT_CONNECT_FLAG_TWO_WAY, NULL, 0, 0);
+	ok(ev.event_number == IT_CM_MSG_CONN_ESTABLISHED_EVENT, "S7: active side ESTABLISHED");
+	/* 15 Sends without a completion, then a marker with one: 16, the
+	 * request queue's max_request_dtos */
+	for (i = 1; i <= 15; i++)
+		send_one(&f, 128, 8, (it_dto_cookie_t)i, 0);
+	send_one(&f, 128, 8, 16, IT_COMPLETION_FLAG);
+	/* the queue is full until a completion says otherwise */
+	s = seg(&f, 128, 8);
+	IS(it_post_send(f.ep, &s, 1, 17, IT_COMPLETION_FLAG), IT_ERR_TOO_MANY_POSTS);
+	IS(it_post_send(f.ep, &s, 1, 17, IT_NOTIFY_FLAG), IT_ERR_INVALID_DTO_FLAGS);
+	memset(&ev, 0, sizeof(ev));
+	IS(it_evd_wait(f.req, LONG_US, &ev, &nmore), IT_SUCCESS);
+	ok(ev.event_number == IT_DTO_SEND_CMPL_EVENT && ev.dto_cmpl.cookie == 16 &&
+		   ev.dto_cmpl.dto_status == IT_DTO_SUCCESS && nmore == 0,
+	   "S7: the marker is the only completion (cookie %llu, %zu more)",
+	   (unsigned long long)ev.dto_cmpl.cookie, nmore);
+	IS(it_evd_dequeue(f.req, &ev), IT_ERR_QUEUE_EMPTY);
+	expect_dto(f.rcv, IT_DTO_RC_RECV_CMPL_EVENT, 50, IT_DTO_SUCCESS, "S7: 'ready'");
+	/* the marker's completion retired the 15 before it */
+	send_one(&f, 128, 8, 17, IT_COMPLETION_FLAG | IT_NOTIFY_FLAG);
+	expect_dto(f.req, IT_DTO_SEND_CMPL_EVENT, 17, IT_DTO_SUCCESS, "S7: a Send after the marker");
+	hang_up(&f, "S7: the local side");
+	fx_close(&f);
+}
+
+/* ------------------- S8: thresholds, notification, AEVD and fd mode */
+
+static void s8_server(uint16_t port)
+{
+	struct fx f;
+	it_listen_handle_t l;
+	it_evd_handle_t aevd;
+	it_evd_param_t p;
+	it_event_t ev;
+	it_status_t st;
+	size_t nmore = 0, rounds = 0;
+	int fd = -1, only_timeouts = 1, i;
+	struct pollfd pfd;
+
+	fx_open(&f, 65536, IT_PRIV_NONE, 4, 4);
+	memset(&p, 0, sizeof(p));
+	p.sevd_threshold = 4;
+	IS(it_evd_modify(f.rcv, IT_EVD_PARAM_THRESHOLD, &p), IT_SUCCESS);
+	for (i = 1; i <= 8; i++)
+		recv_one(&f, (size_t)i * 64, 64, (it_dto_cookie_t)i);
+	ev = take_request(&f, port, IT_LISTEN_NO_FLAG, &l);
+	IS(it_ep_accept(f.ep, ev.conn_req.cn_est_id, NULL, 0), IT_SUCCESS);
+	expect_event(f.cm, IT_CM_MSG_CONN_ESTABLISHED_EVENT, "S8: passive side");
+
+	/* 3 receives (no notification among them) are below the threshold of
+	 * 4: every wait times out, and reports what is queued */
+	while (nmore < 3 && rounds++ < LONG_US / 100000) {
+		st = it_evd_wait(f.rcv, 100000, &ev, &nmore);
+		only_timeouts = only_timeouts && st == IT_ERR_TIMEOUT_EXPIRED;
+		if (st != IT_ERR_TIMEOUT_EXPIRED)
+			break;
+	}
+	ok(only_timeouts && nmore == 3,
+	   "S8: below the threshold the wait times out, nmore %zu of 3", nmore);
+	send_one(&f, 2048, 8, 100, IT_COMPLETION_FLAG);
+	expect_dto(f.req, IT_DTO_SEND_CMPL_EVENT, 100, IT_DTO_SUCCESS, "S8: 'go' sent");
+	/* the fourth makes four: the wait returns the first, three more */
+	memset(&ev, 0, sizeof(ev));
+	IS(it_evd_wait(f.rcv, LONG_US, &ev, &nmore), IT_SUCCESS);
+	ok(ev.dto_cmpl.cookie == 1 && nmore == 3,
+	   "S8: at the threshold: the first receive, 3 more (cookie %llu, %zu more)",
+	   (unsigned long long)ev.dto_cmpl.cookie, nmore);
+	for (i = 2; i <= 4; i++) {
+		IS(it_evd_dequeue(f.rcv, &ev), IT_SUCCESS);
+		ok(ev.dto_cmpl.cookie == (it_dto_cookie_t)i, "S8: receive %d in order", i);
+	}
+
+	/* threshold off: only a notification event ends a wait; the peer's
+	 * solicited Send notifies, and the ordinary one before it is returned
+	 * first */
+	p.sevd_threshold = IT_THRESHOLD_DISABLE;
+	IS(it_evd_modify(f.rcv, IT_EVD_PARAM_THRESHOLD, &p), IT_SUCCESS);
+	send_one(&f, 2048, 8, 101, IT_COMPLETION_FLAG);
+	expect_dto(f.req, IT_DTO_SEND_CMPL_EVENT, 101, IT_DTO_SUCCESS, "S8: 'go 2' sent");
+	memset(&ev, 0, sizeof(ev));
+	IS(it_evd_wait(f.rcv, LONG_US, &ev, &nmore), IT_SUCCESS);
+	ok(ev.dto_cmpl.cookie == 5 && nmore == 1,
+	   "S8: the solicited receive woke the waiter for the one before it (cookie %llu)",
+	   (unsigned long long)ev.dto_cmpl.cookie);
+	IS(it_evd_dequeue(f.rcv, &ev), IT_SUCCESS);
+	ok(ev.dto_cmpl.cookie == 6, "S8: then the solicited one");
+
+	/* an AEVD with a descriptor: readable when a member has an event */
+	IS(it_evd_create(f.ia, IT_AEVD_NOTIFICATION_EVENT_STREAM, IT_EVD_CREATE_FD, 0, 0, NULL,
+			 &aevd, &fd),
+	   IT_SUCCESS);
+	p.aevd = aevd;
+	p.evd_enabled = IT_FALSE;
+	IS(it_evd_modify(f.rcv, IT_EVD_PARAM_AEVD_HANDLE | IT_EVD_PARAM_ENABLED, &p), IT_SUCCESS);
+	p.evd_enabled = IT_TRUE;
+	p.sevd_threshold = 1;
+	IS(it_evd_modify(f.rcv, IT_EVD_PARAM_ENABLED | IT_EVD_PARAM_THRESHOLD, &p), IT_SUCCESS);
+	IS(it_evd_wait(f.rcv, 0, &ev, &nmore), IT_ERR_INVALID_EVD_STATE);
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	ok(poll(&pfd, 1, 0) == 0, "S8: the AEVD's descriptor is not readable yet");
+	send_one(&f, 2048, 8, 102, IT_COMPLETION_FLAG);
+	expect_dto(f.req, IT_DTO_SEND_CMPL_EVENT, 102, IT_DTO_SUCCESS, "S8: 'go 3' sent");
+	ok(poll(&pfd, 1, (int)(LONG_US / 1000)) == 1, "S8: the descriptor turns readable");
+	memset(&ev, 0, sizeof(ev));
+	IS(it_evd_dequeue(aevd, &ev), IT_SUCCESS);
+	ok(ev.event_number == IT_DTO_RC_RECV_CMPL_EVENT && ev.dto_cmpl.cookie == 7 &&
+		   ev.dto_cmpl.evd == f.rcv,
+	   "S8: the AEVD gives the member's event, naming the member");
+	IS(it_evd_dequeue(aevd, &ev), IT_ERR_QUEUE_EMPTY);
+	ok(poll(&pfd, 1, 0) == 0, "S8: drained, the descriptor is not readable");
+	peer_gone(&f, "S8");
+	IS(it_listen_free(l), IT_SUCCESS);
+	fx_close(&f); /* the member goes first, then its AEVD may */
+	IS(it_evd_free(aevd), IT_SUCCESS);
+}
+
+static void s8_client(uint16_t port)
+{
+	struct fx f;
+	it_event_t ev;
+	int i;
+
+	fx_open(&f, 65536, IT_PRIV_NONE, 4, 4);
+	for (i = 0; i < 3; i++)
+		recv_one(&f, 0, 64, 50 + (it_dto_cookie_t)i);
+	ev = connect_to(&f, peer_ip, port, IT_CONNECT_FLAG_TWO_WAY, NULL, 0, 0);
+	ok(ev.event_number == IT_CM_MSG_CONN_ESTABLISHED_EVENT, "S8: active side ESTABLISHED");
+	for (i = 1; i <= 3; i++)
+		send_one(&f, 128, 8, (it_dto_cookie_t)i, IT_COMPLETION_FLAG);
+	expect_dto(f.rcv, IT_DTO_RC_RECV_CMPL_EVENT, 50, IT_DTO_SUCCESS, "S8: 'go'");
+	send_one(&f, 128, 8, 4, IT_COMPLETION_FLAG);
+	expect_dto(f.rcv, IT_DTO_RC_RECV_CMPL_EVENT, 51, IT_DTO_SUCCESS, "S8: 'go 2'");
+	send_one(&f, 128, 8, 5, IT_COMPLETION_FLAG);
+	send_one(&f, 128, 8, 6, IT_COMPLETION_FLAG | IT_SOLICITED_WAIT_FLAG);
+	expect_dto(f.rcv, IT_DTO_RC_RECV_CMPL_EVENT, 52, IT_DTO_SUCCESS, "S8: 'go 3'");
+	send_one(&f, 128, 8, 7, IT_COMPLETION_FLAG);
+	for (i = 1; i <= 7; i++)
+		expect_dto(f.req, IT_DTO_SEND_CMPL_EVENT, (it_dto_cookie_t)i, IT_DTO_SUCCESS,
+			   "S8: Send");
+	hang_up(&f, "S8: the local side");
+	fx_close(&f);
+}
+
+/* ------------------------------------- S9: a DTO SEVD overflows */
+
+static void s9_server(uint16_t port)
+{
+	struct fx f;
+	it_listen_handle_t l;
+	it_evd_handle_t small, aff, aff2;
+	it_ep_handle_t ep2;
+	it_ep_attributes_t a;
+	it_evd_param_t p;
+	it_event_t ev;
+	it_status_t st;
+	uint32_t q;
+	size_t i;
+
+	fx_open(&f, 65536, IT_PRIV_NONE, 4, 4);
+	st = it_evd_create(f.ia, IT_ASYNC_AFF_EVENT_STREAM, 0, 16, 1, NULL, &aff, NULL);
+	IS(st, IT_SUCCESS);
+	IS(it_evd_create(f.ia, IT_ASYNC_AFF_EVENT_STREAM, 0, 16, 1, NULL, &aff2, NULL),
+	   IT_ERR_ASYNC_AFF_EVD_EXISTS);
+	/* the EP's receive SEVD: the smallest queue the CQ gives */
+	IS(it_evd_create(f.ia, IT_DTO_EVENT_STREAM, IT_EVD_OVERFLOW_DEFAULT, 1, 1, NULL, &small,
+			 NULL),
+	   IT_SUCCESS);
+	memset(&p, 0, sizeof(p));
+	IS(it_evd_query(small, IT_EVD_PARAM_QUEUE_SIZE, &p), IT_SUCCESS);
+	q = (uint32_t)p.sevd_queue_size;
+	ok(q >= 1 && q <= 64, "S9: the SEVD holds %u", q);
+	it_ep_free(f.ep);
+	memset(&a, 0, sizeof(a));
+	a.max_dto_payload_size = 4096;
+	a.max_request_dtos = 4;
+	a.max_rcv_dtos = q + 4;
+	a.max_send_segments = 1;
+	a.max_rcv_segments = 1;
+	a.srv.rc.rdma_read_ird = 4;
+	a.srv.rc.rdma_read_ord = 4;
+	IS(it_ep_rc_create(f.pz, f.req, small, f.cm, IT_EP_NO_FLAG, &a, &f.ep), IT_SUCCESS);
+	for (i = 0; i < q + 2; i++)
+		recv_one(&f, 0, 64, 1 + i);
+	ev = take_request(&f, port, IT_LISTEN_NO_FLAG, &l);
+	IS(it_ep_accept(f.ep, ev.conn_req.cn_est_id, NULL, 0), IT_SUCCESS);
+	expect_event(f.cm, IT_CM_MSG_CONN_ESTABLISHED_EVENT, "S9: passive side");
+	/* tell the client how many: one more than the SEVD holds */
+	memcpy(f.buf + 4096, &q, sizeof(q));
+	send_one(&f, 4096, sizeof(q), 100, IT_COMPLETION_FLAG);
+	expect_dto(f.req, IT_DTO_SEND_CMPL_EVENT, 100, IT_DTO_SUCCESS, "S9: count sent");
+	/* nothing reaped: the SEVD overflows, the EP on it breaks */
+	expect_event(f.cm, IT_CM_MSG_CONN_BROKEN_EVENT, "S9: the overflow breaks the connection");
+	ok(ep_state(f.ep) == IT_EP_STATE_NONOPERATIONAL, "S9: NONOPERATIONAL");
+	/* with the EP's own failure (EP_FAILURE) in any order */
+	for (i = 0; i < 4; i++) {
+		ev = next_event(aff, LONG_US);
+		if (ev.event_number != IT_ASYNC_AFF_EP_FAILURE)
+			break;
+	}
+	ok(ev.event_number == IT_ASYNC_AFF_SEVD_ENQUEUE_FAILURE && ev.aff_async.cause.sevd == small,
+	   "S9: SEVD_ENQUEUE_FAILURE names the SEVD (%s)", viaduct_it_event_str(ev.event_number));
+	memset(&p, 0, sizeof(p));
+	IS(it_evd_query(small, IT_EVD_PARAM_OVERFLOWED, &p), IT_SUCCESS);
+	ok(p.evd_overflowed == IT_TRUE, "S9: the SEVD says it overflowed");
+	/* a DTO overflow cannot be undone: no reset, no new EP on it */
+	p.evd_overflowed = IT_FALSE;
+	IS(it_evd_modify(small, IT_EVD_PARAM_OVERFLOWED, &p), IT_SUCCESS);
+	IS(it_evd_query(small, IT_EVD_PARAM_OVERFLOWED, &p), IT_SUCCESS);
+	ok(p.evd_overflowed == IT_TRUE, "S9: and stays overflowed");
+	IS(it_ep_reset(f.ep), IT_ERR_CANNOT_RESET);
+	IS(it_ep_rc_create(f.pz, f.req, small, f.cm, IT_EP_NO_FLAG, &a, &ep2),
+	   IT_ERR_INVALID_RECV_EVD_STATE);
+	/* the events before the overflow are still there */
+	memset(&ev, 0, sizeof(ev));
+	IS(it_evd_dequeue(small, &ev), IT_SUCCESS);
+	ok(ev.event_number == IT_DTO_RC_RECV_CMPL_EVENT && ev.dto_cmpl.cookie == 1,
+	   "S9: the first receive is still in the SEVD");
+	IS(it_listen_free(l), IT_SUCCESS);
+	IS(it_ep_free(f.ep), IT_SUCCESS);
+	IS(it_evd_free(small), IT_SUCCESS);
+	IS(it_evd_free(aff), IT_SUCCESS);
+	/* fx_close frees an EP: give it one */
+	a.max_rcv_dtos = 4;
+	IS(it_ep_rc_create(f.pz, f.req, f.rcv, f.cm, IT_EP_NO_FLAG, &a, &f.ep), IT_SUCCESS);
+	fx_close(&f);
+}
+
+static void s9_client(uint16_t port)
+{
+	struct fx f;
+	it_event_t ev;
+	uint32_t q = 0, i;
+
+	fx_open(&f, 65536, IT_PRIV_NONE, 4, 4);
+	recv_one(&f, 0, 64, 50);
+	ev = connect_to(&f, peer_ip, port, IT_CONNECT_FLAG_TWO_WAY, NULL, 0, 0);
+	ok(ev.event_number == IT_CM_MSG_CONN_ESTABLISHED_EVENT, "S9: active side ESTABLISHED");
+	expect_dto(f.rcv, IT_DTO_RC_RECV_CMPL_EVENT, 50, IT_DTO_SUCCESS, "S9: the count");
+	memcpy(&q, f.buf, sizeof(q));
+	/* one at a time, each reaped: one more than the peer's SEVD holds */
+	for (i = 0; i < q + 1; i++) {
+		it_lmr_triplet_t s = seg(&f, 128, 8);
+
+		if (it_post_send(f.ep, &s, 1, 1 + i, IT_COMPLETION_FLAG) != IT_SUCCESS)
+			break;
+		ev = next_event(f.req, LONG_US);
+		if (ev.dto_cmpl.dto_status != IT_DTO_SUCCESS)
+			break;
+	}
+	ev = next_event(f.cm, LONG_US);
+	ok(ev.event_number == IT_CM_MSG_CONN_BROKEN_EVENT ||
+		   ev.event_number == IT_CM_MSG_CONN_DISCONNECT_EVENT,
+	   "S9: the peer's overflow ends this side's connection (%s)",
+	   viaduct_it_event_str(ev.event_number));
+	fx_close(&f);
+}
+
+/* ----------------------------- S10: an S-RQ shared by two endpoints */
+
+static void s10_server(uint16_t port)
+{
+	struct fx f;
+	it_listen_handle_t l;
+	it_conn_qual_t qual;
+	it_srq_handle_t srq;
+	it_srq_param_t sp;
+	it_evd_handle_t aff;
+	it_ep_handle_t ep[2];
+	it_ep_attributes_t a;
+	it_event_t ev;
+	it_dto_cookie_t last[2] = { 0, 0 };
+	int count[2] = { 0, 0 }, in_order = 1, i, k;
+
+	fx_open(&f, 65536, IT_PRIV_NONE, 4, 4);
+	IS(it_evd_create(f.ia, IT_ASYNC_AFF_EVENT_STREAM, 0, 16, 1, NULL, &aff, NULL),
+	   IT_SUCCESS);
+	IS(it_srq_create(f.pz, 1, 8, &srq), IT_SUCCESS);
+	memset(&a, 0, sizeof(a));
+	a.max_dto_payload_size = 4096;
+	a.max_request_dtos = 4;
+	a.max_send_segments = 1;
+	a.srv.rc.rdma_read_ird = 4;
+	a.srv.rc.rdma_read_ord = 4;
+	a.srv.rc.srq = srq;
+	a.srv.rc.hard_hi_watermark = IT_HARD_HI_WATERMARK_DISABLE;
+	for (k = 0; k < 2; k++)
+		IS(it_ep_rc_create(f.pz, f.req, f.rcv, f.cm, IT_EP_SRQ, &a, &ep[k]), IT_SUCCESS);
+	for (i = 0; i < 8; i++) {
+		it_lmr_triplet_t s = seg(&f, (size_t)i * 64, 64);
+
+		IS(it_post_recv((it_handle_t)srq, &s, 1, 1 + (it_dto_cookie_t)i,
+				IT_COMPLETION_FLAG),
+		   IT_SUCCESS);
+	}
+	{
+		it_lmr_triplet_t s = seg(&f, 0, 64);
+
+		IS(it_post_recv((it_handle_t)srq, &s, 1, 9, IT_COMPLETION_FLAG),
+		   IT_ERR_TOO_MANY_POSTS);
+		IS(it_post_recv((it_handle_t)ep[0], &s, 1, 9, IT_COMPLETION_FLAG),
+		   IT_ERR_INVALID_SRQ);
+	}
+	/* fewer than 3 left raises the watermark event, once */
+	memset(&sp, 0, sizeof(sp));
+	sp.low_watermark = 3;
+	IS(it_srq_modify(srq, IT_SRQ_PARAM_LOW_WATERMARK, &sp), IT_SUCCESS);
+	IS(it_srq_free(srq), IT_ERR_SRQ_BUSY);
+
+	memset(&qual, 0, sizeof(qual));
+	qual.type = IT_IANA_PORT;
+	qual.conn_qual.port = htons(port);
+	IS(it_listen_create(f.ia, 0, f.creq, IT_LISTEN_CONN_QUAL_INPUT, &qual, &l), IT_SUCCESS);
+	for (k = 0; k < 2; k++) {
+		ev = next_event(f.creq, LONG_US);
+		ok(ev.event_number == IT_CM_REQ_CONN_REQUEST_EVENT, "S10: request %d", k + 1);
+		IS(it_ep_accept(ep[k], ev.conn_req.cn_est_id, NULL, 0), IT_SUCCESS);
+	}
+	for (k = 0; k < 2; k++) {
+		ev = next_event(f.cm, LONG_US);
+		ok(ev.event_number == IT_CM_MSG_CONN_ESTABLISHED_EVENT, "S10: EP %d ESTABLISHED",
+		   k + 1);
+	}
+	/* 3 Sends on each connection: 6 of the 8 receives taken */
+	for (i = 0; i < 6; i++) {
+		ev = next_event(f.rcv, LONG_US);
+		if (ev.event_number != IT_DTO_RC_RECV_CMPL_EVENT ||
+		    ev.dto_cmpl.dto_status != IT_DTO_SUCCESS)
+			break;
+		k = ev.dto_cmpl.ep == ep[0] ? 0 : ev.dto_cmpl.ep == ep[1] ? 1 : -1;
+		if (k < 0)
+			break;
+		/* per EP, receives complete in the order of the peer's Sends,
+		 * which carry their number */
+		in_order = in_order &&
+			   f.buf[(ev.dto_cmpl.cookie - 1) * 64] == (unsigned char)(count[k] + 1) &&
+			   ev.dto_cmpl.cookie > last[k];
+		last[k] = ev.dto_cmpl.cookie;
+		count[k]++;
+	}
+	ok(count[0] == 3 && count[1] == 3, "S10: 3 receives for each EP (%d, %d)", count[0],
+	   count[1]);
+	ok(in_order, "S10: per EP, in the order of its peer's Sends");
+	ev = next_event(aff, LONG_US);
+	ok(ev.event_number == IT_ASYNC_AFF_SRQ_LOW_WATERMARK && ev.aff_async.cause.srq == srq,
+	   "S10: the S-RQ's low watermark event (%s)", viaduct_it_event_str(ev.event_number));
+	memset(&sp, 0xff, sizeof(sp));
+	IS(it_srq_query(srq, IT_SRQ_PARAM_ALL, &sp), IT_SUCCESS);
+	ok(sp.max_recv_dtos == 8 && sp.max_recv_segs == 1 && sp.low_watermark == 0,
+	   "S10: it_srq_query: 8 receives of 1 segment, the watermark spent");
+	for (k = 0; k < 2; k++)
+		peer_gone(&f, "S10");
+	IS(it_listen_free(l), IT_SUCCESS);
+	for (k = 0; k < 2; k++)
+		IS(it_ep_free(ep[k]), IT_SUCCESS);
+	IS(it_srq_free(srq), IT_SUCCESS);
+	IS(it_evd_free(aff), IT_SUCCESS);
+	fx_close(&f);
+}
+
+static void s10_client(uint16_t port)
+{
+	struct fx f[2];
+	it_event_t ev;
+	int i, k;
+
+	for (k = 0; k < 2; k++) {
+		fx_open(&f[k], 4096, IT_PRIV_NONE, 4, 4);
+		ev = connect_to(&f[k], peer_ip, port, IT_CONNECT_FLAG_TWO_WAY, NULL, 0, 0);
+		ok(ev.event_number == IT_CM_MSG_CONN_ESTABLISHED_EVENT,
+		   "S10: active side %d ESTABLISHED", k + 1);
+	}
+	for (i = 1; i <= 3; i++)
+		for (k = 0; k < 2; k++) {
+			f[k].buf[128] = (unsigned char)i;
+			send_one(&f[k], 128, 8, (it_dto_cookie_t)i, IT_COMPLETION_FLAG);
+			expect_dto(f[k].req, IT_DTO_SEND_CMPL_EVENT, (it_dto_cookie_t)i,
+				   IT_DTO_SUCCESS, "S10: Send");
+		}
+	for (k = 0; k < 2; k++) {
+		hang_up(&f[k], "S10: the local side");
+		fx_close(&f[k]);
+	}
+}
+
+const struct scenario dataplane_scenarios[] = {
+	{ "S6 RMR link and unlink, stale context", s6_server, s6_client, NULL },
+	{ "S7 completion suppression and the marker", s7_server, s7_client, NULL },
+	{ "S8 EVD threshold, notification, AEVD, fd", s8_server, s8_client, NULL },
+	{ "S9 DTO SEVD overflow", s9_server, s9_client, NULL },
+	{ "S10 S-RQ shared by two EPs, low watermark", s10_server, s10_client, NULL },
+};
+const size_t dataplane_count = sizeof(dataplane_scenarios) / sizeof(dataplane_scenarios[0]);

@@ -37,7 +37,7 @@ cleanup() {
 trap cleanup EXIT
 
 # A bound for a hang, generous for a loaded host, never a measure of speed.
-tmo=300
+tmo=120
 
 # pair DESCRIPTION SERVER-NS SERVER-CMD... -- CLIENT-NS CLIENT-CMD...
 # The server in the background, then the client (which retries while the

@@ -784,8 +784,7 @@ it_status_t it_ep_accept(it_ep_handle_t ep_handle, it_cn_est_identifier_t cn_est
         return IT_ERR_INVALID_EP;
     if (!valid_pdata(private_data, private_data_length))
         return IT_ERR_INVALID_PDATA_LENGTH;
-    if (request_ia(cn_est_id) != ep->ia)
-        return IT_ERR_INVALID_CN_EST_ID;
+    // the EP's state first (its primary argument), then the identifier
     it_status_t err = IT_SUCCESS;
     IaCm *cm = ia_cm(*ep->ia, err);
     if (cm == nullptr)

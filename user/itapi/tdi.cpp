@@ -14,11 +14,17 @@
 // IRD/ORD and no private data are exchanged for the consumer: the
 // ESTABLISHED event has both zero and private_data_present cleared.
 //
-// The socket becomes the core's for good: a successful call closes @sd
-// (the document lets the consumer only close it or set SO_KEEPALIVE
-// afterwards; here it must not close it again). A socket shared with
-// another descriptor or process is refused (IT_ERR_INVALID_SD_STATE).
+// The socket becomes the core's for good, and the core closes the
+// descriptor it is given. The document lets the consumer close @sd (or
+// set SO_KEEPALIVE on it) afterwards, so @sd must stay a descriptor of its
+// own with no moment at which its number is free for another thread's
+// open(): the socket moves to a second descriptor, @sd is atomically made
+// to name an inert file (dup3() of /dev/null: close() is harmless,
+// setsockopt() fails, as the page allows), and the core takes the second
+// one. A socket shared with another descriptor or process is refused
+// (IT_ERR_INVALID_SD_STATE).
 #include <cerrno>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -78,6 +84,46 @@ bool send_all(int sd, const unsigned char *msg, std::size_t len) {
     return true;
 }
 
+// @sd's socket moved to a descriptor of its own, @sd naming /dev/null in
+// its place; undo() puts it back (the conversion failed).
+class Swap {
+public:
+    explicit Swap(int sd) : sd_(sd) {
+        const int fdflags = ::fcntl(sd, F_GETFD);
+        moved_ = ::fcntl(sd, F_DUPFD_CLOEXEC, 0);
+        const int inert = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (fdflags < 0 || moved_ < 0 || inert < 0 ||
+            ::dup3(inert, sd, (fdflags & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
+            if (inert >= 0)
+                ::close(inert);
+            if (moved_ >= 0)
+                ::close(moved_);
+            moved_ = -1;
+            return;
+        }
+        ::close(inert);
+        cloexec_ = fdflags & FD_CLOEXEC;
+    }
+    Swap(const Swap &) = delete;
+    Swap &operator=(const Swap &) = delete;
+    ~Swap() {
+        if (moved_ >= 0 && !taken_) {
+            ::dup3(moved_, sd_, cloexec_ ? O_CLOEXEC : 0);
+            ::close(moved_);
+        }
+    }
+
+    bool ok() const noexcept { return moved_ >= 0; }
+    int fd() const noexcept { return moved_; }
+    void taken() noexcept { taken_ = true; } // the core closed fd()
+
+private:
+    int sd_;
+    int moved_ = -1;
+    bool cloexec_ = false;
+    bool taken_ = false;
+};
+
 } // namespace
 
 } // namespace itapi
@@ -130,27 +176,31 @@ it_status_t it_socket_convert(int sd, it_ep_handle_t ep_handle, it_sc_flags_t fl
                              len <= viaduct::socket_conversion_send_max;
         if (carried)
             carry.last_message = std::as_bytes(std::span(msg, len));
+        Swap swap(sd);
+        if (!swap.ok())
+            return IT_ERR_RESOURCES;
         if (!ep_transition(*ep, {IT_EP_STATE_UNCONNECTED}, pending, nullptr))
             return IT_ERR_INVALID_EP_STATE;
         try {
             // The MPA initiator is the Conversion Responder. On success the
-            // socket is the core's: its descriptor is closed.
+            // socket is the core's and the descriptor it was given closed.
             if (carried) {
                 try {
-                    id.convert_socket(sd, *ep->qp, false, {}, carry);
+                    id.convert_socket(swap.fd(), *ep->qp, false, {}, carry);
                 } catch (const viaduct::Error &e) {
                     if (e.errnum() != EAGAIN)
                         throw;
                     // no room in the send buffer now: send it ourselves
-                    if (!send_all(sd, msg, len))
+                    if (!send_all(swap.fd(), msg, len))
                         throw viaduct::Error(ENOTCONN, "send the last streaming-mode message");
-                    id.convert_socket(sd, *ep->qp, false);
+                    id.convert_socket(swap.fd(), *ep->qp, false);
                 }
             } else {
-                if (initiator && !send_all(sd, msg, len))
+                if (initiator && !send_all(swap.fd(), msg, len))
                     throw viaduct::Error(ENOTCONN, "send the last streaming-mode message");
-                id.convert_socket(sd, *ep->qp, !initiator);
+                id.convert_socket(swap.fd(), *ep->qp, !initiator);
             }
+            swap.taken();
         } catch (const viaduct::Error &) {
             ep_transition(*ep, {pending}, IT_EP_STATE_UNCONNECTED, nullptr);
             throw;

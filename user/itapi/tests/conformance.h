@@ -28,7 +28,7 @@
  * a bound for a hang, not a measure of speed. Waits whose expiry is what a
  * test checks use short timeouts of their own.
  */
-#define LONG_US (240ULL * 1000 * 1000)
+#define LONG_US (60ULL * 1000 * 1000)
 
 void ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -49,6 +49,13 @@ struct fx {
     it_rmr_context_t ctx; /* the LMR's implicit rmr_context (remote rights) */
     unsigned char *buf;
     size_t len;
+    /* receives posted while UNCONNECTED, posted again by connect_to() when
+     * a refused attempt (and the reset after it) flushed them */
+    size_t npre;
+    struct {
+        size_t off, len;
+        it_dto_cookie_t cookie;
+    } pre[4];
 };
 
 /* The one IA of the test host; the peer's address (server/client). */

@@ -287,7 +287,8 @@ int vd_cm_convert(struct vd_cm_id *id, struct socket *sock, struct vd_qp *qp,
 	id->mpa.active = id->active;
 	/* the socket's file reference is ours until the id lets go */
 	id->converted = true;
-	memcpy(id->rx, cv->recv, cv->recv_len);
+	if (cv->recv_len)
+		memcpy(id->rx, cv->recv, cv->recv_len);
 	id->rx_len = cv->recv_len;
 	vd_cm_arm_timeout(id, p->timeout_ms ?: VD_CM_TIMEOUT_MS);
 	ret = cv->send_len ? cm_convert_send(id, cv) : 0;

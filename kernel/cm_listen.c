@@ -575,6 +575,10 @@ int vd_cm_handoff(struct vd_cm_id *id, const struct sockaddr_storage *addr,
 	l = cm_listener_find(id, addr, port);
 	if (!l)
 		return -ENOENT;
+	/* a listener is no request (and its mutex is taken once only) */
+	ret = -EINVAL;
+	if (l == id)
+		goto put;
 	ret = -EPERM;
 	if (!uid_eq(l->listen_uid, current_euid()) &&
 	    !ns_capable(id->owner.net->user_ns, CAP_NET_ADMIN))

@@ -266,6 +266,7 @@ static void vd_cq_fire(struct vd_cq *cq)
 {
 	lockdep_assert_held(&cq->lock);
 	cq->armed = 0;
+	cq->threshold = 0;
 	if (cq->ch)
 		vd_comp_channel_push(cq->ch, cq->handle, cq->user_data);
 }
@@ -291,6 +292,25 @@ static void vd_cq_overflow(struct vd_cq *cq)
 	/* A thread sleeping on the channel must wake up to see the error. */
 	if (cq->armed)
 		vd_cq_fire(cq);
+}
+
+/*
+ * Whether @cqe, just written to an armed CQ that now holds @unread
+ * unconsumed CQEs, fires the arm (the rules at vd_cq_arm()).
+ */
+static bool vd_cq_fires(const struct vd_cq *cq, const struct viaduct_cqe *cqe,
+			bool solicited, u32 unread)
+{
+	bool sol = solicited || (cqe->flags & VIADUCT_WC_F_SOLICITED);
+	bool bad = cqe->status != VIADUCT_WC_SUCCESS;
+
+	lockdep_assert_held(&cq->lock);
+	if (cq->threshold)
+		return unread >= cq->threshold || bad ||
+		       ((cq->armed & VIADUCT_ARM_SOLICITED) && sol);
+	if (cq->armed & VIADUCT_ARM_NEXT)
+		return true;
+	return (cq->armed & VIADUCT_ARM_SOLICITED) && (sol || bad);
 }
 
 /**
@@ -349,14 +369,10 @@ int vd_cq_push(struct vd_cq *cq, const struct viaduct_cqe *cqe,
 
 	/*
 	 * Arming and pushing are serialised by cq->lock, so this CQE either
-	 * was in the ring before the arm (it does not fire it) or comes
-	 * after it (it is checked here).
+	 * was in the ring before the arm (it does not fire it, or was
+	 * counted by it) or comes after it (it is checked here).
 	 */
-	if (cq->armed & VIADUCT_ARM_NEXT)
-		vd_cq_fire(cq);
-	else if ((cq->armed & VIADUCT_ARM_SOLICITED) &&
-		 (solicited || (cqe->flags & VIADUCT_WC_F_SOLICITED) ||
-		  cqe->status != VIADUCT_WC_SUCCESS))
+	if (cq->armed && vd_cq_fires(cq, cqe, solicited, cq->prod - cons))
 		vd_cq_fire(cq);
 	ret = 0;
 out:
@@ -366,32 +382,62 @@ out:
 EXPORT_SYMBOL_IF_KUNIT(vd_cq_push);
 
 /**
- * vd_cq_arm() - one-shot arming
+ * vd_cq_arm() - one-shot arming, or moderated by a count of unread CQEs
  * @cq: the CQ
  * @arm_flags: VIADUCT_ARM_NEXT and/or VIADUCT_ARM_SOLICITED
+ * @threshold: 0, or the unread CQEs that fire the arm (1 .. entries)
  *
- * The next CQE pushed after the arm fires it if the CQ is armed NEXT, or
- * armed SOLICITED and the CQE is solicited or not successful; firing
- * disarms and queues one struct viaduct_cq_event on the channel. NEXT wins
- * over SOLICITED; arming twice before a fire still fires once. CQEs pushed
- * before the arm never fire it.
+ * Without a threshold, the next CQE pushed after the arm fires it if the
+ * CQ is armed NEXT, or armed SOLICITED and the CQE is solicited or not
+ * successful; CQEs pushed before the arm never fire it.
+ *
+ * With a threshold, the arm fires once the ring holds at least
+ * @threshold CQEs the user has not consumed (the consumer index in the
+ * ring header), counting those already there: an arm that finds enough
+ * fires at once. A CQE pushed after it also fires it if it is not
+ * successful, or solicited with VIADUCT_ARM_SOLICITED.
+ *
+ * Firing disarms and queues one struct viaduct_cq_event on the channel.
+ * Arming again before a fire keeps the earlier condition: the flags add
+ * up, and the lower threshold stays (0, the next CQE, is the lowest);
+ * the arm still fires once. A consumer index out of range fires a
+ * threshold arm at once: the next push puts the CQ in error anyway.
  *
  * Context: Any context.
- * Return: 0; -EINVAL for no or unknown flags; -EIO on a CQ in error.
+ * Return: 0; -EINVAL for no or unknown flags or a threshold above the
+ * CQ's entries; -EIO on a CQ in error.
  */
-int vd_cq_arm(struct vd_cq *cq, u32 arm_flags)
+int vd_cq_arm(struct vd_cq *cq, u32 arm_flags, u32 threshold)
 {
 	unsigned long flags;
+	u32 cons;
 	int ret = 0;
 
 	if (!arm_flags || (arm_flags & ~VD_CQ_ARM_ALL))
 		return -EINVAL;
 
 	spin_lock_irqsave(&cq->lock, flags);
-	if (cq->error)
+	if (cq->error) {
 		ret = -EIO;
+		goto out;
+	}
+	if (threshold > cq->entries) {
+		ret = -EINVAL;
+		goto out;
+	}
+	if (threshold &&
+	    (vd_ring_load_user_consumer(&cq->hdr->consumer, cq->prod,
+					cq->entries, &cons) ||
+	     vd_ring_used(cq->prod, cons) >= threshold)) {
+		vd_cq_fire(cq);
+		goto out;
+	}
+	if (!cq->armed)
+		cq->threshold = threshold;
 	else
-		cq->armed |= arm_flags;
+		cq->threshold = min(cq->threshold, threshold);
+	cq->armed |= arm_flags;
+out:
 	spin_unlock_irqrestore(&cq->lock, flags);
 	return ret;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Completion queues: a ring of struct viaduct_cqe that the kernel produces
- * into and userspace consumes from, one-shot arming, and overflow.
+ * into and userspace consumes from, one-shot arming (optionally moderated
+ * by a count of unread CQEs), and overflow.
  * Documentation/rings.rst has the ring protocol and the ordering arguments;
  * the functions are documented at their definitions in cq.c.
  *
@@ -13,7 +14,8 @@
  *
  * Locking: cq->lock (spin_lock_irqsave everywhere, because completions may
  * be pushed from softirq or interrupt context) protects the private
- * producer index, the ring pointers, the arm state and the error state.
+ * producer index, the ring pointers, the arm state (flags and threshold)
+ * and the error state.
  * The async queue and channel locks nest inside it and are leaves. The
  * shared header fields userspace can write are read only with acquire
  * loads, validated, and never written by the kernel except the producer
@@ -49,6 +51,7 @@ struct vd_cq {
 	u32 prod;		/* private producer index */
 	u32 flags;		/* private copy of hdr->flags */
 	u32 armed;		/* pending VIADUCT_ARM_* */
+	u32 threshold;		/* of the pending arm; 0: none */
 	bool error;
 };
 
@@ -70,7 +73,7 @@ u32 vd_cq_entries(struct vd_cq *cq);
 
 int vd_cq_push(struct vd_cq *cq, const struct viaduct_cqe *cqe,
 	       bool solicited);
-int vd_cq_arm(struct vd_cq *cq, u32 flags);
+int vd_cq_arm(struct vd_cq *cq, u32 flags, u32 threshold);
 int vd_cq_resize(struct vd_cq *cq, u32 entries,
 		 struct vd_ring_mem **newmem);
 

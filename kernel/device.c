@@ -439,6 +439,8 @@ static void fill_attr(struct vd_device *vd, struct viaduct_device_attr *attr)
 
 	attr->max_pd = VD_MAX_PD;
 	attr->max_mr = VD_MAX_MR;
+	/* windows take their STags from the same table as the regions */
+	attr->max_mw = VD_MAX_MR;
 	attr->max_cq = VD_MAX_CQ;
 	attr->max_cqe = VD_MAX_CQE;
 	attr->max_qp = VD_MAX_QP;

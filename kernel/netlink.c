@@ -100,7 +100,8 @@ static int put_limits(struct sk_buff *skb,
 	    nla_put_u64_64bit(skb, VIADUCT_A_LIMIT_MAX_MSG_SIZE,
 			      attr->max_msg_size, VIADUCT_A_LIMIT_PAD) ||
 	    nla_put_u64_64bit(skb, VIADUCT_A_LIMIT_MAX_MR_SIZE,
-			      attr->max_mr_size, VIADUCT_A_LIMIT_PAD))
+			      attr->max_mr_size, VIADUCT_A_LIMIT_PAD) ||
+	    nla_put_u32(skb, VIADUCT_A_LIMIT_MAX_MW, attr->max_mw))
 		return -EMSGSIZE;
 	nla_nest_end(skb, limits);
 	return 0;

@@ -10,10 +10,12 @@
 #include <linux/bvec.h>
 #include <linux/hashtable.h>
 #include <linux/highmem.h>
+#include <linux/memcontrol.h>
 #include <linux/minmax.h>
 #include <linux/mm.h>
 #include <linux/net.h>
 #include <linux/netdev_features.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/string.h>
@@ -356,14 +358,22 @@ static u8 tx_send_opcode(u8 op, u8 flags)
 }
 
 /* A window's bind: its one SGE names the range of the region. */
+/*
+ * The binding's memory (GFP_KERNEL_ACCOUNT in vd_mw_bind()) is charged to
+ * the memory cgroup of the process that created the QP, as the stream's
+ * buffers are (tp_alloc()), not to the transmit worker's.
+ */
 static u8 tx_bind_mw(struct vd_tp *tp, const struct viaduct_sqe *sqe)
 {
 	const struct viaduct_sge *sge = (const void *)(sqe + 1);
+	struct mem_cgroup *old = set_active_memcg(tp->qp->memcg);
+	int ret;
 
-	return vd_mw_bind_status(vd_mw_bind(&tp->dev->tpt, tp->qp->pd,
-					    tp->qp->qpn, sqe->remote_stag,
-					    sge->stag, sge->addr, sge->length,
-					    sqe->imm_data));
+	ret = vd_mw_bind(&tp->dev->tpt, tp->qp->pd, tp->qp->qpn,
+			 sqe->remote_stag, sge->stag, sge->addr, sge->length,
+			 sqe->imm_data);
+	set_active_memcg(old);
+	return vd_mw_bind_status(ret);
 }
 
 /*

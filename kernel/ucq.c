@@ -110,10 +110,12 @@ long vd_uobj_arm_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 	struct vd_cq *cq;
 	long ret;
 
+	if (a->reserved)
+		return -EINVAL;
 	cq = vd_uobj_get(&ctx->objs, a->handle, VD_UOBJ_CQ);
 	if (!cq)
 		return -ENOENT;
-	ret = vd_cq_arm(cq, a->flags);
+	ret = vd_cq_arm(cq, a->flags, a->threshold);
 	vd_cq_put(cq);
 	return ret;
 }

@@ -160,7 +160,8 @@ static VD_IOCTL_HANDLER(ioctl_query_device)
 		     VIADUCT_DEV_CAP_SEND_INV | VIADUCT_DEV_CAP_FAST_REG |
 		     VIADUCT_DEV_CAP_LOCAL_FENCE | VIADUCT_DEV_CAP_SRQ |
 		     VIADUCT_DEV_CAP_MW | VIADUCT_DEV_CAP_MODIFY_MR |
-		     VIADUCT_DEV_CAP_CM_HANDOFF | VIADUCT_DEV_CAP_CONVERT_DATA;
+		     VIADUCT_DEV_CAP_CM_HANDOFF | VIADUCT_DEV_CAP_CONVERT_DATA |
+		     VIADUCT_DEV_CAP_CQ_THRESHOLD;
 	if (vd_zc_min())
 		attr->caps |= VIADUCT_DEV_CAP_ZERO_COPY;
 	return vd_uarg_reply(uarg, attr, sizeof(*attr));
@@ -213,7 +214,8 @@ static const struct vd_ioctl vd_ioctls[] = {
 	VD_IOCTL(GET_ABI_VERSION, ioctl_get_abi_version, 0),
 	VD_IOCTL(LIST_DEVICES, ioctl_list_devices, 0),
 	VD_IOCTL(SELECT_DEVICE, ioctl_select_device, 0),
-	VD_IOCTL(QUERY_DEVICE, ioctl_query_device, 0),
+	VD_IOCTL_GROWN(QUERY_DEVICE, VIADUCT_DEVICE_ATTR_SIZE_VER0,
+		       ioctl_query_device, 0),
 	VD_IOCTL(CREATE_PD, vd_uobj_create_pd, VD_IOCTL_DEV),
 	VD_IOCTL(DESTROY_PD, vd_uobj_destroy_pd, VD_IOCTL_DEV_GONE),
 	VD_IOCTL(REG_MR, vd_umr_reg_mr, VD_IOCTL_DEV),
@@ -221,7 +223,8 @@ static const struct vd_ioctl vd_ioctls[] = {
 	VD_IOCTL(CREATE_CQ, vd_uobj_create_cq, VD_IOCTL_DEV),
 	VD_IOCTL(RESIZE_CQ, vd_uobj_resize_cq, VD_IOCTL_DEV),
 	VD_IOCTL(DESTROY_CQ, vd_uobj_destroy_cq, VD_IOCTL_DEV_GONE),
-	VD_IOCTL(ARM_CQ, vd_uobj_arm_cq, VD_IOCTL_DEV),
+	VD_IOCTL_GROWN(ARM_CQ, VIADUCT_ARM_CQ_SIZE_VER0, vd_uobj_arm_cq,
+		       VD_IOCTL_DEV),
 	VD_IOCTL(CREATE_QP, vd_uobj_create_qp, VD_IOCTL_DEV),
 	VD_IOCTL(MODIFY_QP, vd_uobj_modify_qp, VD_IOCTL_DEV),
 	VD_IOCTL(QUERY_QP, vd_uobj_query_qp, VD_IOCTL_DEV_GONE),

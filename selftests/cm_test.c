@@ -27,6 +27,7 @@
  * sockets live there whatever namespace the caller is in later.
  */
 #include <arpa/inet.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sched.h>
@@ -1136,6 +1137,429 @@ TEST_F_TIMEOUT(cm, convert_connected_sockets, 120)
 	close(lfd);
 }
 
+/* CM_CONVERT_SOCKET with its data: 0 or -errno. */
+static int convert_sock(struct side *s, int sockfd, __u32 id, __u32 qp,
+			__u32 flags, const void *send, __u32 send_len,
+			const void *recv, __u32 recv_len)
+{
+	struct viaduct_cm_convert_socket cv = { .sockfd = sockfd, .handle = id };
+
+	param(&cv.param, qp, flags, NULL, 0);
+	cv.send_data = (unsigned long)send;
+	cv.send_len = send_len;
+	cv.recv_data = (unsigned long)recv;
+	cv.recv_len = recv_len;
+	return vd_ioctl(s->fd, VIADUCT_IOCTL_CM_CONVERT_SOCKET, &cv);
+}
+
+/* A connected pair of user sockets, A's accepted from @lfd: 0 or -errno. */
+static int tcp_pair(int lfd, int port, int *sa_fd, int *sb_fd)
+{
+	*sb_fd = tcp_connect(B, IP_A, port);
+	if (*sb_fd < 0)
+		return *sb_fd;
+	*sa_fd = accept_timeout(lfd, EV_WAIT_MS);
+	return *sa_fd < 0 ? -errno : 0;
+}
+
+/* The descriptor still names a TCP socket. */
+static int is_socket(int fd)
+{
+	socklen_t len = sizeof(int);
+	int type = 0;
+
+	return !getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) &&
+	       type == SOCK_STREAM;
+}
+
+TEST_F_TIMEOUT(cm, convert_takes_the_socket_away, 120)
+{
+	int lfd, port, sa_fd, sb_fd, d, aid, bid, aqp, bqp, pp[2], type = 0;
+	socklen_t len = sizeof(type);
+	int ta, tb;
+	struct viaduct_cm_event ev;
+	pid_t pid;
+	char c;
+
+	lfd = tcp_listener(A, IP_A, &port);
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(0, tcp_pair(lfd, port, &sa_fd, &sb_fd));
+	aid = create_id(&self->a, 1);
+	bid = create_id(&self->b, 2);
+	aqp = make_qp(&self->a);
+	bqp = make_qp(&self->b);
+
+	/* a dup()ed descriptor: refused, and both still reach the socket */
+	d = dup(sa_fd);
+	ASSERT_LE(0, d);
+	EXPECT_EQ(-EBUSY, convert_sock(&self->a, sa_fd, aid, aqp, 0, NULL, 0, NULL, 0));
+	EXPECT_TRUE(is_socket(sa_fd));
+	EXPECT_TRUE(is_socket(d));
+	close(d);
+	/* another process holds it (fork()): refused */
+	ASSERT_EQ(0, pipe(pp));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		close(pp[1]);
+		_exit(read(pp[0], &c, 1) < 0);
+	}
+	close(pp[0]);
+	EXPECT_EQ(-EBUSY, convert_sock(&self->a, sa_fd, aid, aqp, 0, NULL, 0, NULL, 0));
+	close(pp[1]);
+	ASSERT_EQ(pid, waitpid(pid, NULL, 0));
+	EXPECT_TRUE(is_socket(sa_fd));
+
+	/* an upper layer protocol (kTLS), where the kernel has one */
+	ASSERT_EQ(0, tcp_pair(lfd, port, &ta, &tb));
+	if (!setsockopt(ta, SOL_TCP, TCP_ULP, "tls", sizeof("tls"))) {
+		EXPECT_EQ(-EBUSY, convert_sock(&self->a, ta, aid, aqp, 0, NULL, 0,
+					       NULL, 0));
+		EXPECT_TRUE(is_socket(ta));
+	} else {
+		TH_LOG("no kTLS here (%s): the ULP refusal is not exercised",
+		       strerror(errno));
+	}
+	close(ta);
+	close(tb);
+
+	/* alone: taken, and the descriptor is gone */
+	ASSERT_EQ(0, convert_sock(&self->a, sa_fd, aid, aqp, 0, NULL, 0, NULL, 0));
+	EXPECT_EQ(-1, read(sa_fd, &c, 1));
+	EXPECT_EQ(EBADF, errno);
+	EXPECT_EQ(-1, write(sa_fd, "x", 1));
+	EXPECT_EQ(EBADF, errno);
+	EXPECT_EQ(-1, getsockopt(sa_fd, SOL_SOCKET, SO_TYPE, &type, &len));
+	EXPECT_EQ(EBADF, errno);
+	ASSERT_EQ(0, convert_sock(&self->b, sb_fd, bid, bqp, VIADUCT_CM_F_ACTIVE,
+				  NULL, 0, NULL, 0));
+	EXPECT_EQ(-1, fcntl(sb_fd, F_GETFD));
+	EXPECT_EVENT(&self->a, VIADUCT_CM_EVENT_ESTABLISHED, &ev);
+	EXPECT_EVENT(&self->b, VIADUCT_CM_EVENT_ESTABLISHED, &ev);
+	ASSERT_EQ(0, disconnect_id(&self->a, aid, 0));
+	EXPECT_EVENT(&self->b, VIADUCT_CM_EVENT_DISCONNECTED, &ev);
+	EXPECT_EVENT(&self->a, VIADUCT_CM_EVENT_DISCONNECTED, &ev);
+	close(lfd);
+}
+
+/*
+ * Writes to @fd, whose peer reads nothing, until its send buffer is full
+ * for good: a write finds no room, and nothing is in flight any more (all
+ * that was sent is acknowledged, the rest waits for a window the peer
+ * never opens), so no acknowledgement can free room later. 0, or -errno.
+ */
+static int fill_send_buffer(int fd)
+{
+	static const char junk[4096];
+	int i, outq, unsent, sndbuf = 4096;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)))
+		return -errno;
+	for (i = 0; i < 600; i++) {
+		while (send(fd, junk, sizeof(junk), MSG_DONTWAIT) > 0)
+			;
+		if (errno != EAGAIN)
+			return -errno;
+		if (ioctl(fd, SIOCOUTQ, &outq) || ioctl(fd, SIOCOUTQNSD, &unsent))
+			return -errno;
+		if (outq > 0 && outq == unsent)
+			return 0;
+		vd_sleep_ms(50);
+	}
+	return -ETIMEDOUT;
+}
+
+/* The MPA frame at the start of @fd's stream, read exactly: its length. */
+static int read_mpa_frame(int fd, unsigned char *buf, size_t size)
+{
+	int pdl, ret;
+
+	ret = read_full(fd, buf, 20, EV_WAIT_MS);
+	if (ret)
+		return ret;
+	pdl = buf[18] << 8 | buf[19];
+	if (20 + pdl > (int)size)
+		return -E2BIG;
+	ret = read_full(fd, buf + 20, pdl, EV_WAIT_MS);
+	return ret ? ret : 20 + pdl;
+}
+
+/*
+ * One conversion of a fresh pair: A converts first with @a_flags and the
+ * last message @msg (if @msg_by_a), B reads that message off its socket
+ * (IT-API's conversion responder), then as MPA responder reads @b_read
+ * bytes of A's request (-1: all of it, -2: all and one more byte of its
+ * own) and converts with them. Both must be established, or with
+ * @b_read == -2 both fail.
+ */
+static void convert_case(struct __test_metadata *_metadata, struct side *a,
+			 struct side *b, int lfd, int port, __u32 a_flags,
+			 int msg_by_a, int b_read, int msg_by_b)
+{
+	unsigned char msg[300], got[sizeof(msg)], frame[600];
+	int sa_fd, sb_fd, aid, bid, aqp, bqp, n = 0, flen;
+	struct viaduct_cm_event ev;
+	__u32 b_flags = a_flags & VIADUCT_CM_F_ACTIVE ? 0 : VIADUCT_CM_F_ACTIVE;
+
+	fill(msg, sizeof(msg), a_flags + b_read * 3 + msg_by_b);
+	ASSERT_EQ(0, tcp_pair(lfd, port, &sa_fd, &sb_fd));
+	aid = create_id(a, 0x10);
+	bid = create_id(b, 0x20);
+	aqp = make_qp(a);
+	bqp = make_qp(b);
+
+	if (msg_by_b) {
+		/* B, the conversion initiator, sends the message first */
+		ASSERT_EQ(0, convert_sock(b, sb_fd, bid, bqp, b_flags, msg,
+					  sizeof(msg), NULL, 0));
+		ASSERT_EQ(0, read_full(sa_fd, got, sizeof(got), EV_WAIT_MS));
+		EXPECT_EQ(0, memcmp(msg, got, sizeof(msg)));
+		ASSERT_EQ(0, convert_sock(a, sa_fd, aid, aqp, a_flags, NULL, 0,
+					  NULL, 0));
+		goto established;
+	}
+	ASSERT_EQ(0, convert_sock(a, sa_fd, aid, aqp, a_flags,
+				  msg_by_a ? msg : NULL,
+				  msg_by_a ? sizeof(msg) : 0, NULL, 0));
+	if (msg_by_a) {
+		/* read exactly the message: the MPA frame follows it */
+		ASSERT_EQ(0, read_full(sb_fd, got, sizeof(got), EV_WAIT_MS));
+		EXPECT_EQ(0, memcmp(msg, got, sizeof(msg)));
+	}
+	if (b_read) {
+		/* B read (part of) A's request with its own protocol */
+		ASSERT_TRUE(a_flags & VIADUCT_CM_F_ACTIVE);
+		if (b_read > 0) {
+			ASSERT_EQ(0, read_full(sb_fd, frame, b_read, EV_WAIT_MS));
+			n = b_read;
+		} else {
+			flen = read_mpa_frame(sb_fd, frame, sizeof(frame));
+			ASSERT_LT(20, flen);
+			n = flen;
+			if (b_read == -2)
+				frame[n++] = 0x5a;
+		}
+	}
+	ASSERT_EQ(0, convert_sock(b, sb_fd, bid, bqp, b_flags, NULL, 0,
+				  n ? frame : NULL, n));
+	if (b_read == -2) {
+		/* bytes past the request: nothing to give the transport */
+		EXPECT_EVENT(b, VIADUCT_CM_EVENT_CONNECT_ERROR, &ev);
+		EXPECT_EQ(-EPROTO, ev.status);
+		EXPECT_EVENT(a, VIADUCT_CM_EVENT_CONNECT_ERROR, &ev);
+		return;
+	}
+established:
+	EXPECT_EVENT(a, VIADUCT_CM_EVENT_ESTABLISHED, &ev);
+	EXPECT_EQ(aid, ev.handle);
+	EXPECT_EVENT(b, VIADUCT_CM_EVENT_ESTABLISHED, &ev);
+	EXPECT_EQ(bid, ev.handle);
+	EXPECT_EQ(VIADUCT_QPS_RTS, vd_qp_state(a->fd, aqp));
+	EXPECT_EQ(VIADUCT_QPS_RTS, vd_qp_state(b->fd, bqp));
+	ASSERT_EQ(0, disconnect_id(a, aid, 0));
+	EXPECT_EVENT(b, VIADUCT_CM_EVENT_DISCONNECTED, &ev);
+	EXPECT_EVENT(a, VIADUCT_CM_EVENT_DISCONNECTED, &ev);
+}
+
+TEST_F_TIMEOUT(cm, convert_carries_messages_and_bytes_read, 240)
+{
+	static const struct {
+		const char *what;
+		__u32 a_flags;
+		int msg_by_a, b_read, msg_by_b;
+	} cases[] = {
+		{ "IT-API: B sends the message, answers A's request",
+		  VIADUCT_CM_F_ACTIVE, 0, 0, 1 },
+		{ "B sends the message, then the request", 0, 0, 0, 1 },
+		{ "message from the MPA initiator", VIADUCT_CM_F_ACTIVE, 1, 0, 0 },
+		{ "message from the MPA responder", 0, 1, 0, 0 },
+		{ "7 bytes of the request read", VIADUCT_CM_F_ACTIVE, 0, 7, 0 },
+		{ "the whole request read", VIADUCT_CM_F_ACTIVE, 0, -1, 0 },
+		{ "message, then the request read", VIADUCT_CM_F_ACTIVE, 1, -1, 0 },
+		{ "a byte past the request read", VIADUCT_CM_F_ACTIVE, 0, -2, 0 },
+	};
+	unsigned char big[VIADUCT_CM_CONVERT_SEND_MAX + 1] = { 0 };
+	struct viaduct_cm_convert_socket cv;
+	int lfd, port, sa_fd, sb_fd, aid, aqp;
+	unsigned int i;
+
+	lfd = tcp_listener(A, IP_A, &port);
+	ASSERT_LE(0, lfd);
+	for (i = 0; i < VD_ARRAY_SIZE(cases); i++) {
+		TH_LOG("case: %s", cases[i].what);
+		convert_case(_metadata, &self->a, &self->b, lfd, port,
+			     cases[i].a_flags, cases[i].msg_by_a,
+			     cases[i].b_read, cases[i].msg_by_b);
+	}
+
+	/* bad data: refused, and the descriptor is left alone */
+	ASSERT_EQ(0, tcp_pair(lfd, port, &sa_fd, &sb_fd));
+	aid = create_id(&self->a, 1);
+	aqp = make_qp(&self->a);
+	EXPECT_EQ(-EINVAL, convert_sock(&self->a, sa_fd, aid, aqp, 0, big,
+					sizeof(big), NULL, 0));
+	EXPECT_EQ(-EINVAL, convert_sock(&self->a, sa_fd, aid, aqp, 0, NULL, 0,
+					big, VIADUCT_CM_CONVERT_RECV_MAX + 1));
+	/* an initiator cannot have read a reply it has not asked for */
+	EXPECT_EQ(-EINVAL, convert_sock(&self->a, sa_fd, aid, aqp,
+					VIADUCT_CM_F_ACTIVE, NULL, 0, big, 4));
+	EXPECT_EQ(-EFAULT, convert_sock(&self->a, sa_fd, aid, aqp, 0,
+					(void *)8, 4, NULL, 0));
+	EXPECT_EQ(-EFAULT, convert_sock(&self->a, sa_fd, aid, aqp, 0, NULL, 0,
+					(void *)8, 4));
+	EXPECT_TRUE(is_socket(sa_fd));
+	/* an older binary's argument (without the data) still converts */
+	memset(&cv, 0, sizeof(cv));
+	cv.sockfd = sa_fd;
+	cv.handle = aid;
+	param(&cv.param, aqp, 0, NULL, 0);
+	EXPECT_EQ(0, vd_ioctl(self->a.fd,
+			      _IOC(_IOC_WRITE, VIADUCT_IOCTL_MAGIC, 0x28,
+				   VIADUCT_CM_CONVERT_SOCKET_SIZE_VER0), &cv));
+	EXPECT_EQ(-1, fcntl(sa_fd, F_GETFD));
+	close(sb_fd);
+
+	/* no room for the message now: EAGAIN, nothing taken or sent */
+	ASSERT_EQ(0, tcp_pair(lfd, port, &sa_fd, &sb_fd));
+	ASSERT_EQ(0, fill_send_buffer(sa_fd));
+	EXPECT_EQ(-EAGAIN, convert_sock(&self->a, sa_fd, aid, make_qp(&self->a), 0,
+					big, VIADUCT_CM_CONVERT_SEND_MAX, NULL, 0));
+	EXPECT_TRUE(is_socket(sa_fd));
+	close(sa_fd);
+	close(sb_fd);
+	close(lfd);
+}
+
+/* ------------------------------------------------------------------ */
+/* Hand-off (IT-API it_handoff)                                       */
+/* ------------------------------------------------------------------ */
+
+static int handoff(struct side *s, __u32 id, struct viaduct_sockaddr to)
+{
+	struct viaduct_cm_handoff h = { .handle = id, .addr = to };
+
+	return vd_ioctl(s->fd, VIADUCT_IOCTL_CM_HANDOFF, &h);
+}
+
+/*
+ * Another process with a context of its own listening on A: it reports
+ * its port on @port_fd, expects one CONNECT_REQUEST carrying @pd and
+ * accepts it, then waits for the disconnect. Exit status 0, or the step
+ * that failed.
+ */
+static int handoff_child(int port_fd, const unsigned char *pd, size_t len)
+{
+	struct viaduct_cm_event ev;
+	struct side s;
+	int lid, port, qp;
+
+	if (side_open(&s, A, dev_name[A]))
+		return 10;
+	lid = create_id(&s, 0x77);
+	port = listen_on(&s, lid, IP_A, 0);
+	if (port < 0)
+		return 11;
+	if (write(port_fd, &port, sizeof(port)) != sizeof(port))
+		return 12;
+	if (read_event(s.ch, &ev, 4 * EV_WAIT_MS))
+		return 13;
+	if (ev.type != VIADUCT_CM_EVENT_CONNECT_REQUEST ||
+	    ev.listen_handle != (__u32)lid || ev.user_data != 0x77 ||
+	    ev.private_data_len != len || memcmp(ev.private_data, pd, len))
+		return 14;
+	if (ack_event(s.fd, ev.handle, ev.seq))
+		return 15;
+	qp = make_qp(&s);
+	if (qp < 0 || accept_id(&s, ev.handle, qp, 0, NULL, 0))
+		return 16;
+	if (read_event(s.ch, &ev, EV_WAIT_MS) ||
+	    ev.type != VIADUCT_CM_EVENT_ESTABLISHED)
+		return 17;
+	ack_event(s.fd, ev.handle, ev.seq);
+	if (read_event(s.ch, &ev, EV_WAIT_MS) ||
+	    ev.type != VIADUCT_CM_EVENT_DISCONNECTED)
+		return 18;
+	ack_event(s.fd, ev.handle, ev.seq);
+	side_close(&s);
+	return 0;
+}
+
+TEST_F_TIMEOUT(cm, handoff_to_another_process, 120)
+{
+	struct viaduct_sockaddr any = { .family = 0 }, bad;
+	struct viaduct_cm_handoff h;
+	int lid, port, cport, bid, bqp, pp[2], status, req;
+	struct viaduct_cm_event ev;
+	unsigned char pd[48];
+	pid_t pid, unpriv;
+
+	fill(pd, sizeof(pd), 11);
+	lid = create_id(&self->a, 1);
+	port = listen_on(&self->a, lid, IP_A, 0);
+	ASSERT_LT(0, port);
+	ASSERT_EQ(0, pipe(pp));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		close(pp[0]);
+		_exit(handoff_child(pp[1], pd, sizeof(pd)));
+	}
+	close(pp[1]);
+	ASSERT_EQ(sizeof(cport), read(pp[0], &cport, sizeof(cport)));
+	close(pp[0]);
+
+	bid = create_id(&self->b, 2);
+	bqp = make_qp(&self->b);
+	ASSERT_EQ(0, connect_to(&self->b, bid, bqp, IP_A, port, 0, pd, sizeof(pd), 0));
+	EXPECT_EVENT(&self->a, VIADUCT_CM_EVENT_CONNECT_REQUEST, &ev);
+	req = ev.handle;
+
+	/* bad arguments */
+	EXPECT_EQ(-EINVAL, handoff(&self->a, req, sa(IP_A, 0)));
+	memset(&h, 0, sizeof(h));
+	h.handle = req;
+	h.reserved = 1;
+	h.addr = sa(IP_A, cport);
+	EXPECT_EQ(-EINVAL, vd_ioctl(self->a.fd, VIADUCT_IOCTL_CM_HANDOFF, &h));
+	bad = sa(IP_A, cport);
+	bad.family = 0;		/* any address, yet one is given */
+	EXPECT_EQ(-EINVAL, handoff(&self->a, req, bad));
+	EXPECT_EQ(-EINVAL, handoff(&self->a, lid, sa(IP_A, cport)));
+	EXPECT_EQ(-ENOENT, handoff(&self->a, 0x7ffffff0, sa(IP_A, cport)));
+	/* nobody listens there: refused, and the request stays */
+	EXPECT_EQ(-ENOENT, handoff(&self->a, req, sa(IP_A, 9)));
+	EXPECT_EQ(-ENOENT, handoff(&self->a, req, sa(IP6_A, cport)));
+	EXPECT_EQ(-ENOENT, handoff(&self->a, req, sa(IP_X, cport)));
+
+	/* another user without CAP_NET_ADMIN may not hand to root's listener */
+	unpriv = fork();
+	ASSERT_LE(0, unpriv);
+	if (!unpriv) {
+		if (setresuid(65534, 65534, 65534))
+			_exit(2);
+		_exit(handoff(&self->a, req, sa(IP_A, cport)) == -EPERM ? 0 : 1);
+	}
+	ASSERT_EQ(unpriv, waitpid(unpriv, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	any.port = htons(cport);
+	ASSERT_EQ(0, handoff(&self->a, req, any));
+	/* the request is gone for its first owner */
+	EXPECT_EQ(-ENOENT, accept_id(&self->a, req, make_qp(&self->a), 0, NULL, 0));
+	EXPECT_EQ(-ENOENT, reject_id(&self->a, req, NULL, 0));
+	EXPECT_EQ(-ENOENT, destroy_id(self->a.fd, req));
+	/* the other process accepted it */
+	EXPECT_EVENT(&self->b, VIADUCT_CM_EVENT_ESTABLISHED, &ev);
+	EXPECT_EQ(VIADUCT_QPS_RTS, vd_qp_state(self->b.fd, bqp));
+	ASSERT_EQ(0, disconnect_id(&self->b, bid, 0));
+	EXPECT_EVENT(&self->b, VIADUCT_CM_EVENT_DISCONNECTED, &ev);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	/* and the first listener heard nothing more of it */
+	EXPECT_EQ(-ETIMEDOUT, read_event(self->a.ch, &ev, 500));
+}
+
 /* ------------------------------------------------------------------ */
 /* A hand-made MPA initiator against a CM listener                    */
 /* ------------------------------------------------------------------ */
@@ -1502,6 +1926,7 @@ union cmarg {
 	struct viaduct_cm_disconnect d;
 	struct viaduct_cm_convert_socket cv;
 	struct viaduct_cm_ack ack;
+	struct viaduct_cm_handoff ho;
 	char raw[1024];
 };
 
@@ -1657,6 +2082,22 @@ static void f_cv_udp(struct bad *s, union cmarg *a) { f_cv(s, a, s->udp); }
 static void f_cv_unconn(struct bad *s, union cmarg *a) { f_cv(s, a, s->tcp); }
 static void f_cv_flags(struct bad *s, union cmarg *a) { f_cv(s, a, s->tcp); a->cv.param.flags = 0x100; }
 static void f_cv_noqp(struct bad *s, union cmarg *a) { f_cv(s, a, s->tcp); a->cv.param.qp_handle = 0; }
+static void f_ho(struct bad *s, union cmarg *a)
+{
+	a->ho.handle = s->id;
+	a->ho.addr = sa(IP_A, 4791);
+}
+static void f_ho_rsvd(struct bad *s, union cmarg *a) { f_ho(s, a); a->ho.reserved = 1; }
+static void f_ho_port0(struct bad *s, union cmarg *a) { f_ho(s, a); a->ho.addr.port = 0; }
+static void f_ho_any_addr(struct bad *s, union cmarg *a) { f_ho(s, a); a->ho.addr.family = 0; }
+static void f_ho_fam(struct bad *s, union cmarg *a) { f_ho(s, a); a->ho.addr.family = 99; }
+static void f_ho_qp(struct bad *s, union cmarg *a) { f_ho(s, a); a->ho.handle = s->qp; }
+static void f_ho_fresh(struct bad *s, union cmarg *a)
+{
+	f_ho(s, a);
+	a->ho.addr.port = htons(s->port);
+}
+static void f_ho_l(struct bad *s, union cmarg *a) { f_ho_fresh(s, a); a->ho.handle = s->lid; }
 static void f_ack(struct bad *s, union cmarg *a) { a->ack.handle = s->id; a->ack.seq = 1; }
 static void f_ack_stale(struct bad *s, union cmarg *a) { a->ack.handle = s->stale; }
 static void f_ack_qp(struct bad *s, union cmarg *a) { a->ack.handle = s->qp; }
@@ -1671,6 +2112,7 @@ static void f_ack_qp(struct bad *s, union cmarg *a) { a->ack.handle = s->qp; }
 #define DIS VIADUCT_IOCTL_CM_DISCONNECT
 #define CNV VIADUCT_IOCTL_CM_CONVERT_SOCKET
 #define ACK VIADUCT_IOCTL_CM_ACK_EVENT
+#define HO VIADUCT_IOCTL_CM_HANDOFF
 
 static const struct row rows[] = {
 	{ "CREATE_CM_CHANNEL, nothing selected", CH, f_none, P_ARG, C_UNSEL, -ENODEV },
@@ -1737,6 +2179,15 @@ static const struct row rows[] = {
 	{ "CM_CONVERT_SOCKET, not connected", CNV, f_cv_unconn, P_ARG, C_SEL, -ENOTCONN },
 	{ "CM_CONVERT_SOCKET, unknown flag", CNV, f_cv_flags, P_ARG, C_SEL, -EINVAL },
 	{ "CM_CONVERT_SOCKET, QP handle 0", CNV, f_cv_noqp, P_ARG, C_SEL, -ENOENT },
+	{ "CM_HANDOFF, reserved", HO, f_ho_rsvd, P_ARG, C_SEL, -EINVAL },
+	{ "CM_HANDOFF, port 0", HO, f_ho_port0, P_ARG, C_SEL, -EINVAL },
+	{ "CM_HANDOFF, family 0 with an address", HO, f_ho_any_addr, P_ARG, C_SEL, -EINVAL },
+	{ "CM_HANDOFF, family 99", HO, f_ho_fam, P_ARG, C_SEL, -EAFNOSUPPORT },
+	{ "CM_HANDOFF, a QP's handle", HO, f_ho_qp, P_ARG, C_SEL, -ENOENT },
+	{ "CM_HANDOFF, nobody listens there", HO, f_ho, P_ARG, C_SEL, -ENOENT },
+	{ "CM_HANDOFF, a fresh id", HO, f_ho_fresh, P_ARG, C_SEL, -EINVAL },
+	{ "CM_HANDOFF, a listener", HO, f_ho_l, P_ARG, C_SEL, -EINVAL },
+	{ "CM_HANDOFF, nothing selected", HO, f_ho, P_ARG, C_UNSEL, -ENODEV },
 	{ "CM_ACK_EVENT, no such event", ACK, f_ack, P_ARG, C_SEL, -EINVAL },
 	{ "CM_ACK_EVENT, destroyed id", ACK, f_ack_stale, P_ARG, C_SEL, -ENOENT },
 	{ "CM_ACK_EVENT, a QP's handle", ACK, f_ack_qp, P_ARG, C_SEL, -ENOENT },

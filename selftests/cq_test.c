@@ -242,7 +242,22 @@ static void f_arm_f31(FIXTURE_DATA(badarg) *s, union vd_arg *a)
 	a->arm.flags = VIADUCT_ARM_NEXT | 0x80000000U;
 }
 
+static void f_arm_thr(FIXTURE_DATA(badarg) *s, union vd_arg *a) { f_arm(s, a); a->arm.threshold = 16; }
+static void f_arm_thr17(FIXTURE_DATA(badarg) *s, union vd_arg *a) { f_arm(s, a); a->arm.threshold = 17; }
+static void f_arm_thr_max(FIXTURE_DATA(badarg) *s, union vd_arg *a) { f_arm(s, a); a->arm.threshold = ~0U; }
+static void f_arm_thr_f0(FIXTURE_DATA(badarg) *s, union vd_arg *a) { f_arm_thr(s, a); a->arm.flags = 0; }
+static void f_arm_rsv(FIXTURE_DATA(badarg) *s, union vd_arg *a) { f_arm(s, a); a->arm.reserved = 1; }
+
 VD_ROW(arm_cq_next, VIADUCT_IOCTL_ARM_CQ, f_arm, 0, "ARM_CQ NEXT");
+VD_ROW(arm_cq_threshold, VIADUCT_IOCTL_ARM_CQ, f_arm_thr, 0, "ARM_CQ NEXT for 16 of 16 entries");
+VD_ROW(arm_cq_threshold_over, VIADUCT_IOCTL_ARM_CQ, f_arm_thr17, -EINVAL,
+       "ARM_CQ for 17 CQEs on a CQ of 16");
+VD_ROW(arm_cq_threshold_max, VIADUCT_IOCTL_ARM_CQ, f_arm_thr_max, -EINVAL,
+       "ARM_CQ for 2^32-1 CQEs");
+VD_ROW(arm_cq_threshold_no_flag, VIADUCT_IOCTL_ARM_CQ, f_arm_thr_f0, -EINVAL,
+       "ARM_CQ with a threshold and no flag");
+VD_ROW(arm_cq_reserved, VIADUCT_IOCTL_ARM_CQ, f_arm_rsv, -EINVAL,
+       "ARM_CQ with a nonzero reserved field");
 VD_ROW(arm_cq_solicited, VIADUCT_IOCTL_ARM_CQ, f_arm_sol, 0, "ARM_CQ SOLICITED");
 VD_ROW(arm_cq_zero, VIADUCT_IOCTL_ARM_CQ, f_arm_0h, -ENOENT, "ARM_CQ handle 0");
 VD_ROW(arm_cq_stale, VIADUCT_IOCTL_ARM_CQ, f_arm_stale, -ENOENT, "ARM_CQ of a destroyed CQ");
@@ -778,6 +793,86 @@ TEST_F(res, channel_unarmed_is_silent)
 	ASSERT_EQ(1, vd_cring_wait(&c.ring, &e, 1, 1000));
 	chan_down(_metadata, self->fd, &c);
 	vd_snap_expect_back(&self->before, 3000, "channel_unarmed_is_silent");
+}
+
+/*
+ * A threshold arm counts the CQEs already in the ring: one that finds
+ * enough fires at once, from ARM_CQ itself, and one that does not waits.
+ * ARM_CQ serialises with the producers on the CQ's lock, so once it
+ * returned, an event it fired is on the channel already.
+ */
+TEST_F(res, channel_threshold_counts_unread)
+{
+	struct viaduct_cq_event ev;
+	struct viaduct_cqe e[4];
+	struct chan_setup c;
+	unsigned int waited;
+
+	ASSERT_EQ(0, chan_up(self->fd, &c));
+	ASSERT_EQ(0, flush_recvs(self->fd, &c.q, 10, 3));
+	/* three in the ring, none read */
+	for (waited = 0; vd_cring_avail(&c.ring) < 3 && waited < 3000; waited += 5)
+		vd_sleep_ms(5);
+	ASSERT_EQ(3, vd_cring_avail(&c.ring));
+	ASSERT_EQ(0, vd_arm_cq_threshold(self->fd, c.cq.handle, VIADUCT_ARM_NEXT, 4));
+	EXPECT_EQ(0, vd_wait_readable(c.ch, 0)) TH_LOG("3 unread fired an arm for 4");
+	ASSERT_EQ(0, vd_arm_cq_threshold(self->fd, c.cq.handle, VIADUCT_ARM_NEXT, 3));
+	ASSERT_EQ(1, vd_wait_readable(c.ch, 0)) TH_LOG("3 unread did not fire an arm for 3");
+	ASSERT_EQ((ssize_t)sizeof(ev), read(c.ch, &ev, sizeof(ev)));
+	EXPECT_EQ(c.cq.handle, ev.cq_handle);
+	EXPECT_EQ(0, vd_wait_readable(c.ch, 0)) TH_LOG("the arm fired twice");
+
+	/* read: the count restarts from the consumer index */
+	ASSERT_EQ(3, vd_cring_wait(&c.ring, e, 3, 1000));
+	ASSERT_EQ(0, vd_arm_cq_threshold(self->fd, c.cq.handle, VIADUCT_ARM_NEXT, 1));
+	EXPECT_EQ(0, vd_wait_readable(c.ch, 0)) TH_LOG("an empty ring fired an arm for 1");
+	ASSERT_EQ(0, flush_recvs(self->fd, &c.q, 20, 1));
+	ASSERT_EQ(1, vd_wait_readable(c.ch, 3000)) TH_LOG("one CQE did not fire an arm for 1");
+	ASSERT_EQ((ssize_t)sizeof(ev), read(c.ch, &ev, sizeof(ev)));
+	ASSERT_EQ(1, vd_cring_wait(&c.ring, e, 1, 1000));
+	EXPECT_EQ(20, e[0].wr_id);
+	/* a flushed completion is an error: it fires whatever the count */
+	ASSERT_EQ(0, vd_arm_cq_threshold(self->fd, c.cq.handle, VIADUCT_ARM_NEXT, 16));
+	ASSERT_EQ(0, flush_recvs(self->fd, &c.q, 21, 1));
+	ASSERT_EQ(1, vd_wait_readable(c.ch, 3000)) TH_LOG("an error CQE did not fire");
+	ASSERT_EQ((ssize_t)sizeof(ev), read(c.ch, &ev, sizeof(ev)));
+	ASSERT_EQ(1, vd_cring_wait(&c.ring, e, 1, 1000));
+	EXPECT_EQ(21, e[0].wr_id);
+	chan_down(_metadata, self->fd, &c);
+	vd_snap_expect_back(&self->before, 3000, "channel_threshold_counts_unread");
+}
+
+/* A program built before the threshold passes 8 bytes: armed as it was. */
+TEST_F(res, channel_arm_of_the_first_size)
+{
+	const unsigned long arm0 = _IOC(_IOC_WRITE, VIADUCT_IOCTL_MAGIC,
+					_IOC_NR(VIADUCT_IOCTL_ARM_CQ),
+					VIADUCT_ARM_CQ_SIZE_VER0);
+	struct { __u32 handle, flags; } a;
+	struct viaduct_device_attr attr = { .index = VIADUCT_INDEX_SELECTED };
+	struct viaduct_cq_event ev;
+	struct viaduct_cqe e;
+	struct chan_setup c;
+
+	ASSERT_EQ(0, vd_ioctl(self->fd, VIADUCT_IOCTL_QUERY_DEVICE, &attr));
+	EXPECT_TRUE(attr.caps & VIADUCT_DEV_CAP_CQ_THRESHOLD);
+	ASSERT_EQ(0, chan_up(self->fd, &c));
+	ASSERT_EQ(0, flush_recvs(self->fd, &c.q, 1, 1));
+	ASSERT_EQ(1, vd_cring_wait(&c.ring, &e, 1, 2000));
+	a.handle = c.cq.handle;
+	a.flags = VIADUCT_ARM_NEXT;
+	ASSERT_EQ(0, vd_ioctl(self->fd, arm0, &a));
+	EXPECT_EQ(0, vd_wait_readable(c.ch, 0));
+	ASSERT_EQ(0, flush_recvs(self->fd, &c.q, 2, 1));
+	ASSERT_EQ(1, vd_wait_readable(c.ch, 3000));
+	ASSERT_EQ((ssize_t)sizeof(ev), read(c.ch, &ev, sizeof(ev)));
+	EXPECT_EQ(c.cq.handle, ev.cq_handle);
+	/* a size short of the first published one is not the command */
+	EXPECT_EQ(-ENOTTY, vd_ioctl(self->fd, _IOC(_IOC_WRITE, VIADUCT_IOCTL_MAGIC,
+						   _IOC_NR(VIADUCT_IOCTL_ARM_CQ), 4), &a));
+	ASSERT_EQ(1, vd_cring_wait(&c.ring, &e, 1, 2000));
+	chan_down(_metadata, self->fd, &c);
+	vd_snap_expect_back(&self->before, 3000, "channel_arm_of_the_first_size");
 }
 
 TEST_F(res, channel_solicited_fires_on_error)

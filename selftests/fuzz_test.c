@@ -17,14 +17,24 @@
  * is gone. The kernel log scan of the harness (KASAN, lockdep, WARN,
  * kmemleak) is the other half of the oracle.
  *
+ * The "connected" phase does the same to a context whose QPs are
+ * connected to peer QPs in another network namespace (the shared pair of
+ * xfer_util.h): besides the random commands, mostly valid Sends, Writes
+ * and Reads into the peer's registered buffer and receives are posted
+ * into their rings, so that random commands, ring garbage and destroys
+ * meet live streams. The peer context, in the test process, must survive:
+ * once the fuzzed context is closed, every peer QP is in Error with each
+ * posted receive completed exactly once, it still serves commands, and
+ * nothing stays allocated.
+ *
  * Environment: VIADUCT_FUZZ_SEED (default: from the clock, printed),
- * VIADUCT_FUZZ_SECONDS (total over all phases; default 60, or 20 when
- * VD_FLAVOUR=debug).
+ * VIADUCT_FUZZ_SECONDS (the budget of all phases but "connected", which
+ * takes another 15 % of it; default 60, or 20 when VD_FLAVOUR=debug).
  */
 #include <pthread.h>
 #include <sys/time.h>
 
-#include "res_util.h"
+#include "xfer_util.h"
 
 /* ------------------------------------------------------------------ */
 /* Randomness                                                         */
@@ -129,6 +139,14 @@ struct fz {
 	int child_crashes;
 	unsigned long ops, ok;
 	struct { unsigned long cmd; int err; } first_bad;
+	/* the connected phase: QPs connected to a peer, and the two buffers */
+	struct vd_qp *conn;
+	unsigned int nconn;
+	unsigned long posts;
+	char *lbuf;
+	size_t llen, rlen;
+	__u32 lstag, rstag;
+	__u64 raddr;
 };
 
 static void fz_note(struct fz *z, unsigned long cmd, int ret)
@@ -393,6 +411,11 @@ static void op_arm_cq(struct fz *z)
 	struct viaduct_arm_cq a = { .handle = pick(z, T_CQ) };
 
 	a.flags = chance(&z->rng, 90) ? 1 + rnd(&z->rng, 3) : (uint32_t)rnd_next(&z->rng);
+	/* half of them moderated: small counts, the ring's size, garbage */
+	if (chance(&z->rng, 50))
+		a.threshold = chance(&z->rng, 80) ? rnd(&z->rng, 70) : (uint32_t)rnd_size(&z->rng, 64);
+	if (chance(&z->rng, 3))
+		a.reserved = rnd_next(&z->rng);
 	fz_ioctl(z, VIADUCT_IOCTL_ARM_CQ, pick_argp(z, &a, sizeof(a)));
 }
 
@@ -719,6 +742,162 @@ static void op_consume(struct fz *z)
 	__atomic_store_n(&r->consumer, p, __ATOMIC_RELEASE);
 }
 
+/* A length for a WR into the connected buffers: mostly small, some edges. */
+static uint32_t conn_len(struct fz *z, size_t room)
+{
+	switch (rnd(&z->rng, 10)) {
+	case 0:
+		return 0;
+	case 1:
+		return (uint32_t)rnd_size(&z->rng, room);
+	default:
+		return 1 + rnd(&z->rng, room < 16384 ? (uint32_t)room : 16384);
+	}
+}
+
+/*
+ * A mostly valid WR on a connected QP: a receive, or a Send, Write or
+ * Read between the two registered buffers, through the QP's own ring and
+ * its producer index as the doorbell page has it now (op_scribble may
+ * have moved it), then maybe a doorbell. Its completions are mostly
+ * consumed, so that the QP lives long enough to meet the other commands.
+ */
+static void op_post_conn(struct fz *z)
+{
+	static const uint8_t ops[] = {
+		VIADUCT_OP_SEND, VIADUCT_OP_SEND, VIADUCT_OP_RDMA_WRITE, VIADUCT_OP_RDMA_WRITE,
+		VIADUCT_OP_RDMA_READ, VIADUCT_OP_SEND_INV, VIADUCT_OP_RDMA_READ_INV,
+	};
+	uint64_t *r = &z->rng;
+	struct viaduct_sge *g;
+	struct vd_qp *q;
+	uint32_t idx;
+	size_t off;
+
+	if (!z->nconn)
+		return;
+	q = &z->conn[rnd(r, z->nconn)];
+	off = rnd(r, z->llen);
+	if (chance(r, 30)) {
+		struct viaduct_rqe *e;
+
+		idx = __atomic_load_n(&q->db->rq_producer, __ATOMIC_RELAXED);
+		e = vd_rq_slot(q, idx);
+		memset(e, 0, q->c.rq_wqe_size);
+		e->wr_id = rnd_next(r);
+		e->num_sge = chance(r, 90) ? 1 : rnd(r, 6);
+		g = (struct viaduct_sge *)(e + 1);
+		g->addr = (uintptr_t)z->lbuf + off;
+		g->length = conn_len(z, z->llen - off);
+		g->stag = chance(r, 90) ? z->lstag : (uint32_t)rnd_next(r);
+		__atomic_store_n(&q->db->rq_producer, idx + 1, __ATOMIC_RELEASE);
+		if (chance(r, 80))
+			fz_ioctl(z, VIADUCT_IOCTL_DOORBELL,
+				 &(struct viaduct_doorbell_req){ q->c.handle, VIADUCT_DOORBELL_RQ });
+	} else {
+		struct viaduct_sqe *e;
+		size_t roff = rnd(r, z->rlen);
+
+		idx = __atomic_load_n(&q->db->sq_producer, __ATOMIC_RELAXED);
+		e = vd_sq_slot(q, idx);
+		memset(e, 0, q->c.sq_wqe_size);
+		e->wr_id = rnd_next(r);
+		e->opcode = chance(r, 95) ? ops[rnd(r, VD_ARRAY_SIZE(ops))] : rnd(r, 256);
+		e->flags = chance(r, 85) ? VIADUCT_SQE_SIGNALED | (chance(r, 20) ?
+			   VIADUCT_SQE_SOLICITED | VIADUCT_SQE_IMMEDIATE : 0) : rnd(r, 256);
+		e->imm_data = rnd_next(r);
+		e->num_sge = chance(r, 90) ? 1 : rnd(r, 6);
+		e->remote_stag = chance(r, 85) ? z->rstag : (uint32_t)rnd_next(r);
+		e->remote_addr = chance(r, 85) ? z->raddr + roff : rnd_next(r);
+		g = (struct viaduct_sge *)(e + 1);
+		g->addr = (uintptr_t)z->lbuf + off;
+		g->length = conn_len(z, (z->llen - off) < (z->rlen - roff) ? z->llen - off
+									      : z->rlen - roff);
+		g->stag = chance(r, 90) ? z->lstag : (uint32_t)rnd_next(r);
+		__atomic_store_n(&q->db->sq_producer, idx + 1, __ATOMIC_RELEASE);
+		if (chance(r, 90))
+			fz_ioctl(z, VIADUCT_IOCTL_DOORBELL,
+				 &(struct viaduct_doorbell_req){ q->c.handle, VIADUCT_DOORBELL_SQ });
+	}
+	z->posts++;
+	if (chance(r, 70)) {
+		struct viaduct_cqe cqe;
+
+		while (q->scq.hdr && vd_cring_avail(&q->scq) <= q->scq.entries &&
+		       vd_cring_poll(&q->scq, &cqe))
+			;
+		while (q->rcq.hdr && vd_cring_avail(&q->rcq) <= q->rcq.entries &&
+		       vd_cring_poll(&q->rcq, &cqe))
+			;
+	}
+}
+
+/* A command on a connected QP, or on its private completion rings. */
+static void op_conn_cmd(struct fz *z)
+{
+	struct vd_qp *q;
+	uint64_t *r = &z->rng;
+
+	if (!z->nconn)
+		return;
+	q = &z->conn[rnd(r, z->nconn)];
+	switch (rnd(r, 8)) {
+	case 0: {
+		struct viaduct_modify_qp m = { .handle = q->c.handle };
+
+		/* rarely: this ends the connection for good */
+		if (!chance(r, 15))
+			return;
+		m.mask = chance(r, 90) ? 1 + rnd(r, 15) : (uint32_t)rnd_next(r);
+		m.state = rnd(r, VIADUCT_QPS_MAX + 2);
+		m.access = rnd(r, 5);
+		m.ord = rnd(r, z->attr.max_ord + 2);
+		m.ird = rnd(r, z->attr.max_ird + 2);
+		fz_ioctl(z, VIADUCT_IOCTL_MODIFY_QP, pick_argp(z, &m, sizeof(m)));
+		return;
+	}
+	case 1:
+	case 2: {
+		struct viaduct_query_qp qq = { .handle = q->c.handle };
+
+		fz_ioctl(z, VIADUCT_IOCTL_QUERY_QP, pick_argp(z, &qq, sizeof(qq)));
+		return;
+	}
+	case 3: {
+		struct viaduct_doorbell_req d = { .handle = q->c.handle };
+
+		d.flags = chance(r, 90) ? 1 + rnd(r, 3) : (uint32_t)rnd_next(r);
+		fz_ioctl(z, VIADUCT_IOCTL_DOORBELL, pick_argp(z, &d, sizeof(d)));
+		return;
+	}
+	case 4:
+		/* garbage producer indices: the kernel must not trust them */
+		if (chance(r, 20))
+			__atomic_store_n(chance(r, 50) ? &q->db->sq_producer : &q->db->rq_producer,
+					 (uint32_t)rnd_next(r), __ATOMIC_RELEASE);
+		return;
+	case 5:
+		/* a consumer index out of range in a private ring */
+		if (chance(r, 10) && q->rcq.hdr)
+			__atomic_store_n(&q->rcq.hdr->consumer, (uint32_t)rnd_next(r),
+					 __ATOMIC_RELEASE);
+		return;
+	case 6: {
+		struct viaduct_handle h = { .handle = q->c.handle };
+
+		/* rarely: the peer's stream must end properly */
+		if (chance(r, 5) && !fz_ioctl(z, VIADUCT_IOCTL_DESTROY_QP, &h)) {
+			forget_handle(z, q->c.handle);
+			vd_qp_unmap(q);
+			*q = z->conn[--z->nconn];
+		}
+		return;
+	}
+	default:
+		op_post_conn(z);
+	}
+}
+
 static void fz_reopen(struct fz *z)
 {
 	int t;
@@ -930,7 +1109,7 @@ static int fz_init(struct fz *z, const struct vd_testdev *dev, uint64_t seed)
 
 /* The worker's result, for the parent. */
 struct fz_result {
-	unsigned long ops, ok;
+	unsigned long ops, ok, posts;
 	int internal_errnos;
 	int child_crashes;
 	unsigned long bad_cmd;
@@ -941,6 +1120,7 @@ static void fz_report(struct fz *z, struct fz_result *res)
 {
 	res->ops += z->ops;
 	res->ok += z->ok;
+	res->posts += z->posts;
 	res->internal_errnos += z->internal_errnos;
 	res->child_crashes += z->child_crashes;
 	if (z->internal_errnos && !res->bad_err) {
@@ -965,7 +1145,78 @@ static void fz_release(struct fz *z)
 	z->fd = -1;
 }
 
-enum phase { PH_ARGS, PH_RINGS, PH_FORK, PH_THREADS, PH_REMOVAL };
+enum phase { PH_ARGS, PH_RINGS, PH_FORK, PH_THREADS, PH_REMOVAL, PH_CONNECTED };
+
+/* The connected phase: what the test set up before forking the worker. */
+#define FZ_CONN		4
+
+static struct {
+	int fd;			/* the context to fuzz */
+	__u32 pd, mr;
+	struct vd_qp q[FZ_CONN];	/* connected; the worker maps them again */
+	char *lbuf;
+	size_t llen, rlen;
+	__u32 lstag, rstag;
+	__u64 raddr;
+} fzc;
+
+static struct vd_qp fz_conn_qps[FZ_CONN];
+
+/* Maps the rings of a QP created by the parent (mappings are not inherited). */
+static int fz_remap_qp(int fd, struct vd_qp *q)
+{
+	q->db = vd_mmap_key(fd, q->c.db_key, q->c.db_size);
+	q->sq = vd_mmap_key(fd, q->c.sq_key, q->c.sq_size);
+	q->rq = vd_mmap_key(fd, q->c.rq_key, q->c.rq_size);
+	memset(&q->scq, 0, sizeof(q->scq));
+	memset(&q->rcq, 0, sizeof(q->rcq));
+	if (q->db == MAP_FAILED || q->sq == MAP_FAILED || q->rq == MAP_FAILED)
+		return -1;
+	if (vd_cring_map(&q->scq, fd, q->c.scq_key, q->c.scq_size, q->c.scq_entries) ||
+	    vd_cring_map(&q->rcq, fd, q->c.rcq_key, q->c.rcq_size, q->c.rcq_entries))
+		return -1;
+	return 0;
+}
+
+/* The worker takes over the test's context with its connected QPs. */
+static int fz_take_connected(struct fz *z)
+{
+	unsigned int i;
+
+	close(z->fd);
+	z->fd = dup(fzc.fd);
+	if (z->fd < 0)
+		return -1;
+	/* a read of the async events must never wait (the file is shared) */
+	fcntl(z->fd, F_SETFL, O_NONBLOCK);
+	z->kids[0] = -1;	/* no forks: a child would share the streams' file */
+	add_handle(z, T_PD, fzc.pd);
+	add_handle(z, T_MR, fzc.mr);
+	z->conn = fz_conn_qps;
+	for (i = 0; i < FZ_CONN; i++) {
+		struct vd_qp *q = &z->conn[i];
+
+		*q = fzc.q[i];
+		if (fz_remap_qp(z->fd, q))
+			return -1;
+		z->nconn++;
+		add_handle(z, T_QP, q->c.handle);
+		add_key(z, q->c.db_key, q->c.db_size, K_DB, 0, 0, q->c.handle);
+		add_key(z, q->c.sq_key, q->c.sq_size, K_SQ, q->c.sq_depth, q->c.sq_wqe_size,
+			q->c.handle);
+		add_key(z, q->c.rq_key, q->c.rq_size, K_RQ, q->c.rq_depth, q->c.rq_wqe_size,
+			q->c.handle);
+		add_key(z, q->c.scq_key, q->c.scq_size, K_PCQ, q->c.scq_entries, 0, q->c.handle);
+		add_key(z, q->c.rcq_key, q->c.rcq_size, K_PCQ, q->c.rcq_entries, 0, q->c.handle);
+	}
+	z->lbuf = fzc.lbuf;
+	z->llen = fzc.llen;
+	z->lstag = fzc.lstag;
+	z->rlen = fzc.rlen;
+	z->rstag = fzc.rstag;
+	z->raddr = fzc.raddr;
+	return 0;
+}
 
 struct thread_arg {
 	struct fz z;
@@ -1064,6 +1315,22 @@ static void fz_worker(const struct vd_testdev *dev, enum phase ph, uint64_t seed
 		while (vd_now_ms() < end)
 			fz_step(&z);
 		break;
+	case PH_CONNECTED:
+		if (fz_take_connected(&z))
+			_exit(102);
+		while (vd_now_ms() < end) {
+			uint32_t w = rnd(&z.rng, 100);
+
+			if (w < 45)
+				fz_step(&z);
+			else if (w < 80)
+				op_post_conn(&z);
+			else
+				op_conn_cmd(&z);
+		}
+		for (i = 0; i < z.nconn; i++)
+			vd_qp_unmap(&z.conn[i]);
+		break;
 	}
 	fz_report(&z, res);
 	fz_release(&z);
@@ -1089,24 +1356,26 @@ FIXTURE_TEARDOWN(fz)
 	vd_testdev_down(&self->dev);
 }
 
-static void run_phase(struct __test_metadata *_metadata, FIXTURE_DATA(fz) *self,
-		      enum phase ph, unsigned int permille)
+static const char *const phase_names[] = {
+	"args", "rings", "fork", "threads", "removal", "connected",
+};
+
+/*
+ * Runs the worker of phase @ph for @permille of the budget and checks what
+ * it reports; the counts land in @res (shared memory).
+ */
+static void run_worker(struct __test_metadata *_metadata, FIXTURE_DATA(fz) *self,
+		       enum phase ph, unsigned int permille, struct fz_result *res)
 {
-	static const char *const names[] = { "args", "rings", "fork", "threads", "removal" };
+	const char *const *names = phase_names;
 	uint64_t seed = fuzz_seed() + ph;
 	unsigned int ms = phase_ms(permille);
-	struct fz_result *res;
-	struct vd_snap before;
-	int st, fd, pd;
+	int st;
 	pid_t pid;
 
 	ksft_print_msg("fuzz phase %s: seed %llu (VIADUCT_FUZZ_SEED=%llu), %u ms\n", names[ph],
 		       (unsigned long long)seed, (unsigned long long)fuzz_seed(), ms);
-	res = mmap(NULL, sizeof(*res), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, res);
 	memset(res, 0, sizeof(*res));
-	vd_snap_take(&before);
-
 	fflush(stdout);
 	fflush(stderr);
 	pid = fork();
@@ -1136,6 +1405,20 @@ static void run_phase(struct __test_metadata *_metadata, FIXTURE_DATA(fz) *self,
 		       res->internal_errnos, res->bad_cmd, res->bad_err);
 	}
 	EXPECT_LT(0, res->ops);
+}
+
+static void run_phase(struct __test_metadata *_metadata, FIXTURE_DATA(fz) *self,
+		      enum phase ph, unsigned int permille)
+{
+	const char *const *names = phase_names;
+	struct fz_result *res;
+	struct vd_snap before;
+	int fd, pd;
+
+	res = mmap(NULL, sizeof(*res), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, res);
+	vd_snap_take(&before);
+	run_worker(_metadata, self, ph, permille, res);
 
 	/* the kernel still answers */
 	if (ph == PH_REMOVAL) {
@@ -1158,5 +1441,156 @@ TEST_F_TIMEOUT(fz, rings, 900) { run_phase(_metadata, self, PH_RINGS, 250); }
 TEST_F_TIMEOUT(fz, fork_and_close, 900) { run_phase(_metadata, self, PH_FORK, 150); }
 TEST_F_TIMEOUT(fz, threads, 900) { run_phase(_metadata, self, PH_THREADS, 200); }
 TEST_F_TIMEOUT(fz, device_removed, 900) { run_phase(_metadata, self, PH_REMOVAL, 100); }
+
+/* Connects @n QPs of @a to as many of @b; b posts XF_DEPTH receives on each first. */
+static void fz_connect(struct __test_metadata *_metadata, struct xf_side *a, struct xf_side *b,
+		       struct vd_qp *qa, struct vd_qp *qb, unsigned int n)
+{
+	struct viaduct_cm_listen l = { 0 };
+	struct viaduct_cm_event ev;
+	unsigned int i, k;
+
+	l.handle = b->id;
+	xf_addr(&l.addr, 2, 0);
+	ASSERT_EQ(0, vd_ioctl(b->fd, VIADUCT_IOCTL_CM_LISTEN, &l));
+	for (i = 0; i < n; i++) {
+		struct viaduct_cm_connect c = { 0 };
+		struct viaduct_cm_accept acc = { 0 };
+		int id;
+
+		ASSERT_EQ(0, xf_qp_up(a, &qa[i]));
+		ASSERT_EQ(0, xf_qp_up(b, &qb[i]));
+		ASSERT_LE(XF_DEPTH, qb[i].c.rcq_entries);
+		for (k = 0; k < XF_DEPTH; k++) {
+			struct xf_sge g = { .off = (k * 16384UL) % (b->len - 16384), .len = 16384 };
+
+			xf_post_recv_q(b, &qb[i], 1000 * i + k, &g, 1);
+		}
+		id = xf_create_id(a, i);
+		ASSERT_LT(0, id);
+		c.handle = id;
+		xf_addr(&c.dst, 2, ntohs(l.addr.port));
+		c.param.qp_handle = qa[i].c.handle;
+		ASSERT_EQ(0, vd_ioctl(a->fd, VIADUCT_IOCTL_CM_CONNECT, &c));
+		ASSERT_EQ(0, xf_cm_event(b, &ev, XF_WAIT_MS));
+		ASSERT_EQ(VIADUCT_CM_EVENT_CONNECT_REQUEST, ev.type);
+		acc.handle = ev.handle;
+		acc.param.qp_handle = qb[i].c.handle;
+		ASSERT_EQ(0, vd_ioctl(b->fd, VIADUCT_IOCTL_CM_ACCEPT, &acc));
+		ASSERT_EQ(0, xf_cm_event(a, &ev, XF_WAIT_MS));
+		ASSERT_EQ(VIADUCT_CM_EVENT_ESTABLISHED, ev.type) TH_LOG("status %d", ev.status);
+		ASSERT_EQ(0, xf_cm_event(b, &ev, XF_WAIT_MS));
+		ASSERT_EQ(VIADUCT_CM_EVENT_ESTABLISHED, ev.type) TH_LOG("status %d", ev.status);
+	}
+}
+
+/*
+ * Once the fuzzed context is gone, peer QP @i is in Error and each of its
+ * XF_DEPTH receives completed exactly once (consumed by a Send of the
+ * worker's, or flushed), nothing overflowed.
+ */
+static void fz_check_peer(struct __test_metadata *_metadata, struct xf_side *b,
+			  struct vd_qp *q, unsigned int i)
+{
+	struct viaduct_query_qp qq = { .handle = q->c.handle };
+	unsigned char seen[XF_DEPTH] = { 0 };
+	struct viaduct_cqe cqe;
+	unsigned int got = 0, ok = 0, waited;
+
+	for (waited = 0; waited < XF_WAIT_MS; waited += 50) {
+		ASSERT_EQ(0, vd_ioctl(b->fd, VIADUCT_IOCTL_QUERY_QP, &qq));
+		if (qq.state == VIADUCT_QPS_ERROR)
+			break;
+		vd_sleep_ms(50);
+	}
+	EXPECT_EQ(VIADUCT_QPS_ERROR, qq.state) TH_LOG("peer QP %u: state %u", i, qq.state);
+	for (waited = 0; got < XF_DEPTH && waited < XF_WAIT_MS; waited += 20) {
+		while (got < XF_DEPTH && vd_cring_poll(&q->rcq, &cqe)) {
+			__u64 k = cqe.wr_id - 1000ULL * i;
+
+			got++;
+			ok += cqe.status == VIADUCT_WC_SUCCESS;
+			EXPECT_GT(XF_DEPTH, k) TH_LOG("peer QP %u: wr_id %llu", i,
+						       (unsigned long long)cqe.wr_id);
+			if (k < XF_DEPTH) {
+				EXPECT_EQ(0, seen[k]) TH_LOG("peer QP %u: receive %llu twice", i, k);
+				seen[k] = 1;
+			}
+		}
+		if (got < XF_DEPTH)
+			vd_sleep_ms(20);
+	}
+	EXPECT_EQ(XF_DEPTH, got) TH_LOG("peer QP %u: receive completions", i);
+	EXPECT_EQ(0, vd_cring_poll(&q->rcq, &cqe)) TH_LOG("peer QP %u: a completion too many", i);
+	EXPECT_EQ(0, q->rcq.hdr->flags & VIADUCT_RING_F_OVERFLOW);
+	ksft_print_msg("fuzz phase connected: peer QP %u in state %u, %u of %u receives consumed, %u flushed or failed\n",
+		       i, qq.state, ok, XF_DEPTH, got - ok);
+}
+
+/*
+ * The fuzzer on a context whose QPs are connected to a peer context in
+ * another namespace; see the top of the file.
+ */
+TEST_F_TIMEOUT(fz, connected, 900)
+{
+	struct vd_qp qa[FZ_CONN], qb[FZ_CONN];
+	struct fz_result *res;
+	struct vd_snap before;
+	struct xf_side a, b;
+	unsigned int i;
+	int up, pd;
+
+	res = mmap(NULL, sizeof(*res), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, res);
+	/* the namespaces and their devices first: they outlive the test */
+	xf_pair_share(_metadata, &a, &b, &up);
+	xf_side_down(&a);
+	xf_side_down(&b);
+	/* their release may finish in a worker: wait until nothing moves */
+	vd_snap_take(&before);
+	for (i = 0; i < 50; i++) {
+		struct vd_snap now;
+
+		vd_sleep_ms(100);
+		vd_snap_take(&now);
+		if (vd_snap_same(&before, &now))
+			break;
+		before = now;
+	}
+	ASSERT_EQ(0, xf_in_ns(a.ns, xf_side_up, &a));
+	ASSERT_EQ(0, xf_in_ns(b.ns, xf_side_up, &b));
+	fz_connect(_metadata, &a, &b, qa, qb, FZ_CONN);
+
+	fzc.fd = a.fd;
+	fzc.pd = a.pd;
+	fzc.mr = a.mr;
+	memcpy(fzc.q, qa, sizeof(qa));
+	fzc.lbuf = (char *)a.buf;
+	fzc.llen = a.len;
+	fzc.lstag = a.stag;
+	fzc.raddr = (uintptr_t)b.buf;
+	fzc.rlen = b.len;
+	fzc.rstag = b.stag;
+	run_worker(_metadata, self, PH_CONNECTED, 150, res);
+	ksft_print_msg("fuzz phase connected: %lu WRs posted on %u connected QPs\n", res->posts,
+		       FZ_CONN);
+
+	/* the fuzzed context goes, and every stream with it */
+	for (i = 0; i < FZ_CONN; i++)
+		vd_qp_unmap(&qa[i]);
+	xf_side_down(&a);
+	for (i = 0; i < FZ_CONN; i++)
+		fz_check_peer(_metadata, &b, &qb[i], i);
+
+	/* the peer's context still serves */
+	pd = vd_create_pd(b.fd);
+	EXPECT_LT(0, pd);
+	EXPECT_EQ(0, vd_destroy_pd(b.fd, pd));
+	for (i = 0; i < FZ_CONN; i++)
+		vd_qp_unmap(&qb[i]);
+	xf_side_down(&b);
+	vd_snap_expect_back(&before, 10000, "connected");
+	munmap(res, sizeof(*res));
+}
 
 TEST_HARNESS_MAIN

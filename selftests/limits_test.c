@@ -89,6 +89,31 @@ TEST_F(lim, defaults_are_the_device_limits)
 	EXPECT_EQ((long)self->d.attr.max_cq, lim_param("ctx_max_cq", -1));
 	EXPECT_EQ((long)self->d.attr.max_qp, lim_param("ctx_max_qp", -1));
 	EXPECT_EQ((long)self->d.attr.max_qp, lim_param("ctx_max_srq", -1));
+	EXPECT_EQ((long)self->d.attr.max_mw, lim_param("ctx_max_mw", -1));
+	EXPECT_LT(0, self->d.attr.max_mw);
+}
+
+/* A program built before max_mw asks with the 512-byte structure: served. */
+TEST_F(lim, query_device_of_the_first_size)
+{
+	struct {
+		struct viaduct_device_attr attr;
+		unsigned char tail[8];
+	} q;
+	const unsigned long query0 = _IOC(_IOC_READ | _IOC_WRITE, VIADUCT_IOCTL_MAGIC,
+					  _IOC_NR(VIADUCT_IOCTL_QUERY_DEVICE),
+					  VIADUCT_DEVICE_ATTR_SIZE_VER0);
+	unsigned int i;
+
+	memset(&q, 0xa5, sizeof(q));
+	memset(&q.attr, 0, VIADUCT_DEVICE_ATTR_SIZE_VER0);
+	q.attr.index = VIADUCT_INDEX_SELECTED;
+	ASSERT_EQ(0, vd_ioctl(self->d.fd, query0, &q));
+	EXPECT_EQ(self->d.attr.max_mr, q.attr.max_mr);
+	EXPECT_EQ(self->d.attr.caps, q.attr.caps);
+	/* nothing written past the size the caller gave */
+	for (i = 0; i < 8; i++)
+		EXPECT_EQ(0xa5, ((unsigned char *)&q.attr)[VIADUCT_DEVICE_ATTR_SIZE_VER0 + i]);
 }
 
 /* Creates an object of kind @k in @fd (on PD @pd): its handle or -errno. */
@@ -361,6 +386,90 @@ TEST_F_TIMEOUT(lim, streams_are_charged_to_the_memcg, 600)
 	}
 	EXPECT_GE(during - half, after) TH_LOG("memory.current %lld after the streams went", after);
 	lim_cgroup_leave(root, cg, mounted);
+}
+
+#define LIM_BINDS	4096
+#define LIM_BIND_BATCH	32
+
+/*
+ * A Bind MW work request runs in the transmit work item, not in the
+ * process that posted it; the binding it allocates is charged to the memory
+ * cgroup of the process that created the QP all the same. Each binding is
+ * a region instance (a few hundred bytes of slab); LIM_BINDS of them are
+ * over 1 MiB, and half of a conservative 128 bytes each is the bar, which a
+ * charge to the worker's cgroup (nothing in ours) never meets.
+ */
+TEST_F_TIMEOUT(lim, window_binds_are_charged_to_the_memcg, 600)
+{
+	char root[256], cg[320], cur[400];
+	long long before, during, after, bar;
+	struct viaduct_cqe cqe;
+	struct xf_side a, b;
+	int mounted = 0, up = 0, mr, i, k;
+	__u32 mr_stag, *stags;
+
+	stags = calloc(LIM_BINDS, sizeof(*stags));
+	ASSERT_NE(NULL, stags);
+	ASSERT_EQ(0, lim_cgroup_enter(_metadata, root, sizeof(root), cg, sizeof(cg), cur,
+				      sizeof(cur), &mounted));
+	xf_pair_up(_metadata, &a, &b, &up);
+	xf_pair_connect(_metadata, &a, &b, 0, NULL, NULL, NULL);
+	mr = vd_reg_mr(b.fd, b.pd, b.buf, b.len,
+		       VIADUCT_ACCESS_MW_BIND | VIADUCT_ACCESS_LOCAL_WRITE, &mr_stag);
+	ASSERT_LT(0, mr);
+	for (i = 0; i < LIM_BINDS; i++) {
+		struct viaduct_alloc_mw w = {
+			.pd_handle = b.pd, .type = VIADUCT_MW_TYPE_2, .key = 0x11,
+		};
+
+		ASSERT_EQ(0, vd_ioctl(b.fd, VIADUCT_IOCTL_ALLOC_MW, &w)) TH_LOG("window %d", i);
+		stags[i] = (w.stag & ~VIADUCT_STAG_KEY_MASK) | 0x55;
+	}
+
+	before = vd_read_long(cur);
+	ASSERT_LE(0, before);
+	for (i = 0; i < LIM_BINDS; i += LIM_BIND_BATCH) {
+		for (k = i; k < i + LIM_BIND_BATCH; k++) {
+			struct viaduct_sqe *e = vd_sq_slot(&b.q, b.q.sq_prod);
+			struct viaduct_sge *g = (struct viaduct_sge *)(e + 1);
+
+			memset(e, 0, b.q.c.sq_wqe_size);
+			e->wr_id = k;
+			e->opcode = VIADUCT_OP_BIND_MW;
+			e->flags = VIADUCT_SQE_SIGNALED;
+			e->num_sge = 1;
+			e->imm_data = VIADUCT_ACCESS_REMOTE_READ;
+			e->remote_stag = stags[k];
+			g->addr = (unsigned long)b.buf + (k % 256) * 4096UL;
+			g->length = 4096;
+			g->stag = mr_stag;
+			b.q.sq_prod++;
+		}
+		__atomic_store_n(&b.q.db->sq_producer, b.q.sq_prod, __ATOMIC_RELEASE);
+		ASSERT_EQ(0, vd_doorbell(b.fd, b.q.c.handle, VIADUCT_DOORBELL_SQ));
+		for (k = i; k < i + LIM_BIND_BATCH; k++) {
+			ASSERT_EQ(1, vd_cring_wait(&b.q.scq, &cqe, 1, XF_WAIT_MS))
+				TH_LOG("no completion for bind %d", k);
+			ASSERT_EQ(VIADUCT_WC_SUCCESS, cqe.status) TH_LOG("bind %d", k);
+		}
+	}
+	during = vd_read_long(cur);
+	bar = LIM_BINDS * 128LL / 2;
+	EXPECT_LE(bar, during - before)
+		TH_LOG("%d bindings: memory.current %lld -> %lld", LIM_BINDS, before, during);
+
+	vd_qp_unmap(&a.q);
+	vd_qp_unmap(&b.q);
+	xf_pair_down(&a, &b, up);
+	for (i = 0; i < 300; i++) {
+		after = vd_read_long(cur);
+		if (after <= during - bar)
+			break;
+		vd_sleep_ms(100);
+	}
+	EXPECT_GE(during - bar, after) TH_LOG("memory.current %lld after the windows went", after);
+	lim_cgroup_leave(root, cg, mounted);
+	free(stags);
 }
 
 TEST_HARNESS_MAIN

@@ -743,6 +743,14 @@ static inline int vd_arm_cq(int fd, __u32 cq, __u32 flags)
 	return vd_ioctl(fd, VIADUCT_IOCTL_ARM_CQ, &a);
 }
 
+/* ARM_CQ moderated by a count of unread CQEs (VIADUCT_DEV_CAP_CQ_THRESHOLD). */
+static inline int vd_arm_cq_threshold(int fd, __u32 cq, __u32 flags, __u32 threshold)
+{
+	struct viaduct_arm_cq a = { .handle = cq, .flags = flags, .threshold = threshold };
+
+	return vd_ioctl(fd, VIADUCT_IOCTL_ARM_CQ, &a);
+}
+
 /* ------------------------------------------------------------------ */
 /* Mappings and rings                                                 */
 /* ------------------------------------------------------------------ */

@@ -90,6 +90,8 @@ static int local_checks(void)
 	CHECK(ibv_query_device(ctx, &da) == 0 && da.max_srq > 0 && da.max_srq_wr >= 8 &&
 	      da.max_srq_sge >= 1, "ibv_query_device: max_srq %d, max_srq_wr %d, max_srq_sge %d",
 	      da.max_srq, da.max_srq_wr, da.max_srq_sge);
+	CHECK(da.max_mw > 0 && da.max_mw <= da.max_mr, "ibv_query_device: max_mw %d (max_mr %d)",
+	      da.max_mw, da.max_mr);
 	pd = ibv_alloc_pd(ctx);
 	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;

@@ -96,7 +96,7 @@ static void abi_device_structs(struct kunit *test)
 		     FIELD(struct viaduct_addr, prefixlen, 2, 1),
 		     FIELD(struct viaduct_addr, reserved, 3, 5),
 		     FIELD(struct viaduct_addr, addr, 8, 16));
-	CHECK_LAYOUT(test, viaduct_device_attr, 512,
+	CHECK_LAYOUT(test, viaduct_device_attr, VIADUCT_DEVICE_ATTR_SIZE_VER1,
 		     FIELD(struct viaduct_device_attr, index, 0, 4),
 		     FIELD(struct viaduct_device_attr, abi_version, 4, 4),
 		     FIELD(struct viaduct_device_attr, name, 8, 16),
@@ -120,7 +120,11 @@ static void abi_device_structs(struct kunit *test)
 		     FIELD(struct viaduct_device_attr, max_mr_size, 112, 8),
 		     FIELD(struct viaduct_device_attr, page_size, 120, 4),
 		     FIELD(struct viaduct_device_attr, caps, 124, 4),
-		     FIELD(struct viaduct_device_attr, addrs, 128, 384));
+		     FIELD(struct viaduct_device_attr, addrs, 128, 384),
+		     FIELD(struct viaduct_device_attr, max_mw, 512, 4),
+		     FIELD(struct viaduct_device_attr, reserved, 516, 4));
+	KUNIT_EXPECT_EQ(test, VIADUCT_DEVICE_ATTR_SIZE_VER0,
+			offsetof(struct viaduct_device_attr, max_mw));
 
 	KUNIT_EXPECT_EQ(test, sizeof_field(struct viaduct_device_attr, addrs),
 			VIADUCT_MAX_ADDRS * sizeof(struct viaduct_addr));
@@ -186,9 +190,13 @@ static void abi_resource_structs(struct kunit *test)
 		     FIELD(struct viaduct_resize_cq, entries, 4, 4),
 		     FIELD(struct viaduct_resize_cq, mmap_key, 8, 8),
 		     FIELD(struct viaduct_resize_cq, mmap_size, 16, 8));
-	CHECK_LAYOUT(test, viaduct_arm_cq, 8,
+	CHECK_LAYOUT(test, viaduct_arm_cq, VIADUCT_ARM_CQ_SIZE_VER1,
 		     FIELD(struct viaduct_arm_cq, handle, 0, 4),
-		     FIELD(struct viaduct_arm_cq, flags, 4, 4));
+		     FIELD(struct viaduct_arm_cq, flags, 4, 4),
+		     FIELD(struct viaduct_arm_cq, threshold, 8, 4),
+		     FIELD(struct viaduct_arm_cq, reserved, 12, 4));
+	KUNIT_EXPECT_EQ(test, VIADUCT_ARM_CQ_SIZE_VER0,
+			offsetof(struct viaduct_arm_cq, threshold));
 	CHECK_LAYOUT(test, viaduct_create_qp, 152,
 		     FIELD(struct viaduct_create_qp, user_data, 0, 8),
 		     FIELD(struct viaduct_create_qp, pd_handle, 8, 4),

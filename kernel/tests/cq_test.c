@@ -171,7 +171,7 @@ static void cq_test_overflow(struct kunit *test)
 	for (i = 0; i < 4; i++)
 		KUNIT_EXPECT_EQ(test, cqe_at(cq, i)->wr_id, 100ULL + i);
 
-	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT), -EIO);
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT, 0), -EIO);
 	vd_cq_put(cq);
 }
 
@@ -227,7 +227,7 @@ static void cq_test_arm_next(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, count_cq_events(test), 0U);
 
 	/* The CQE already in the ring does not fire the arm. */
-	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT), 0);
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT, 0), 0);
 	KUNIT_EXPECT_EQ(test, count_cq_events(test), 0U);
 
 	/* The next one does, once. */
@@ -237,15 +237,15 @@ static void cq_test_arm_next(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, count_cq_events(test), 0U);
 
 	/* Arming twice before a completion still gives one event. */
-	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT), 0);
-	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT), 0);
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT, 0), 0);
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT, 0), 0);
 	KUNIT_EXPECT_EQ(test, push(cq, 4, 0, false), 0);
 	KUNIT_EXPECT_EQ(test, push(cq, 5, 0, false), 0);
 	KUNIT_EXPECT_EQ(test, count_cq_events(test), 1U);
 
-	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, 0), -EINVAL);
-	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, 1U << 2), -EINVAL);
-	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT | (1U << 5)),
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, 0, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, 1U << 2, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT | (1U << 5), 0),
 			-EINVAL);
 	vd_cq_put(cq);
 }
@@ -255,7 +255,7 @@ static void cq_test_arm_solicited(struct kunit *test)
 	struct viaduct_cqe cqe = { .wr_id = 9, .flags = VIADUCT_WC_F_SOLICITED };
 	struct vd_cq *cq = new_cq(test, 16);
 
-	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_SOLICITED), 0);
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_SOLICITED, 0), 0);
 	/* An unsolicited successful completion does not fire it... */
 	KUNIT_EXPECT_EQ(test, push(cq, 1, VIADUCT_WC_SUCCESS, false), 0);
 	KUNIT_EXPECT_EQ(test, count_cq_events(test), 0U);
@@ -266,28 +266,104 @@ static void cq_test_arm_solicited(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, count_cq_events(test), 0U);
 
 	/* Any error completion fires a solicited arm. */
-	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_SOLICITED), 0);
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_SOLICITED, 0), 0);
 	KUNIT_EXPECT_EQ(test, push(cq, 4, VIADUCT_WC_FLUSHED, false), 0);
 	KUNIT_EXPECT_EQ(test, count_cq_events(test), 1U);
 
 	/* So does a CQE flagged solicited by the receive path. */
-	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_SOLICITED), 0);
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_SOLICITED, 0), 0);
 	KUNIT_EXPECT_EQ(test, vd_cq_push(cq, &cqe, false), 0);
 	KUNIT_EXPECT_EQ(test, count_cq_events(test), 1U);
 
 	/* NEXT wins over SOLICITED, whatever the order of the arms. */
-	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_SOLICITED), 0);
-	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT), 0);
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_SOLICITED, 0), 0);
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT, 0), 0);
 	KUNIT_EXPECT_EQ(test, push(cq, 5, VIADUCT_WC_SUCCESS, false), 0);
 	KUNIT_EXPECT_EQ(test, count_cq_events(test), 1U);
-	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT), 0);
-	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_SOLICITED), 0);
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT, 0), 0);
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_SOLICITED, 0), 0);
 	KUNIT_EXPECT_EQ(test, push(cq, 6, VIADUCT_WC_SUCCESS, false), 0);
 	KUNIT_EXPECT_EQ(test, count_cq_events(test), 1U);
 	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT |
-				       VIADUCT_ARM_SOLICITED), 0);
+				       VIADUCT_ARM_SOLICITED, 0), 0);
 	KUNIT_EXPECT_EQ(test, push(cq, 7, VIADUCT_WC_SUCCESS, false), 0);
 	KUNIT_EXPECT_EQ(test, push(cq, 8, VIADUCT_WC_SUCCESS, true), 0);
+	KUNIT_EXPECT_EQ(test, count_cq_events(test), 1U);
+	vd_cq_put(cq);
+}
+
+/* A threshold arm: one event for N unread CQEs, counting those already in. */
+static void cq_test_arm_threshold(struct kunit *test)
+{
+	struct vd_cq *cq = new_cq(test, 16);
+	u32 i;
+
+	/* Out of range: nothing armed. */
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT, 17), -EINVAL);
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, 0, 4), -EINVAL);
+	KUNIT_EXPECT_EQ(test, push(cq, 0, 0, false), 0);
+	KUNIT_EXPECT_EQ(test, count_cq_events(test), 0U);
+
+	/* One unread, armed for 4: three more CQEs give exactly one event. */
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT, 4), 0);
+	for (i = 1; i < 3; i++)
+		KUNIT_EXPECT_EQ(test, push(cq, i, 0, false), 0);
+	KUNIT_EXPECT_EQ(test, count_cq_events(test), 0U);
+	KUNIT_EXPECT_EQ(test, push(cq, 3, 0, false), 0);
+	KUNIT_EXPECT_EQ(test, count_cq_events(test), 1U);
+	KUNIT_EXPECT_EQ(test, push(cq, 4, 0, false), 0);
+	KUNIT_EXPECT_EQ(test, count_cq_events(test), 0U);
+
+	/* Five unread: an arm for 5 fires at once, one for 6 does not. */
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT, 5), 0);
+	KUNIT_EXPECT_EQ(test, count_cq_events(test), 1U);
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT, 6), 0);
+	KUNIT_EXPECT_EQ(test, count_cq_events(test), 0U);
+
+	/* Consuming counts: the user read all five, so six more are needed. */
+	consume_to(cq, 5);
+	for (i = 5; i < 10; i++)
+		KUNIT_EXPECT_EQ(test, push(cq, i, 0, false), 0);
+	KUNIT_EXPECT_EQ(test, count_cq_events(test), 0U);
+	KUNIT_EXPECT_EQ(test, push(cq, 10, 0, false), 0);
+	KUNIT_EXPECT_EQ(test, count_cq_events(test), 1U);
+	consume_to(cq, 11);
+
+	/* An error completion fires it whatever the count. */
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT, 8), 0);
+	KUNIT_EXPECT_EQ(test, push(cq, 11, 0, true), 0);
+	KUNIT_EXPECT_EQ(test, count_cq_events(test), 0U);
+	KUNIT_EXPECT_EQ(test, push(cq, 12, VIADUCT_WC_FLUSHED, false), 0);
+	KUNIT_EXPECT_EQ(test, count_cq_events(test), 1U);
+	consume_to(cq, 13);
+
+	/* A solicited one only with VIADUCT_ARM_SOLICITED. */
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_SOLICITED, 8), 0);
+	KUNIT_EXPECT_EQ(test, push(cq, 13, 0, false), 0);
+	KUNIT_EXPECT_EQ(test, count_cq_events(test), 0U);
+	KUNIT_EXPECT_EQ(test, push(cq, 14, 0, true), 0);
+	KUNIT_EXPECT_EQ(test, count_cq_events(test), 1U);
+	consume_to(cq, 15);
+
+	/* Arming again keeps the earlier condition: the lower threshold... */
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT, 3), 0);
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT, 8), 0);
+	for (i = 15; i < 17; i++)
+		KUNIT_EXPECT_EQ(test, push(cq, i, 0, false), 0);
+	KUNIT_EXPECT_EQ(test, count_cq_events(test), 0U);
+	KUNIT_EXPECT_EQ(test, push(cq, 17, 0, false), 0);
+	KUNIT_EXPECT_EQ(test, count_cq_events(test), 1U);
+	consume_to(cq, 18);
+	/* ...and 0, the next CQE, is the lowest. */
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT, 0), 0);
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT, 8), 0);
+	KUNIT_EXPECT_EQ(test, push(cq, 18, 0, false), 0);
+	KUNIT_EXPECT_EQ(test, count_cq_events(test), 1U);
+	consume_to(cq, 19);
+
+	/* A garbage consumer index fires a threshold arm at once. */
+	consume_to(cq, 40);
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT, 2), 0);
 	KUNIT_EXPECT_EQ(test, count_cq_events(test), 1U);
 	vd_cq_put(cq);
 }
@@ -298,7 +374,7 @@ static void cq_test_overflow_fires_arm(struct kunit *test)
 	struct vd_cq *cq = new_cq(test, 1);
 
 	KUNIT_EXPECT_EQ(test, push(cq, 1, 0, false), 0);
-	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_SOLICITED), 0);
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_SOLICITED, 0), 0);
 	KUNIT_EXPECT_EQ(test, push(cq, 2, 0, false), -ENOSPC);
 	KUNIT_EXPECT_EQ(test, count_cq_events(test), 1U);
 	vd_cq_put(cq);
@@ -321,7 +397,7 @@ static void cq_test_resize(struct kunit *test)
 
 	/* Held as an mmap key would hold it. */
 	old = vd_ring_mem_get(vd_cq_mem(cq));
-	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT), 0);
+	KUNIT_EXPECT_EQ(test, vd_cq_arm(cq, VIADUCT_ARM_NEXT, 0), 0);
 
 	/* Too small for three unconsumed CQEs; nothing changes. */
 	KUNIT_EXPECT_EQ(test, vd_cq_resize(cq, 2, &mem), -EINVAL);
@@ -552,7 +628,7 @@ static void cq_test_concurrent(struct kunit *test)
 	while (next <= STRESS_CQES) {
 		if (stress_poll(test, sp.cq, &next))
 			continue;
-		KUNIT_ASSERT_EQ(test, vd_cq_arm(sp.cq, VIADUCT_ARM_NEXT), 0);
+		KUNIT_ASSERT_EQ(test, vd_cq_arm(sp.cq, VIADUCT_ARM_NEXT, 0), 0);
 		if (stress_poll(test, sp.cq, &next))
 			continue;	/* the arm stays pending: harmless */
 		if (next > STRESS_CQES)
@@ -588,6 +664,7 @@ static struct kunit_case cq_test_cases[] = {
 	KUNIT_CASE(cq_test_garbage_consumer),
 	KUNIT_CASE(cq_test_arm_next),
 	KUNIT_CASE(cq_test_arm_solicited),
+	KUNIT_CASE(cq_test_arm_threshold),
 	KUNIT_CASE(cq_test_overflow_fires_arm),
 	KUNIT_CASE(cq_test_resize),
 	KUNIT_CASE(cq_test_resize_garbage_consumer),

@@ -9,8 +9,8 @@ namespace viaductctl {
 namespace {
 
 // Per context (uobj.c), per stream (rx.c), per CM channel (cm_channel.c).
-const char *const limit_names[] = {"ctx_max_pd",  "ctx_max_mr",  "ctx_max_cq",       "ctx_max_qp",
-                                   "ctx_max_srq", "rx_stall_ms", "cm_channel_events"};
+const char *const limit_names[] = {"ctx_max_pd",  "ctx_max_mr", "ctx_max_cq",  "ctx_max_qp",
+                                   "ctx_max_srq", "ctx_max_mw", "rx_stall_ms", "cm_channel_events"};
 
 } // namespace
 

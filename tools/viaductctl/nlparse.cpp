@@ -19,8 +19,9 @@ namespace viaductctl {
 namespace {
 
 const char *const limit_names[VIADUCT_A_LIMIT_MAX + 1] = {
-    nullptr,   "max_pd",     "max_mr",  "max_cq",  "max_cqe",      "max_qp",      "max_qp_wr",
-    "max_sge", "max_inline", "max_ord", "max_ird", "max_msg_size", "max_mr_size", nullptr,
+    nullptr,   "max_pd",       "max_mr",      "max_cq",     "max_cqe",
+    "max_qp",  "max_qp_wr",    "max_sge",     "max_inline", "max_ord",
+    "max_ird", "max_msg_size", "max_mr_size", nullptr,      "max_mw",
 };
 
 std::size_t payload_len(const nlattr *a) {

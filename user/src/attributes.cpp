@@ -91,6 +91,7 @@ DeviceAttributes to_attributes(const viaduct_device_attr &a) {
     l.max_msg_size = a.max_msg_size;
     l.max_mr_size = a.max_mr_size;
     l.page_size = a.page_size;
+    l.max_mw = (a.caps & VIADUCT_DEV_CAP_MW) ? a.max_mw : 0;
     return r;
 }
 

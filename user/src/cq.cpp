@@ -185,6 +185,91 @@ void CompletionQueue::arm(bool solicited_only) {
     }
 }
 
+void CompletionQueue::arm_threshold(std::uint32_t count, bool solicited) {
+    State &s = detail::checked(state_, "CompletionQueue");
+    if (!s.channel)
+        throw Error(EINVAL, cq_name(s.handle) +
+                                " has no completion channel: an armed event would go nowhere");
+    if (!(s.dev->attr.caps & VIADUCT_DEV_CAP_CQ_THRESHOLD))
+        throw Error(EOPNOTSUPP, "this viaduct module cannot arm a CQ for a count of completions "
+                                "(VIADUCT_DEV_CAP_CQ_THRESHOLD is clear)");
+    const std::uint32_t max = entries();
+    if (count == 0 || count > max)
+        throw Error(EINVAL, "cannot arm " + cq_name(s.handle) + " for " + std::to_string(count) +
+                                " completions: 1 to its " + std::to_string(max) + " entries");
+    viaduct_arm_cq a{};
+    a.handle = s.handle;
+    a.flags = VIADUCT_ARM_NEXT | (solicited ? VIADUCT_ARM_SOLICITED : 0);
+    a.threshold = count;
+    if (int err = detail::do_ioctl(s.dev->fd.get(), VIADUCT_IOCTL_ARM_CQ, &a)) {
+        if (err == EIO)
+            throw overflow_error(s.handle);
+        throw detail::call_error(err, "arm " + cq_name(s.handle) + " for " + std::to_string(count) +
+                                          " completions");
+    }
+}
+
+std::uint32_t CompletionQueue::unread() const {
+    State &s = detail::checked(state_, "CompletionQueue");
+    auto guard = s.guard();
+    return s.current_ring().unread();
+}
+
+namespace {
+
+// Reads channel records until one for @s's CQ; records for other CQs are
+// kept for CompletionChannel::wait() or their own CQ's waiter. false on
+// timeout.
+bool read_own_event(CompletionQueue::State &s, std::chrono::steady_clock::time_point deadline,
+                    bool forever) {
+    using Clock = std::chrono::steady_clock;
+    for (;;) {
+        if (s.channel->take_pending(s.handle))
+            return true;
+        std::chrono::milliseconds left{-1};
+        if (!forever) {
+            left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+            if (left.count() < 0)
+                left = std::chrono::milliseconds{0};
+        }
+        viaduct_cq_event rec{};
+        if (!detail::read_record(s.channel->fd.get(), &rec, sizeof(rec), left,
+                                 "completion channel"))
+            return false;
+        if (rec.cq_handle == s.handle)
+            return true;
+        std::lock_guard<std::mutex> guard(s.channel->lock);
+        s.channel->pending.push_back(CqEvent{rec.cq_handle, rec.user_data});
+    }
+}
+
+} // namespace
+
+bool CompletionQueue::wait_unread(std::uint32_t count, std::chrono::milliseconds timeout) {
+    using Clock = std::chrono::steady_clock;
+    State &s = detail::checked(state_, "CompletionQueue");
+    if (!s.channel)
+        throw Error(EINVAL, cq_name(s.handle) + " has no completion channel to wait on");
+    const bool forever = timeout.count() < 0;
+    const Clock::time_point deadline = forever ? Clock::time_point::max() : Clock::now() + timeout;
+    auto ready = [&s, count] {
+        auto guard = s.guard();
+        detail::CompletionRing &ring = s.current_ring();
+        return ring.unread() >= count || ring.overflowed() || ring.unread_error();
+    };
+
+    for (;;) {
+        if (ready())
+            return true;
+        // The kernel counts the CQEs already in the ring: if enough arrived
+        // since ready(), the arm fires at once and the read below returns.
+        arm_threshold(count);
+        if (!read_own_event(s, deadline, forever))
+            return ready(); // timed out: one last look
+        // An event from an earlier arm may come too soon: look and re-arm.
+    }
+}
+
 std::size_t CompletionQueue::wait(std::span<Completion> out, std::chrono::milliseconds timeout) {
     using Clock = std::chrono::steady_clock;
     State &s = detail::checked(state_, "CompletionQueue");
@@ -205,26 +290,8 @@ std::size_t CompletionQueue::wait(std::span<Completion> out, std::chrono::millis
         if (std::size_t n = poll(out))
             return n;
 
-        for (;;) {
-            if (s.channel->take_pending(s.handle))
-                break;
-            std::chrono::milliseconds left{-1};
-            if (!forever) {
-                left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
-                if (left.count() < 0)
-                    left = std::chrono::milliseconds{0};
-            }
-            viaduct_cq_event rec{};
-            if (!detail::read_record(s.channel->fd.get(), &rec, sizeof(rec), left,
-                                     "completion channel"))
-                return poll(out); // timed out: one last look
-            if (rec.cq_handle == s.handle)
-                break;
-            // Another CQ's: keep it for CompletionChannel::wait() or its
-            // own CompletionQueue::wait().
-            std::lock_guard<std::mutex> guard(s.channel->lock);
-            s.channel->pending.push_back(CqEvent{rec.cq_handle, rec.user_data});
-        }
+        if (!read_own_event(s, deadline, forever))
+            return poll(out); // timed out: one last look
         // An event for this CQ: its CQE is visible now. An event from an
         // earlier arm may find the ring empty; then arm and sleep again.
     }

@@ -63,6 +63,23 @@ bool CompletionRing::empty() const noexcept {
     return load_acquire(hdr_->producer) == consumer_;
 }
 
+std::uint32_t CompletionRing::unread() const noexcept {
+    const std::uint32_t avail = ring_used(load_acquire(hdr_->producer), consumer_);
+    return avail > entries_ ? entries_ : avail;
+}
+
+bool CompletionRing::unread_error() const noexcept {
+    const std::uint32_t n = unread();
+    for (std::uint32_t i = 0; i < n; ++i) {
+        viaduct_cqe cqe;
+        std::memcpy(&cqe, cqes_ + std::size_t{ring_slot(consumer_ + i, entries_)} * sizeof(cqe),
+                    sizeof(cqe));
+        if (cqe.status != VIADUCT_WC_SUCCESS)
+            return true;
+    }
+    return false;
+}
+
 bool CompletionRing::overflowed() const noexcept {
     // Released after the last CQE that fitted: those are all visible.
     return (load_acquire(hdr_->flags) & VIADUCT_RING_F_OVERFLOW) != 0;

@@ -71,6 +71,11 @@ public:
 
     // Nothing left to read before the kernel's producer index.
     bool empty() const noexcept;
+    // CQEs before the kernel's producer index not yet polled (at most
+    // entries(): a corrupt producer index counts as a full ring).
+    std::uint32_t unread() const noexcept;
+    // One of the unread CQEs is not successful.
+    bool unread_error() const noexcept;
     // VIADUCT_RING_F_OVERFLOW: the kernel refused a completion.
     bool overflowed() const noexcept;
 

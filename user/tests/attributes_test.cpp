@@ -42,6 +42,8 @@ TEST(Attributes, ConvertsScalarsAndLimits) {
     a.max_msg_size = 1ULL << 31;
     a.max_mr_size = 1ULL << 40;
     a.page_size = 4096;
+    a.max_mw = 11;
+    a.caps = VIADUCT_DEV_CAP_MW;
 
     auto r = viaduct::to_attributes(a);
     EXPECT_EQ(3u, r.index);
@@ -68,6 +70,11 @@ TEST(Attributes, ConvertsScalarsAndLimits) {
     EXPECT_EQ(1ULL << 31, l.max_msg_size);
     EXPECT_EQ(1ULL << 40, l.max_mr_size);
     EXPECT_EQ(4096u, l.page_size);
+    EXPECT_EQ(11u, l.max_mw);
+
+    // A module without memory windows has none to give.
+    a.caps = 0;
+    EXPECT_EQ(0u, viaduct::to_attributes(a).limits.max_mw);
 }
 
 TEST(Attributes, Flags) {

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -796,4 +797,267 @@ TEST_F(LiveCm, BadArguments) {
 
     ConnectionId moved = std::move(again);
     expect_error(EBADF, "moved from", [&] { again.handle(); });
+}
+
+namespace {
+
+// A connected pair of the application's own TCP sockets on @addr.
+std::pair<viaduct::detail::FileDescriptor, viaduct::detail::FileDescriptor>
+tcp_pair(const std::string &addr) {
+    viaduct::detail::FileDescriptor l(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    viaduct::detail::FileDescriptor c(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in sin{};
+    sin.sin_family = AF_INET;
+    ::inet_pton(AF_INET, addr.c_str(), &sin.sin_addr);
+    socklen_t len = sizeof(sin);
+    if (l.get() < 0 || c.get() < 0 || ::bind(l.get(), reinterpret_cast<sockaddr *>(&sin), len) ||
+        ::listen(l.get(), 1) || ::getsockname(l.get(), reinterpret_cast<sockaddr *>(&sin), &len) ||
+        ::connect(c.get(), reinterpret_cast<sockaddr *>(&sin), len))
+        throw std::runtime_error(std::string("tcp pair: ") + std::strerror(errno));
+    viaduct::detail::FileDescriptor a(::accept4(l.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (a.get() < 0)
+        throw std::runtime_error(std::string("accept: ") + std::strerror(errno));
+    return {std::move(a), std::move(c)};
+}
+
+} // namespace
+
+// IT-API's order: the conversion initiator hands its last streaming-mode
+// message to the conversion and answers the MPA request; the responder
+// reads the message, then converts as the MPA initiator. Each descriptor
+// is gone afterwards; a shared one is refused and left alone.
+TEST_F(LiveCm, ConvertSocketSendsTheLastMessageAndTakesTheDescriptor) {
+    if (!(server_->dev.attributes().caps & VIADUCT_DEV_CAP_CONVERT_DATA))
+        GTEST_SKIP() << "the module cannot carry data with a conversion";
+    auto [sfd, cfd] = tcp_pair(addr_);
+    ConnectionId sconn(server_->channel, 1), cconn(client_->channel, 2);
+
+    int dup_fd = ::dup(cfd.get());
+    ASSERT_LE(0, dup_fd);
+    try {
+        cconn.convert_socket(cfd.get(), client_->qp, true);
+        ADD_FAILURE() << "converted a dup()ed socket";
+    } catch (const viaduct::Error &e) {
+        EXPECT_EQ(EBUSY, e.errnum()) << e.what();
+        EXPECT_NE(nullptr, std::strstr(e.what(), "shared")) << e.what();
+    }
+    ::close(dup_fd);
+    EXPECT_NE(-1, ::fcntl(cfd.get(), F_GETFD));
+
+    auto msg = bytes("the last streaming-mode message");
+    viaduct::SocketConversion carry;
+    carry.last_message = msg;
+    sconn.convert_socket(sfd.get(), server_->qp, false, {}, carry);
+    EXPECT_EQ(-1, ::fcntl(sfd.release(), F_GETFD)); // closed by the conversion
+    std::string got(msg.size(), '\0');
+    std::size_t n = 0;
+    while (n < got.size()) {
+        ssize_t r = ::read(cfd.get(), got.data() + n, got.size() - n);
+        ASSERT_LT(0, r) << std::strerror(errno);
+        n += static_cast<std::size_t>(r);
+    }
+    EXPECT_EQ("the last streaming-mode message", got);
+    cconn.convert_socket(cfd.get(), client_->qp, true);
+    EXPECT_EQ(-1, ::fcntl(cfd.release(), F_GETFD));
+
+    CmEvent sest = server_->expect(CmEventType::Established);
+    EXPECT_EQ(sconn.handle(), sest.handle());
+    CmEvent cest = client_->expect(CmEventType::Established);
+    EXPECT_EQ(cconn.handle(), cest.handle());
+    EXPECT_EQ(QpState::Rts, server_->qp.query().state);
+    EXPECT_EQ(QpState::Rts, client_->qp.query().state);
+    cconn.disconnect();
+    server_->expect(CmEventType::Disconnected);
+    client_->expect(CmEventType::Disconnected);
+}
+
+// A request handed to another context's listener arrives there as it came,
+// and is gone here; a hand-off to nobody leaves it where it was.
+TEST_F(LiveCm, HandoffMovesTheRequestToAnotherListener) {
+    if (!(server_->dev.attributes().caps & VIADUCT_DEV_CAP_CM_HANDOFF))
+        GTEST_SKIP() << "the module cannot hand off requests";
+    Side other(name_);
+    ConnectionId other_listener(other.channel, 0x0747);
+    std::uint16_t other_port = other_listener.listen(addr_, 0);
+
+    ConnectionId conn(client_->channel);
+    auto hello = bytes("to whoever serves it");
+    ConnectionOptions o;
+    o.private_data = hello;
+    conn.connect(client_->qp, addr_, port_, o);
+    CmEvent req = server_->expect(CmEventType::ConnectRequest);
+    ConnectionId id = req.connection();
+    try {
+        id.handoff("", 9);
+        ADD_FAILURE() << "handed off to nobody";
+    } catch (const viaduct::Error &e) {
+        EXPECT_EQ(ENOENT, e.errnum()) << e.what();
+        EXPECT_NE(nullptr, std::strstr(e.what(), "no listener")) << e.what();
+    }
+    id.handoff(addr_, other_port);
+    EXPECT_EQ(0u, id.handle());
+    req.ack(); // nothing to acknowledge any more: the kernel id is gone
+    try {
+        id.accept(server_->qp);
+        ADD_FAILURE() << "accepted a request handed off";
+    } catch (const viaduct::Error &e) {
+        EXPECT_EQ(EINVAL, e.errnum()) << e.what();
+        EXPECT_NE(nullptr, std::strstr(e.what(), "handed off")) << e.what();
+    }
+
+    CmEvent moved = other.expect(CmEventType::ConnectRequest);
+    EXPECT_EQ(other_listener.handle(), moved.listen_handle());
+    EXPECT_EQ(0x0747u, moved.user_data());
+    EXPECT_EQ("to whoever serves it", text(moved.private_data()));
+    EXPECT_EQ(port_, moved.local().port);
+    moved.connection().accept(other.qp);
+    client_->expect(CmEventType::Established);
+    other.expect(CmEventType::Established);
+    EXPECT_EQ(QpState::Rts, other.qp.query().state);
+    EXPECT_NE(QpState::Rts, server_->qp.query().state);
+    conn.disconnect();
+    other.expect(CmEventType::Disconnected);
+    client_->expect(CmEventType::Disconnected);
+
+namespace {
+
+// The receiving end of a moderated-arming test: a receive CQ on a
+// completion channel, a send CQ of its own, and a QP over both.
+struct ThresholdSide {
+    explicit ThresholdSide(Side &side)
+        : channel(side.dev),
+          recv_cq(side.dev, viaduct::CqConfig{.entries = 64, .channel = &channel}),
+          send_cq(side.dev, 16), qp(side.pd, config(send_cq, recv_cq)) {}
+
+    static viaduct::QpConfig config(const viaduct::CompletionQueue &scq,
+                                    const viaduct::CompletionQueue &rcq) {
+        viaduct::QpConfig c;
+        c.send_cq = &scq;
+        c.recv_cq = &rcq;
+        return c;
+    }
+
+    viaduct::CompletionChannel channel;
+    viaduct::CompletionQueue recv_cq;
+    viaduct::CompletionQueue send_cq;
+    QueuePair qp;
+};
+
+} // namespace
+
+// An arm with a threshold of N wakes a waiter once for N successful
+// completions: N-1 raise nothing, the Nth one event. ARM_CQ serialises with
+// the kernel's pushes, so once a second arm returned, an event fired by an
+// earlier completion would be on the channel already: the "nothing yet" is
+// a fact, not a timeout.
+TEST_F(LiveCm, ThresholdArmWakesOnceForNCompletions) {
+    constexpr std::uint32_t n = 8;
+    ASSERT_TRUE(server_->dev.attributes().caps & VIADUCT_DEV_CAP_CQ_THRESHOLD);
+    ThresholdSide server(*server_);
+    Endpoint client(*client_, 4096, false);
+    ConnectionId conn(client_->channel);
+    conn.connect(client.qp, addr_, port_);
+    CmEvent req = server_->expect(CmEventType::ConnectRequest);
+    ConnectionId accepted = req.connection();
+    req.ack();
+    accepted.accept(server.qp);
+    client_->expect(CmEventType::Established);
+    server_->expect(CmEventType::Established);
+
+    for (std::uint32_t i = 0; i < n; ++i)
+        server.qp.post_recv(viaduct::RecvWr{.wr_id = i});
+    server.recv_cq.arm_threshold(n);
+    for (std::uint32_t i = 0; i + 1 < n; ++i) {
+        client.qp.post_send(viaduct::SendWr{.wr_id = 100 + i});
+        EXPECT_EQ(100 + i, client.next().wr_id);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (server.recv_cq.unread() < n - 1 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(1ms);
+    ASSERT_EQ(n - 1, server.recv_cq.unread());
+    server.recv_cq.arm_threshold(n);
+    EXPECT_FALSE(server.channel.wait(0ms)) << n - 1 << " completions fired an arm for " << n;
+
+    client.qp.post_send(viaduct::SendWr{.wr_id = 100 + n - 1});
+    auto ev = server.channel.wait(10s);
+    ASSERT_TRUE(ev) << "no event for " << n << " completions";
+    EXPECT_EQ(server.recv_cq.handle(), ev->cq_handle);
+    EXPECT_EQ(n, server.recv_cq.unread());
+    EXPECT_FALSE(server.channel.wait(0ms)) << "one arm, two events";
+    std::array<viaduct::Completion, n> wc{};
+    ASSERT_EQ(n, server.recv_cq.poll(wc));
+    for (std::uint32_t i = 0; i < n; ++i) {
+        EXPECT_EQ(i, wc[i].wr_id);
+        EXPECT_TRUE(wc[i].ok()) << viaduct::to_string(wc[i].status);
+    }
+    EXPECT_EQ(100 + n - 1, client.next().wr_id);
+
+    // An arm that finds enough unread fires from ARM_CQ itself.
+    server.qp.post_recv(viaduct::RecvWr{.wr_id = 50});
+    client.qp.post_send(viaduct::SendWr{.wr_id = 150});
+    EXPECT_EQ(150u, client.next().wr_id);
+    ASSERT_TRUE(server.recv_cq.wait_unread(1, 10s));
+    server.recv_cq.arm_threshold(1);
+    EXPECT_TRUE(server.channel.wait(0ms)) << "an arm for 1 with 1 unread did not fire";
+    ASSERT_EQ(1u, server.recv_cq.poll(std::span(wc).first(1)));
+    EXPECT_EQ(50u, wc[0].wr_id);
+
+    conn.disconnect();
+    client_->expect(CmEventType::Disconnected);
+    server_->expect(CmEventType::Disconnected);
+}
+
+// wait_unread() while the peer's Sends arrive at any moment, so that
+// completions race the arm: no event is lost (each wait ends long before
+// its deadline is even near), and every completion arrives, in order.
+TEST_F(LiveCm, ThresholdWaitLosesNoCompletionRacingTheArm) {
+    constexpr std::uint32_t total = 48;
+    ThresholdSide server(*server_);
+    Endpoint client(*client_, 4096, false);
+    ConnectionId conn(client_->channel);
+    conn.connect(client.qp, addr_, port_);
+    CmEvent req = server_->expect(CmEventType::ConnectRequest);
+    ConnectionId accepted = req.connection();
+    req.ack();
+    accepted.accept(server.qp);
+    client_->expect(CmEventType::Established);
+    server_->expect(CmEventType::Established);
+
+    for (std::uint32_t batch : {1u, 3u, 7u}) {
+        SCOPED_TRACE("batches of " + std::to_string(batch));
+        for (std::uint32_t i = 0; i < total; ++i)
+            server.qp.post_recv(viaduct::RecvWr{.wr_id = i});
+        std::thread sender([&] {
+            for (std::uint32_t i = 0; i < total; ++i) {
+                client.qp.post_send(viaduct::SendWr{.wr_id = i});
+                if (i % 5 == 0)
+                    std::this_thread::yield();
+            }
+        });
+        std::uint32_t got = 0;
+        std::array<viaduct::Completion, 16> wc{};
+        while (got < total) {
+            const std::uint32_t want = std::min(batch, total - got);
+            if (!server.recv_cq.wait_unread(want, 30s)) {
+                ADD_FAILURE() << "no wakeup for " << want << " completions after " << got
+                              << ": an event was lost";
+                break;
+            }
+            const std::size_t k = server.recv_cq.poll(wc);
+            ASSERT_LE(want, k);
+            for (std::size_t i = 0; i < k; ++i) {
+                EXPECT_TRUE(wc[i].ok()) << viaduct::to_string(wc[i].status);
+                EXPECT_EQ(got + i, wc[i].wr_id);
+            }
+            got += static_cast<std::uint32_t>(k);
+        }
+        sender.join();
+        for (std::uint32_t i = 0; i < total; ++i)
+            EXPECT_EQ(i, client.next().wr_id);
+        EXPECT_EQ(total, got);
+    }
+
+    conn.disconnect();
+    client_->expect(CmEventType::Disconnected);
+    server_->expect(CmEventType::Disconnected);
 }

@@ -165,6 +165,7 @@ void fill_device_attr(Context &ctx, ibv_device_attr *da) {
     da->max_cq = static_cast<int>(l.max_cq);
     da->max_cqe = static_cast<int>(l.max_cqe);
     da->max_mr = static_cast<int>(l.max_mr);
+    da->max_mw = static_cast<int>(l.max_mw);
     da->max_pd = static_cast<int>(l.max_pd);
     da->max_qp_rd_atom = static_cast<int>(l.max_ird);
     da->max_qp_init_rd_atom = static_cast<int>(l.max_ord);

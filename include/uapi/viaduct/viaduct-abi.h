@@ -157,6 +157,7 @@ struct viaduct_addr {
 #define VIADUCT_DEV_CAP_CM_HANDOFF	(1U << 11)	/* CM_HANDOFF */
 #define VIADUCT_DEV_CAP_CONVERT_DATA	(1U << 12)	/* CONVERT_SOCKET: data, takes the fd */
 #define VIADUCT_DEV_CAP_MODIFY_MR	(1U << 13)	/* MODIFY_MR: rights, PD in place */
+#define VIADUCT_DEV_CAP_CQ_THRESHOLD	(1U << 14)	/* ARM_CQ @threshold */
 
 struct viaduct_device_attr {
 	__u32 index;		/* in: device index or VIADUCT_INDEX_SELECTED */
@@ -186,7 +187,14 @@ struct viaduct_device_attr {
 	__u32 caps;		/* out: VIADUCT_DEV_CAP_*; ignored on input */
 
 	struct viaduct_addr addrs[VIADUCT_MAX_ADDRS];
+
+	/* VIADUCT_DEVICE_ATTR_SIZE_VER1 */
+	__u32 max_mw;		/* memory windows; 0 without VIADUCT_DEV_CAP_MW */
+	__u32 reserved;
 };
+
+#define VIADUCT_DEVICE_ATTR_SIZE_VER0	512	/* up to @addrs */
+#define VIADUCT_DEVICE_ATTR_SIZE_VER1	520
 
 #define VIADUCT_IOCTL_MAGIC		0xD6
 
@@ -235,7 +243,10 @@ struct viaduct_device_attr {
  *
  *   ARM_CQ: one-shot request for an event on the CQ's channel at the next
  *     completion (NEXT) or the next solicited or error completion
- *     (SOLICITED). CQEs already in the ring do not fire.
+ *     (SOLICITED). CQEs already in the ring do not fire. With a @threshold
+ *     (VIADUCT_DEV_CAP_CQ_THRESHOLD) the arm is moderated instead: one
+ *     event once the ring holds at least @threshold unread CQEs, see
+ *     struct viaduct_arm_cq.
  *
  *   CREATE_QP / MODIFY_QP / QUERY_QP / DESTROY_QP: a queue pair (a VIPL VI).
  *     Send and receive completions go to @send_cq and @recv_cq; a handle of
@@ -330,10 +341,32 @@ struct viaduct_resize_cq {
 #define VIADUCT_ARM_NEXT		(1U << 0)
 #define VIADUCT_ARM_SOLICITED		(1U << 1)
 
+/*
+ * ARM_CQ: @threshold 0 is the one-shot arm above. A @threshold of N
+ * (1 .. the CQ's entries, VIADUCT_DEV_CAP_CQ_THRESHOLD) moderates it, so
+ * that a thread waiting for N completions is woken once, not N times: the
+ * arm fires as soon as the ring holds at least N unread CQEs (the
+ * producer index minus the consumer index in the ring header, so the
+ * consumer must have stored its index before it arms). That is checked
+ * when the CQ is armed, counting the CQEs already in the ring (an arm
+ * that finds N fires at once, so a completion racing the arm is never
+ * lost), and again at every CQE written after it. An unsuccessful CQE
+ * fires it at once, whatever the count, and so does a solicited one if
+ * the flags include VIADUCT_ARM_SOLICITED; @flags still needs at least
+ * one bit. Arming a CQ already armed keeps the earlier of the two
+ * conditions: the flags add up and the lower threshold stays (0, the
+ * next CQE, being the lowest). A threshold above the CQ's entries is
+ * EINVAL, and so is a non-zero @reserved.
+ */
 struct viaduct_arm_cq {
 	__u32 handle;
 	__u32 flags;		/* VIADUCT_ARM_* */
+	__u32 threshold;	/* unread CQEs that fire the arm; 0: the next CQE */
+	__u32 reserved;		/* 0 */
 };
+
+#define VIADUCT_ARM_CQ_SIZE_VER0	8	/* without @threshold */
+#define VIADUCT_ARM_CQ_SIZE_VER1	16
 
 /* QP states: verbs names, VIPL states in brackets */
 #define VIADUCT_QPS_IDLE		0	/* [Idle] */

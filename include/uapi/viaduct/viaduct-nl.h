@@ -147,6 +147,7 @@ enum viaduct_limit_attr {
 	VIADUCT_A_LIMIT_MAX_MSG_SIZE,	/* u64 */
 	VIADUCT_A_LIMIT_MAX_MR_SIZE,	/* u64 */
 	VIADUCT_A_LIMIT_PAD,
+	VIADUCT_A_LIMIT_MAX_MW,		/* u32 */
 	__VIADUCT_A_LIMIT_MAX,
 };
 

@@ -69,6 +69,7 @@ TEST(NlParse, LinkWithAddressesAndLimits) {
     nlattr *lim = nla_nest_start(m.get(), VIADUCT_A_LIMITS);
     nla_put_u32(m.get(), VIADUCT_A_LIMIT_MAX_PD, 1024);
     nla_put_u64(m.get(), VIADUCT_A_LIMIT_MAX_MSG_SIZE, 1ull << 31);
+    nla_put_u32(m.get(), VIADUCT_A_LIMIT_MAX_MW, 4096);
     nla_nest_end(m.get(), lim);
 
     Parsed p(m.get());
@@ -82,11 +83,13 @@ TEST(NlParse, LinkWithAddressesAndLimits) {
     ASSERT_EQ(2u, l.addresses.size());
     EXPECT_EQ("192.0.2.1/24", l.addresses[0]);
     EXPECT_EQ("2001:db8::1/64", l.addresses[1]);
-    ASSERT_EQ(2u, l.limits.size());
+    ASSERT_EQ(3u, l.limits.size());
     EXPECT_EQ("max_pd", l.limits[0].first);
     EXPECT_EQ(1024u, l.limits[0].second);
     EXPECT_EQ("max_msg_size", l.limits[1].first);
     EXPECT_EQ(1ull << 31, l.limits[1].second);
+    EXPECT_EQ("max_mw", l.limits[2].first);
+    EXPECT_EQ(4096u, l.limits[2].second);
 }
 
 // Attributes shorter than their type: absent, never read past their end.

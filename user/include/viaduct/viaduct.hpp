@@ -107,6 +107,7 @@ struct DeviceLimits {
     std::uint64_t max_msg_size = 0;
     std::uint64_t max_mr_size = 0;
     std::uint32_t page_size = 0; // registration granule
+    std::uint32_t max_mw = 0;    // memory windows; 0 from a module without them
 };
 
 struct VIADUCT_API DeviceAttributes {
@@ -499,6 +500,25 @@ public:
     // One event on the channel at the next completion (or the next
     // solicited or error completion). Error(EINVAL) without a channel.
     void arm(bool solicited_only = false);
+
+    // Moderated arming (VIADUCT_DEV_CAP_CQ_THRESHOLD): one event on the
+    // channel once at least @count completions are unread, counting those
+    // already in the ring (an arm that finds @count fires at once, so no
+    // completion racing it is lost), or at an error completion, or with
+    // @solicited at a solicited one. Error(EINVAL) without a channel or for
+    // a @count of 0 or above entries(); Error(EOPNOTSUPP) if the module
+    // cannot.
+    void arm_threshold(std::uint32_t count, bool solicited = false);
+
+    // Completions in the ring not yet taken by poll(). No system call.
+    std::uint32_t unread() const;
+
+    // Sleeps on the channel until at least @count completions are unread,
+    // or an unread one is an error, or the CQ overflowed, with one wakeup
+    // however many completions that takes, then returns true without
+    // taking any (poll() them). false on timeout (negative: for ever).
+    // Needs a channel; one waiter per channel at a time, as wait().
+    bool wait_unread(std::uint32_t count, std::chrono::milliseconds timeout);
 
     // poll(); if empty, arm, poll again (a completion that raced with the
     // arm is found here, not lost), then sleep on the channel until an

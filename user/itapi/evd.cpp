@@ -13,8 +13,10 @@
 // readiness of those descriptors.
 //
 // Thresholds: the CQ is armed for its next completion and the threshold is
-// checked again at each wakeup; the core has no moderated arm yet, so a
-// waiter with threshold N wakes up to N times.
+// checked again at each wakeup, so a waiter with threshold N wakes up to N
+// times. The core's moderated arm (arm_threshold) would save those wakeups
+// but cannot see IT_NOTIFY_FLAG, which must wake a waiter below the
+// threshold; it is not used.
 #include <algorithm>
 #include <cerrno>
 #include <cstring>

@@ -22,6 +22,13 @@ static void recv_one(struct fx *f, size_t off, size_t len, it_dto_cookie_t cooki
 
 	if (it_post_recv((it_handle_t)f->ep, &s, 1, cookie, IT_COMPLETION_FLAG) != IT_SUCCESS)
 		bail("it_post_recv");
+	/* connect_to() posts them again if a refused attempt flushed them */
+	if (ep_state(f->ep) == IT_EP_STATE_UNCONNECTED && f->npre < 4) {
+		f->pre[f->npre].off = off;
+		f->pre[f->npre].len = len;
+		f->pre[f->npre].cookie = cookie;
+		f->npre++;
+	}
 }
 
 static void send_one(struct fx *f, size_t off, size_t len, it_dto_cookie_t cookie,

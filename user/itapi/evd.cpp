@@ -13,8 +13,10 @@
 // readiness of those descriptors.
 //
 // Thresholds: the CQ is armed for its next completion and the threshold is
-// checked again at each wakeup; the core has no moderated arm yet, so a
-// waiter with threshold N wakes up to N times.
+// checked again at each wakeup, so a waiter with threshold N wakes up to N
+// times. The core's moderated arm (arm_threshold) would save those wakeups
+// but cannot see IT_NOTIFY_FLAG, which must wake a waiter below the
+// threshold; it is not used.
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -170,6 +172,17 @@ void prepare_sleep(Evd &e) {
     }
 }
 
+// After an event was taken: the wait descriptor stays readable while events
+// are queued, and is not once there are none. Caller holds e.lock.
+void settle(Evd &e) {
+    if (e.count == 0 && is_dto(e))
+        evd_fill(e);
+    if (e.count > 0)
+        signal_fd(e.event_fd);
+    else
+        drain_fd(e.event_fd);
+}
+
 // An SEVD's next event for a waiter or dequeuer, if any. @need_criteria: a
 // waiter's (the notification criteria must hold). Caller holds e.lock.
 bool take(Evd &e, bool need_criteria, it_event_t &out, std::size_t *nmore) {
@@ -177,10 +190,9 @@ bool take(Evd &e, bool need_criteria, it_event_t &out, std::size_t *nmore) {
     if (e.count == 0 || (need_criteria && !criteria(e)))
         return false;
     out = pop(e);
+    settle(e);
     if (nmore != nullptr)
         *nmore = e.count;
-    if (e.count > 0)
-        signal_fd(e.event_fd); // its descriptor stays readable while it has events
     return true;
 }
 
@@ -209,8 +221,7 @@ bool take_aggregate(Evd &a, bool need_criteria, it_event_t &out) {
             return true;
         }
         out = pop(m);
-        if (m.count > 0)
-            signal_fd(m.event_fd);
+        settle(m);
         return true;
     }
     return false;

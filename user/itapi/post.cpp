@@ -91,6 +91,17 @@ it_status_t post_error(const std::exception &e) noexcept {
     return IT_ERR_RESOURCES;
 }
 
+// A post to a NONOPERATIONAL EP is flushed: a QP that was closing when the
+// connection ended may have gone back to Idle, where it would keep the WR.
+void flush_idle_qp(Ep &ep) noexcept {
+    try {
+        if (ep.qp->query().state == viaduct::QpState::Idle)
+            ep.qp->modify(viaduct::QpState::Error);
+    } catch (const std::exception &) {
+        // in Error already, or the device is gone: the post says so
+    }
+}
+
 // The EP of a send-queue post, checked; posting is allowed when CONNECTED
 // and, to be flushed, NONOPERATIONAL.
 it_status_t sq_ep(it_ep_handle_t h, Ep *&ep) noexcept {
@@ -104,14 +115,7 @@ it_status_t sq_ep(it_ep_handle_t h, Ep *&ep) noexcept {
         return IT_SUCCESS;
     if (st != IT_EP_STATE_NONOPERATIONAL)
         return IT_ERR_INVALID_EP_STATE;
-    // posted to be flushed: a QP that was closing when the connection
-    // ended may have gone back to Idle, where it would keep the WR
-    try {
-        if (ep->qp->query().state == viaduct::QpState::Idle)
-            ep->qp->modify(viaduct::QpState::Error);
-    } catch (const std::exception &) {
-        // in Error already, or the device is gone: the post says so
-    }
+    flush_idle_qp(*ep);
     return IT_SUCCESS;
 }
 
@@ -384,9 +388,10 @@ it_status_t it_post_recv(it_handle_t handle, const it_lmr_triplet_t *local_segme
         return IT_ERR_IA_CATASTROPHE;
     if (ep.srq != nullptr)
         return IT_ERR_INVALID_SRQ;
-    // receives may be posted before connecting, but not when it is over
+    // receives may be posted in every state: before connecting the QP
+    // keeps them, once NONOPERATIONAL they complete as flushed
     if (ep.state.load(std::memory_order_acquire) == IT_EP_STATE_NONOPERATIONAL)
-        return IT_ERR_INVALID_EP_STATE;
+        flush_idle_qp(ep);
     if (num_segments > ep.attr.max_rcv_segments || num_segments > ep.rq_sge.size())
         return IT_ERR_INVALID_NUM_SEGMENTS;
     std::lock_guard guard(ep.rq_lock);

@@ -2,7 +2,9 @@
 /*
  * What verbs_ops (the initiator, any rdma-core device) and verbs_inv_peer
  * (the responder, libviaduct's native API) agree on for the Send with
- * Invalidate checks: the accept's private data and the written pattern.
+ * Invalidate checks: the offer the responder sends (after the initiator's
+ * first message: an MPA responder never sends first) and the written
+ * pattern.
  */
 #ifndef VERBS_INV_H
 #define VERBS_INV_H

@@ -12,8 +12,9 @@
  *                                   verified, the limit event, the last-WQE
  *                                   event, the destroy order
  *   verbs_ops client ADDR -p PORT   NQP connections, NMSG Sends on each
- *   verbs_ops inv ADDR -p PORT      against verbs_inv_peer: an RDMA Write
- *                                   through the STag it offers, a Send with
+ *   verbs_ops inv ADDR -p PORT      against verbs_inv_peer: a first
+ *                                   message, an RDMA Write through the STag
+ *                                   the peer then offers, a Send with
  *                                   Invalidate of it (IBV_WR_SEND_WITH_INV),
  *                                   the peer's verdict
  *   verbs_ops inv+local ...         and then IBV_WR_LOCAL_INV of a plain
@@ -526,6 +527,11 @@ static int inv_client(const char *addr, const char *port, int local_inv)
 	if (!ev || ev->event != RDMA_CM_EVENT_ESTABLISHED)
 		return 1;
 	rdma_ack_cm_event(ev);
+	/* the responder sends nothing before the initiator's first FPDU */
+	CHECK(rdma_post_send(id, (void *)5, buf, 1, mr, IBV_SEND_SIGNALED) == 0,
+	      "the first message");
+	CHECK(poll_one(id->send_cq, &wc) == 1 && wc.status == IBV_WC_SUCCESS &&
+	      wc.wr_id == 5, "completed");
 	CHECK(poll_one(id->recv_cq, &wc) == 1 && wc.status == IBV_WC_SUCCESS &&
 	      wc.byte_len == sizeof(offer), "the peer offers an STag");
 	if (wc.byte_len != sizeof(offer))

@@ -3,11 +3,14 @@
 // verbs_inv_peer: the responder for verbs_test.sh's Send with Invalidate
 // checks. libibverbs has no fast registration, so a verbs program cannot
 // make an STag that a peer may invalidate; this program, on libviaduct's
-// native API, can. It accepts one connection, fast-registers PAGES pages
-// of its buffer under a fresh STag once connected and sends STag and
-// address to the initiator in its first message. The initiator (verbs_srq inv,
-// through the verbs face or on siw) RDMA-Writes a pattern there and ends
-// with a Send with Invalidate of that STag. This program checks the
+// native API, can. It accepts one connection and waits for the
+// initiator's first message: an MPA responder sends nothing before that
+// (RFC 5044, 7.1.2), and siw as initiator fails a connection whose first
+// FPDU comes with the MPA reply. It then fast-registers VI_PAGES pages of
+// its buffer under a fresh STag and sends STag and address to the
+// initiator. The initiator (verbs_ops inv, through the verbs face or on
+// siw) RDMA-Writes a pattern there and ends with a Send with Invalidate
+// of that STag. This program checks the
 // receive's completion (invalidated, that STag), the written bytes, that
 // the region registers again (so it was INVALID), and answers with one
 // byte: 1 if every check held.
@@ -95,14 +98,18 @@ int run(const char *addr, std::uint16_t port) {
     viaduct::CmEvent req = expect(ch, viaduct::CmEventType::ConnectRequest);
     viaduct::ConnectionId conn = req.connection();
     req.ack();
+    qp.post_recv(
+        viaduct::RecvWr{.wr_id = 5, .sge = std::array{mr.sge(VI_PAGES * page + 64, 64)}});
     qp.post_recv(viaduct::RecvWr{.wr_id = 2, .sge = std::array{mr.sge(VI_PAGES * page, 64)}});
     conn.accept(qp);
     expect(ch, viaduct::CmEventType::Established).ack();
+    viaduct::Completion wc = next(cq);
+    check(wc.ok() && wc.wr_id == 5 && wc.is_recv(), "the initiator's first message");
 
     // A connected QP executes the registration; then the initiator learns
-    // the STag (its first message, received into its pre-posted receive).
+    // the STag (into the receive it posted before connecting).
     qp.post_send(reg);
-    viaduct::Completion wc = next(cq);
+    wc = next(cq);
     if (!wc.ok())
         std::printf("#   status: %s\n", viaduct::to_string(wc.status));
     check(wc.ok() && wc.opcode == viaduct::WcOpcode::FastRegister, "fast registration");

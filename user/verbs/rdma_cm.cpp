@@ -578,6 +578,9 @@ VV_EXPORT int rdma_create_id(rdma_event_channel *channel, rdma_cm_id **out, void
         if (channel) {
             id->channel = to_ec(channel);
         } else {
+            // Synchronous: a channel of its own, which only its calls read.
+            id->channel = make_channel();
+            id->own_channel = true;
             id->sync = true;
         }
         id->id.channel = &id->channel->ch;
@@ -599,6 +602,13 @@ VV_EXPORT int rdma_destroy_id(rdma_cm_id *cid) {
         id->channel->remove_id(ctx, handle);
     id->native.reset();
     id->listeners.clear();
+    // The PD the id made for itself (rdma_create_qp() without one), once
+    // nothing uses it; a QP the program keeps keeps it (EBUSY).
+    if (id->own_pd) {
+        int err = errno;
+        ibv_dealloc_pd(id->own_pd);
+        errno = err;
+    }
     if (id->own_channel)
         delete id->channel;
     delete id;
@@ -1051,8 +1061,8 @@ VV_EXPORT void rdma_destroy_ep(rdma_cm_id *cid) {
     Id *id = to_id(cid);
     rdma_destroy_qp(cid);
     rdma_destroy_srq(cid);
-    if (id->own_pd)
-        ibv_dealloc_pd(id->own_pd);
+    if (id->own_pd && ibv_dealloc_pd(id->own_pd) == 0)
+        id->own_pd = nullptr;
     rdma_destroy_id(cid);
 }
 

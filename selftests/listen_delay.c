@@ -24,7 +24,7 @@
 int rdma_listen(struct rdma_cm_id *id, int backlog)
 {
 	static int calls;
-	int (*real)(struct rdma_cm_id *, int);
+	int (*real)(struct rdma_cm_id *cm_id, int backlog);
 	const char *ms = getenv("VD_LISTEN_DELAY_MS");
 	const char *which = getenv("VD_LISTEN_DELAY_CALL");
 

@@ -601,7 +601,8 @@ static int stale(const char *addr, const char *port)
 	CHECK(pd && cq, "PD and CQ");
 	if (!pd || !cq)
 		return 1;
-	ia.send_cq = ia.recv_cq = cq;
+	ia.send_cq = cq;
+	ia.recv_cq = cq;
 	CHECK(rdma_create_qp(id, pd, &ia) == 0, "rdma_create_qp");
 	qp = id->qp;
 	CHECK(rdma_connect(id, &cp) == 0, "rdma_connect");
@@ -624,8 +625,7 @@ static int stale(const char *addr, const char *port)
 	CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&ss, 2000) == -1 && errno == EINVAL,
 	      "rdma_resolve_addr of the destroyed id: EINVAL");
 	errno = 0;
-	CHECK(rdma_resolve_addr(wild, NULL, (struct sockaddr *)&ss, 2000) == -1 &&
-		      errno == EINVAL,
+	CHECK(rdma_resolve_addr(wild, NULL, (struct sockaddr *)&ss, 2000) == -1 && errno == EINVAL,
 	      "rdma_resolve_addr of a pointer that never was an id: EINVAL");
 	errno = 0;
 	CHECK(rdma_connect((struct rdma_cm_id *)junk, &cp) == -1 && errno == EINVAL,
@@ -634,7 +634,8 @@ static int stale(const char *addr, const char *port)
 	CHECK(rdma_destroy_id(id) == -1 && errno == EINVAL,
 	      "rdma_destroy_id of the destroyed id: EINVAL");
 	errno = 0;
-	CHECK(rdma_destroy_id(wild) == -1 && errno == EINVAL, "rdma_destroy_id of a wild pointer: EINVAL");
+	CHECK(rdma_destroy_id(wild) == -1 && errno == EINVAL,
+	      "rdma_destroy_id of a wild pointer: EINVAL");
 	errno = 0;
 	CHECK(rdma_get_cm_event(ec, &ev) == -1 && errno == EINVAL,
 	      "rdma_get_cm_event on the destroyed channel: EINVAL");
@@ -644,18 +645,20 @@ static int stale(const char *addr, const char *port)
 	rdma_destroy_event_channel(ec);
 	rdma_destroy_event_channel(wild);
 	rdma_destroy_qp(id);
-	CHECK(1, "rdma_destroy_event_channel and rdma_destroy_qp of destroyed and wild pointers return");
+	CHECK(1, "rdma_destroy_event_channel, rdma_destroy_qp of destroyed, wild pointers return");
 
 	/* The QP outlives its id, as on rdma-core; then CQ and PD go. */
 	CHECK(ibv_destroy_qp(qp) == 0, "ibv_destroy_qp of the destroyed id's QP");
 	CHECK(ibv_destroy_cq(cq) == 0 && ibv_dealloc_pd(pd) == 0, "the CQ and PD free");
 
 	/* A synchronous id (no channel): each call waits for its event. */
-	CHECK(rdma_create_id(NULL, &sid, NULL, RDMA_PS_TCP) == 0, "rdma_create_id without a channel");
+	CHECK(rdma_create_id(NULL, &sid, NULL, RDMA_PS_TCP) == 0,
+	      "rdma_create_id without a channel");
 	CHECK(rdma_resolve_addr(sid, NULL, (struct sockaddr *)&ss, 2000) == 0,
 	      "synchronous rdma_resolve_addr");
 	CHECK(rdma_resolve_route(sid, 2000) == 0, "synchronous rdma_resolve_route");
-	ia.send_cq = ia.recv_cq = NULL;
+	ia.send_cq = NULL;
+	ia.recv_cq = NULL;
 	CHECK(rdma_create_qp(sid, NULL, &ia) == 0, "rdma_create_qp with the id's own PD and CQs");
 	errno = 0;
 	CHECK(rdma_connect(sid, &cp) == -1 && errno == ECONNREFUSED,
@@ -663,9 +666,12 @@ static int stale(const char *addr, const char *port)
 	rdma_destroy_qp(sid);
 	CHECK(rdma_destroy_id(sid) == 0, "rdma_destroy_id of the synchronous id");
 
-	/* rdma_create_ep(): a synchronous id, route and QP in one call (the
-	 * CQs rdma_create_qp() wrote back into @ia went with the id's QP) */
-	ia.send_cq = ia.recv_cq = NULL;
+	/*
+	 * rdma_create_ep(): a synchronous id, route and QP in one call (the
+	 * CQs rdma_create_qp() wrote back into @ia went with the id's QP)
+	 */
+	ia.send_cq = NULL;
+	ia.recv_cq = NULL;
 	if (rdma_getaddrinfo(addr, port, &hints, &res)) {
 		CHECK(0, "rdma_getaddrinfo");
 		return 1;

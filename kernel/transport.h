@@ -85,6 +85,7 @@ struct vd_zc_msg;
 /* Terminate state of a stream; only ever moves forward. */
 enum vd_tp_term {
 	VD_TP_TERM_NONE,
+	VD_TP_TERM_HELD,	/* built, held until the QP is in Error */
 	VD_TP_TERM_PENDING,	/* built, waits for an FPDU boundary */
 	VD_TP_TERM_SENDING,	/* on its way into the socket */
 	VD_TP_TERM_DONE,	/* sent or received: the stream is dead */

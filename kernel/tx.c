@@ -174,12 +174,23 @@ void vd_tp_terminate(struct vd_tp *tp, u16 code, u32 event,
 		return;
 	}
 	tp_term_build(tp, code, bad, bad_len, seg_len);
+	/*
+	 * Not sent before the QP is in Error with @code: the peer may close
+	 * the stream the moment the Terminate arrives, and the connection
+	 * manager would then move the QP first, its event without the code.
+	 */
+	if (tp->term == VD_TP_TERM_PENDING)
+		tp->term = VD_TP_TERM_HELD;
 	spin_unlock_bh(&tp->lock);
 
 	pr_debug("qp%u: sending Terminate 0x%04x (%s)\n", tp->qp->qpn, code,
 		 vd_term_name(code));
 	tp_set_terminate(tp->qp, code);
 	vd_qp_enter_error(tp->qp, event, code);
+	spin_lock_bh(&tp->lock);
+	if (tp->term == VD_TP_TERM_HELD)
+		tp->term = VD_TP_TERM_PENDING;
+	spin_unlock_bh(&tp->lock);
 	vd_tp_queue_tx(tp);
 }
 
@@ -511,6 +522,9 @@ static void tx_run(struct vd_tp *tp, int budget)
 		spin_unlock_bh(&tp->lock);
 		if (term == VD_TP_TERM_PENDING)
 			continue;
+		/* vd_tp_terminate() queues us again once it is released */
+		if (term == VD_TP_TERM_HELD)
+			return;
 		if (term != VD_TP_TERM_NONE) {
 			tp->tx_dead = true;
 			return;
@@ -607,7 +621,9 @@ void vd_tx_final_terminate(struct vd_tp *tp, u16 code)
 	spin_lock_bh(&tp->lock);
 	if (tp->term == VD_TP_TERM_NONE)
 		tp_term_build(tp, code, NULL, 0, 0);
-	tp->tx_term = tp->term == VD_TP_TERM_PENDING && !tp->tx_dead;
+	/* the stream ends here: a held Terminate goes now */
+	tp->tx_term = (tp->term == VD_TP_TERM_PENDING ||
+		       tp->term == VD_TP_TERM_HELD) && !tp->tx_dead;
 	if (tp->tx_term) {
 		memcpy(tp->tx_buf, tp->term_fpdu, tp->term_len);
 		tp->tx_off = 0;

@@ -93,6 +93,7 @@ it_status_t ep_reset_queues(Ep &ep) {
         flush_qp(ep);
         // Error -> Idle flushes what was posted since and empties the queues
         ep.qp->modify(viaduct::QpState::Idle);
+        ep.qp_in_error.store(false, std::memory_order_release);
         viaduct::QpModify m;
         m.access = qp_access(ep.attr);
         m.ord = ep.attr.srv.rc.rdma_read_ord;

@@ -93,10 +93,18 @@ it_status_t post_error(const std::exception &e) noexcept {
 
 // A post to a NONOPERATIONAL EP is flushed: a QP that was closing when the
 // connection ended may have gone back to Idle, where it would keep the WR.
+// Once it is in Error it stays there until it_ep_reset: not asked again.
 void flush_idle_qp(Ep &ep) noexcept {
+    if (ep.qp_in_error.load(std::memory_order_acquire))
+        return;
     try {
-        if (ep.qp->query().state == viaduct::QpState::Idle)
+        viaduct::QpState st = ep.qp->query().state;
+        if (st == viaduct::QpState::Idle) {
             ep.qp->modify(viaduct::QpState::Error);
+            st = viaduct::QpState::Error;
+        }
+        if (st == viaduct::QpState::Error)
+            ep.qp_in_error.store(true, std::memory_order_release);
     } catch (const std::exception &) {
         // in Error already, or the device is gone: the post says so
     }
@@ -136,10 +144,18 @@ it_status_t post_sq(Ep &ep, viaduct::SendWr &wr, const WrShadow &sh) noexcept {
     wr.wr_id = make_wr_id(ep, seq);
     wr.signaled = (sh.flags & IT_COMPLETION_FLAG) != 0;
     wr.read_fence = wr.read_fence || (sh.flags & IT_BARRIER_FENCE_FLAG) != 0;
+    bool notify = (sh.flags & IT_NOTIFY_FLAG) != 0;
+    if (notify)
+        notify_posted(*ep.ia);
     try {
-        if (!ep.qp->try_post_send(wr))
+        if (!ep.qp->try_post_send(wr)) {
+            if (notify)
+                notify_unposted(*ep.ia);
             return IT_ERR_TOO_MANY_POSTS;
+        }
     } catch (const std::exception &e) {
+        if (notify)
+            notify_unposted(*ep.ia);
         return post_error(e);
     }
     ep.sq_posted = seq + 1;
@@ -250,8 +266,10 @@ void translate(Evd &evd, const viaduct::Completion &c) {
         ep->sq_retired.store(seq + 1, std::memory_order_release);
         d.event_number = sh.event;
     }
-    if ((sh.flags & IT_NOTIFY_FLAG) != 0)
+    if ((sh.flags & IT_NOTIFY_FLAG) != 0) {
         notify = true;
+        ia.notify_pending.fetch_sub(1);
+    }
     d.evd = handle_of<it_evd_handle_t>(&evd);
     d.ep = handle_of<it_ep_handle_t>(ep);
     d.cookie = sh.cookie;
@@ -355,6 +373,7 @@ it_status_t it_post_recv(it_handle_t handle, const it_lmr_triplet_t *local_segme
     sh.cookie = cookie;
     sh.flags = dto_flags;
     sh.event = IT_DTO_RC_RECV_CMPL_EVENT;
+    bool notify = (dto_flags & IT_NOTIFY_FLAG) != 0;
     if (o->type == Kind::Srq) {
         auto &srq = *static_cast<Srq *>(o);
         if (srq.ia->catastrophe.load(std::memory_order_relaxed))
@@ -371,10 +390,17 @@ it_status_t it_post_recv(it_handle_t handle, const it_lmr_triplet_t *local_segme
         viaduct::RecvWr wr;
         wr.wr_id = slot;
         wr.sge = std::span<const viaduct::Sge>(srq.sge.data(), num_segments);
+        if (notify)
+            notify_posted(*srq.ia);
         try {
-            if (!srq.srq->try_post_recv(wr))
+            if (!srq.srq->try_post_recv(wr)) {
+                if (notify)
+                    notify_unposted(*srq.ia);
                 return IT_ERR_TOO_MANY_POSTS;
+            }
         } catch (const std::exception &e) {
+            if (notify)
+                notify_unposted(*srq.ia);
             return post_error(e);
         }
         srq.free_slots.pop_back();
@@ -404,10 +430,17 @@ it_status_t it_post_recv(it_handle_t handle, const it_lmr_triplet_t *local_segme
     viaduct::RecvWr wr;
     wr.wr_id = make_wr_id(ep, seq);
     wr.sge = std::span<const viaduct::Sge>(ep.rq_sge.data(), num_segments);
+    if (notify)
+        notify_posted(*ep.ia);
     try {
-        if (!ep.qp->try_post_recv(wr))
+        if (!ep.qp->try_post_recv(wr)) {
+            if (notify)
+                notify_unposted(*ep.ia);
             return IT_ERR_TOO_MANY_POSTS;
+        }
     } catch (const std::exception &e) {
+        if (notify)
+            notify_unposted(*ep.ia);
         return post_error(e);
     }
     ep.rq_posted = seq + 1;

@@ -78,9 +78,16 @@ void drain_evd(Evd &e) noexcept {
 
 // Queues @ev at the tail (the caller checked the room).
 void evd_push(Evd &e, const it_event_t &ev, bool notify) noexcept {
-    std::size_t tail = (e.head + e.count) % e.queue.size();
-    e.queue[tail].ev = ev;
-    e.queue[tail].notify = notify;
+    evd_tail(e) = ev;
+    evd_commit(e, notify);
+}
+
+it_event_t &evd_tail(Evd &e) noexcept {
+    return e.queue[(e.head + e.count) % e.queue.size()].ev;
+}
+
+void evd_commit(Evd &e, bool notify) noexcept {
+    e.queue[(e.head + e.count) % e.queue.size()].notify = notify;
     e.count++;
     if (notify)
         e.notify_count++;
@@ -111,8 +118,14 @@ OverflowRule overflow_rule(const Evd &e) noexcept {
     }
 }
 
-it_event_t pop(Evd &e) noexcept {
+// Takes the oldest event into @out: a DTO SEVD's events are DTO completion
+// events, and only that member of the union is copied.
+void pop(Evd &e, it_event_t &out) noexcept {
     Evd::Entry &en = e.queue[e.head];
+    if (is_dto(e))
+        std::memcpy(&out, &en.ev, sizeof(it_dto_cmpl_event_t));
+    else
+        out = en.ev;
     e.head = (e.head + 1) % e.queue.size();
     e.count--;
     if (en.notify)
@@ -122,7 +135,6 @@ it_event_t pop(Evd &e) noexcept {
         e.overflowed = false;
         e.overflow_armed = true;
     }
-    return en.ev;
 }
 
 bool criteria(const Evd &e) noexcept {
@@ -197,6 +209,16 @@ bool may_moderate(const Evd &e) noexcept {
            (e.ia->attr.caps & VIADUCT_DEV_CAP_CQ_THRESHOLD) != 0;
 }
 
+// The waiter is awake again: no longer a moderated sleeper.
+void woken(Evd &e) noexcept {
+    if (!e.moderated_sleeper.exchange(false))
+        return;
+    Ia &ia = *e.ia;
+    ia.threshold_sleepers.fetch_sub(1);
+    std::lock_guard guard(ia.sleepers_lock);
+    std::erase(ia.sleepers, &e);
+}
+
 // A waiter's moderated arm for what it still misses; false if a WR with
 // IT_NOTIFY_FLAG is outstanding (then it arms for the next completion).
 // No poll after it: the kernel counts what is in the ring at the arm, and
@@ -204,13 +226,16 @@ bool may_moderate(const Evd &e) noexcept {
 // drained e.event_fd, found the criteria unmet.
 bool arm_moderated(Evd &e) {
     Ia &ia = *e.ia;
+    {
+        std::lock_guard guard(ia.sleepers_lock);
+        ia.sleepers.push_back(&e);
+    }
     e.moderated_sleeper.store(true);
     ia.threshold_sleepers.fetch_add(1);
     // after the sleeper is visible: a post with the flag from now on
     // signals e.event_fd (notify_posted)
     if (ia.notify_pending.load() != 0) {
-        ia.threshold_sleepers.fetch_sub(1);
-        e.moderated_sleeper.store(false);
+        woken(e);
         return false;
     }
     try {
@@ -228,17 +253,10 @@ bool arm_moderated(Evd &e) {
             e.cq_moderated = true;
         }
     } catch (...) {
-        ia.threshold_sleepers.fetch_sub(1);
-        e.moderated_sleeper.store(false);
+        woken(e);
         throw;
     }
     return true;
-}
-
-// The waiter is awake again: no longer a moderated sleeper.
-void woken(Evd &e) noexcept {
-    if (e.moderated_sleeper.exchange(false))
-        e.ia->threshold_sleepers.fetch_sub(1);
 }
 
 // Before sleeping: readiness reset, CQ armed (moderately for a @waiter
@@ -266,8 +284,8 @@ bool watched(const Evd &e) noexcept {
 // After an event was taken: the wait descriptor stays readable while events
 // are queued, and is not once there are none. Caller holds e.lock.
 void settle(Evd &e) {
-    if (e.count == 0 && is_dto(e))
-        evd_fill(e);
+    if (e.count == 0 && is_dto(e) && watched(e))
+        evd_fill(e); // readable while the ring has more
     if (!watched(e)) {
         // nobody looks at the descriptor: reset it only if it may be set
         if (e.count == 0)
@@ -286,7 +304,7 @@ bool take(Evd &e, bool need_criteria, it_event_t &out, std::size_t *nmore) {
     refresh(e);
     if (e.count == 0 || (need_criteria && !criteria(e)))
         return false;
-    out = pop(e);
+    pop(e, out);
     settle(e);
     if (nmore != nullptr)
         *nmore = e.count;
@@ -317,7 +335,7 @@ bool take_aggregate(Evd &a, bool need_criteria, it_event_t &out) {
             out.aevd_notify.sevd = handle_of<it_evd_handle_t>(&m);
             return true;
         }
-        out = pop(m);
+        pop(m, out);
         settle(m);
         return true;
     }
@@ -495,14 +513,9 @@ void evd_dto_overflow(Evd &evd) {
 void notify_posted(Ia &ia) noexcept {
     if (ia.notify_pending.fetch_add(1) != 0 || ia.threshold_sleepers.load() == 0)
         return; // a sleeper that came after the first one saw it
-    std::lock_guard guard(ia.lock);
-    for (Object *o : ia.objects) {
-        if (o->type != Kind::Evd)
-            continue;
-        auto *e = static_cast<Evd *>(o);
-        if (e->moderated_sleeper.load())
-            signal_evd(*e);
-    }
+    std::lock_guard guard(ia.sleepers_lock);
+    for (Evd *e : ia.sleepers)
+        signal_evd(*e);
 }
 
 void notify_unposted(Ia &ia) noexcept {

@@ -170,9 +170,13 @@ struct Ia : Object {
     // completion instead of moderately, since the kernel cannot tell which
     // completion carries the flag. It only ever errs high (a WR dropped by
     // it_ep_reset is never counted down), which costs wakeups, never an
-    // event. @threshold_sleepers: waiters asleep on a moderated arm.
+    // event. @threshold_sleepers: how many waiters are asleep on a
+    // moderated arm, @sleepers which SEVDs they wait on (under
+    // @sleepers_lock, a leaf lock: a post takes it under its queue's).
     std::atomic<std::uint32_t> notify_pending{0};
     std::atomic<std::uint32_t> threshold_sleepers{0};
+    std::mutex sleepers_lock;
+    std::vector<Evd *> sleepers;
 
     // Registers a newly made object (handle and list); false if the handle
     // table is full (IT_ERR_RESOURCES). unlink() undoes it.
@@ -292,6 +296,10 @@ struct Evd : Object {
 // Queues @ev (a DTO completion, evd field set) with its notification bit;
 // the caller holds evd.lock and checked the room.
 void evd_push(Evd &evd, const it_event_t &ev, bool notify) noexcept;
+// The same in two steps, the event built in place: the slot at the tail,
+// then its queueing.
+it_event_t &evd_tail(Evd &evd) noexcept;
+void evd_commit(Evd &evd, bool notify) noexcept;
 
 // Takes the completions of a DTO SEVD's CQ into its queue (while there is
 // room), translated into IT-API events; an error completion breaks its EP's

@@ -222,8 +222,10 @@ void translate(Evd &evd, const viaduct::Completion &c) {
     if (ep == nullptr)
         return; // its EP was freed: the document lets events go with it
     WrShadow sh;
-    it_event_t ev{};
-    it_dto_cmpl_event_t &d = ev.dto_cmpl;
+    // built in the queue's tail slot (the caller checked the room), only
+    // the DTO member: a DTO SEVD gives out nothing else
+    it_dto_cmpl_event_t &d = evd_tail(evd).dto_cmpl;
+    d = {};
     bool notify = !c.ok();
     if (c.is_recv()) {
         if (ep->srq != nullptr) {
@@ -275,7 +277,7 @@ void translate(Evd &evd, const viaduct::Completion &c) {
     d.cookie = sh.cookie;
     d.dto_status = dto_status(c);
     d.transferred_length = c.ok() ? c.byte_len : 0;
-    evd_push(evd, ev, notify);
+    evd_commit(evd, notify);
     // an error breaks the connection; a flush is the consequence of one
     if (!c.ok() && c.status != viaduct::WcStatus::Flushed)
         ep_break(*ep);
@@ -287,14 +289,16 @@ void evd_fill(Evd &evd) {
     // after an overflow too: the completions before it are still read
     if (!evd.cq)
         return;
-    viaduct::Completion cs[16];
+    // raw CQEs, translated one by one: nothing is initialised for a poll
+    // that finds nothing (a consumer polling by dequeueing)
+    viaduct_cqe cs[16];
     for (;;) {
         std::size_t room = std::min<std::size_t>(evd.queue.size() - evd.count, 16);
         if (room == 0)
             return;
         std::size_t n;
         try {
-            n = evd.cq->poll(std::span<viaduct::Completion>(cs, room));
+            n = evd.cq->poll(std::span<viaduct_cqe>(cs, room));
         } catch (const viaduct::Error &e) {
             if (e.errnum() != EIO)
                 throw;
@@ -306,7 +310,7 @@ void evd_fill(Evd &evd) {
         {
             std::lock_guard maps(evd.ia->map_lock);
             for (std::size_t i = 0; i < n; i++)
-                translate(evd, cs[i]);
+                translate(evd, viaduct::to_completion(cs[i]));
         }
         if (n < room)
             return;

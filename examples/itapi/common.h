@@ -31,7 +31,8 @@ struct conn {
 	size_t len;
 };
 
-/* Where the peer may write: sent in a Send after the connection is up. */
+/* Where the peer may write: sent in a Send after the connection is up.
+ * @addr and @ctx as the IT-API passes them, in network byte order. */
 struct target {
 	uint64_t addr;
 	it_rmr_context_t ctx;

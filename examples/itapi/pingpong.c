@@ -122,7 +122,8 @@ int main(int argc, char **argv)
 
 	if (use_write) {
 		/* where to write: each side tells the other */
-		tout(&c)->addr = (uint64_t)(uintptr_t)rbuf(&c);
+		/* an RDMA address travels in network byte order (it_hton64) */
+		tout(&c)->addr = it_hton64((uint64_t)(uintptr_t)rbuf(&c));
 		tout(&c)->ctx = c.ctx;
 		tout(&c)->len = (uint32_t)size;
 		s = seg(&c, tout(&c), sizeof(struct target));

@@ -80,7 +80,8 @@ int main(int argc, char **argv)
 
 		post_first_recv(&c);
 		conn_accept(&c, "stream", (uint16_t)port);
-		tgt(&c)->addr = (uint64_t)(uintptr_t)c.buf;
+		/* an RDMA address travels in network byte order (it_hton64) */
+		tgt(&c)->addr = it_hton64((uint64_t)(uintptr_t)c.buf);
 		tgt(&c)->ctx = c.ctx;
 		tgt(&c)->len = (uint32_t)size;
 		s = seg(&c, tgt(&c), sizeof(struct target));

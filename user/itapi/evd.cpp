@@ -69,7 +69,9 @@ void signal_evd(Evd &e) noexcept {
 }
 
 void drain_evd(Evd &e) noexcept {
-    if (!e.event_signalled.exchange(false, std::memory_order_acq_rel))
+    // a plain load first: the usual answer, without an atomic write
+    if (!e.event_signalled.load(std::memory_order_acquire) ||
+        !e.event_signalled.exchange(false, std::memory_order_acq_rel))
         return;
     drain_fd(e.event_fd);
 }
@@ -604,6 +606,8 @@ it_status_t it_evd_create(it_ia_handle_t ia_handle, it_event_type_t event_number
             c.entries = static_cast<std::uint32_t>(sevd_queue_size);
             c.channel = &*evd->channel;
             c.user_data = reinterpret_cast<std::uintptr_t>(evd->handle);
+            // polled, armed and resized only under the EVD's lock
+            c.single_threaded = true;
             evd->cq.emplace(ia->dev, c);
             evd->queue_size = evd->cq->entries();
             evd->queue.resize(evd->queue_size);

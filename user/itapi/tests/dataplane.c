@@ -11,6 +11,7 @@
  */
 #include <arpa/inet.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -650,6 +651,22 @@ static long wakeups(void)
 
 #define MOD_N 8
 
+struct waiter {
+	it_evd_handle_t evd;
+	it_status_t st;
+	it_event_t ev;
+	size_t nmore;
+};
+
+static void *wait_thread(void *arg)
+{
+	struct waiter *w = arg;
+
+	memset(&w->ev, 0, sizeof(w->ev));
+	w->st = it_evd_wait(w->evd, LONG_US, &w->ev, &w->nmore);
+	return NULL;
+}
+
 static void moderated_server(uint16_t port)
 {
 	struct fx f;
@@ -711,6 +728,30 @@ static void moderated_server(uint16_t port)
 	}
 	ok(in_order, "moderated: the other %d receives follow in order", MOD_N - 1);
 	IS(it_evd_dequeue(f.rcv, &ev), IT_ERR_QUEUE_EMPTY);
+
+	/* a receive posted with IT_NOTIFY_FLAG while a waiter sleeps with the
+	 * threshold of N (moderately armed, most likely: the gap is not what
+	 * is asserted) wakes it below the threshold once it completes */
+	{
+		struct timespec gap = { 0, 100 * 1000 * 1000 };
+		it_lmr_triplet_t sg = seg(&f, 1024, 64);
+		struct waiter w = { f.rcv, IT_SUCCESS, { 0 }, 0 };
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, wait_thread, &w) != 0)
+			bail("pthread_create");
+		nanosleep(&gap, NULL);
+		IS(it_post_recv((it_handle_t)f.ep, &sg, 1, 200, IT_COMPLETION_FLAG | IT_NOTIFY_FLAG),
+		   IT_SUCCESS);
+		send_one(&f, 2048, 8, 101, IT_COMPLETION_FLAG);
+		expect_dto(f.req, IT_DTO_SEND_CMPL_EVENT, 101, IT_DTO_SUCCESS,
+			   "moderated: 'go 2' sent");
+		pthread_join(t, NULL);
+		ok(w.st == IT_SUCCESS && w.ev.dto_cmpl.cookie == 200 && w.nmore == 0,
+		   "moderated: the notifying receive woke the waiter below the threshold "
+		   "(%s, cookie %llu, %zu more)",
+		   viaduct_it_status_str(w.st), (unsigned long long)w.ev.dto_cmpl.cookie, w.nmore);
+	}
 	peer_gone(&f, "moderated");
 	IS(it_listen_free(l), IT_SUCCESS);
 	fx_close(&f);
@@ -725,6 +766,7 @@ static void moderated_client(uint16_t port)
 
 	fx_open(&f, 65536, IT_PRIV_NONE, 4, 4);
 	recv_one(&f, 0, 64, 50);
+	recv_one(&f, 64, 64, 51);
 	ev = connect_to(&f, peer_ip, port, IT_CONNECT_FLAG_TWO_WAY, NULL, 0, 0);
 	ok(ev.event_number == IT_CM_MSG_CONN_ESTABLISHED_EVENT,
 	   "moderated: active side ESTABLISHED");
@@ -739,6 +781,10 @@ static void moderated_client(uint16_t port)
 	expect_dto(f.rcv, IT_DTO_RC_RECV_CMPL_EVENT, 50, IT_DTO_SUCCESS, "moderated: 'go'");
 	send_one(&f, 128, 8, MOD_N, IT_COMPLETION_FLAG);
 	expect_dto(f.req, IT_DTO_SEND_CMPL_EVENT, MOD_N, IT_DTO_SUCCESS, "moderated: the N-th Send");
+	expect_dto(f.rcv, IT_DTO_RC_RECV_CMPL_EVENT, 51, IT_DTO_SUCCESS, "moderated: 'go 2'");
+	send_one(&f, 128, 8, MOD_N + 1, IT_COMPLETION_FLAG);
+	expect_dto(f.req, IT_DTO_SEND_CMPL_EVENT, MOD_N + 1, IT_DTO_SUCCESS,
+		   "moderated: the Send for the notifying receive");
 	hang_up(&f, "moderated: the local side");
 	fx_close(&f);
 }

@@ -120,8 +120,9 @@ static void wq_push_unexecuted(struct vd_qp *qp, struct vd_wq *wq,
 }
 
 /*
- * Takes new WQEs from the ring: copies each slot into private memory, then
- * validates the copy, then frees the slot by publishing the consumer index.
+ * Takes new WQEs from the ring: copies each WQE (its header, then what the
+ * header declares: vd_qp_copy_wqe()) into private memory, then validates
+ * the copy, then frees the slot by publishing the consumer index.
  * Valid WQEs join the in-flight FIFO (Idle, RTS; the RQ also in Closing)
  * or, in Error, complete as flushed at once. A malformed WQE joins the FIFO
  * with its error status and stops the queue; the caller then moves the QP
@@ -170,8 +171,8 @@ static int wq_take(struct vd_qp *qp, struct vd_wq *wq, bool *bad,
 		if (!error && wq->tail - wq->head == wq->depth)
 			break;
 		copy = wq_copy(wq, wq->tail);
-		vd_ring_copy_slot(copy, wq->mem->va, wq->consumer, wq->depth,
-				  wq->wqe_size);
+		vd_qp_copy_wqe(copy, wq->mem->va, wq->consumer, wq->depth,
+			       wq->wqe_size, wq->is_rq, &wq->lim);
 		WRITE_ONCE(wq->consumer, wq->consumer + 1);
 		n++;
 

@@ -224,6 +224,9 @@ u8 vd_qp_check_sqe(const void *slot, const struct vd_wqe_limits *lim,
 		   u32 *len);
 u8 vd_qp_check_rqe(const void *slot, const struct vd_wqe_limits *lim,
 		   u32 *len);
+u32 vd_qp_wqe_len(const void *wqe, bool rq, const struct vd_wqe_limits *lim);
+u32 vd_qp_copy_wqe(void *dst, const void *slots, u32 idx, u32 entries,
+		   u32 slot_size, bool rq, const struct vd_wqe_limits *lim);
 
 /**
  * vd_qp_db_pending() - whether the user posted WQEs the kernel did not take

@@ -11,6 +11,7 @@
 #include <kunit/visibility.h>
 
 #include "qp.h"
+#include "ring.h"
 #include "viaduct.h"
 
 #define VD_QP_ATTR_VALUES	(VIADUCT_QP_ATTR_ACCESS | VIADUCT_QP_ATTR_ORD | \
@@ -209,8 +210,8 @@ static u8 check_local_op(const struct viaduct_sqe *sqe,
 
 /**
  * vd_qp_check_sqe() - validate a private copy of an SQ slot
- * @slot: the copy; the caller guarantees that it is a whole slot, so that
- *        @lim->max_sge SGEs fit behind the header
+ * @slot: the copy (vd_qp_copy_wqe()): the header and what it declares
+ *        within @lim; nothing behind that is read
  * @lim: the SQ's limits
  * @len: set to the message length (0 for a local operation)
  *
@@ -272,7 +273,7 @@ EXPORT_SYMBOL_IF_KUNIT(vd_qp_check_sqe);
 
 /**
  * vd_qp_check_rqe() - validate a private copy of an RQ slot
- * @slot: the copy, a whole slot
+ * @slot: the copy (vd_qp_copy_wqe()), as for vd_qp_check_sqe()
  * @lim: the RQ's (or SRQ's) limits
  * @len: set to the total length of its SGEs
  *
@@ -296,3 +297,71 @@ u8 vd_qp_check_rqe(const void *slot, const struct vd_wqe_limits *lim,
 	return VIADUCT_WC_SUCCESS;
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_qp_check_rqe);
+
+/**
+ * vd_qp_wqe_len() - how many bytes of its slot a WQE occupies
+ * @wqe: a private copy of at least the WQE's header (struct viaduct_rqe if
+ *       @rq, else struct viaduct_sqe)
+ * @rq: the WQE is a receive
+ * @lim: the queue's limits
+ *
+ * The header and what it declares behind it: @num_sge SGEs, or for an SQ
+ * WQE with VIADUCT_SQE_INLINE @length bytes of payload. A count beyond
+ * @lim declares nothing: vd_qp_check_sqe() and vd_qp_check_rqe() fail such
+ * a WQE on its header alone and read nothing behind it. Within @lim the
+ * WQE fits its slot (vd_qp_caps(), and the SRQ's caps likewise).
+ *
+ * Context: Any context; a pure function.
+ * Return: the WQE's length in bytes, at least its header's.
+ */
+u32 vd_qp_wqe_len(const void *wqe, bool rq, const struct vd_wqe_limits *lim)
+{
+	const struct viaduct_sqe *sqe = wqe;
+	const struct viaduct_rqe *rqe = wqe;
+	const u32 sge = sizeof(struct viaduct_sge);
+
+	if (rq)
+		return sizeof(*rqe) +
+		       (rqe->num_sge > lim->max_sge ? 0 : rqe->num_sge * sge);
+	if (sqe->flags & VIADUCT_SQE_INLINE)
+		return sizeof(*sqe) +
+		       (sqe->length > lim->max_inline ? 0 : sqe->length);
+	return sizeof(*sqe) +
+	       (sqe->num_sge > lim->max_sge ? 0 : sqe->num_sge * sge);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_qp_wqe_len);
+
+/**
+ * vd_qp_copy_wqe() - copy a WQE from its ring slot into private memory
+ * @dst: the private copy, room for a whole slot
+ * @slots: the ring's slots, which userspace fills
+ * @idx: the WQE's free-running index
+ * @entries: the ring's slots, a power of two
+ * @slot_size: bytes per slot
+ * @rq: the ring is an RQ or SRQ, else an SQ
+ * @lim: the queue's limits
+ *
+ * Copies the header, then only what the copied header declares within
+ * @lim (vd_qp_wqe_len()), so that a queue with room for hundreds of SGEs
+ * per WQE does not pay for a whole slot on a WQE that uses a few. Each
+ * byte of the slot is read once, and the count that sizes the second
+ * copy is the one in @dst, which the checks then read: a concurrent
+ * rewrite of the slot cannot make them disagree. Bytes of @dst behind the
+ * WQE keep what they held; nothing reads them.
+ *
+ * Context: Any context.
+ * Return: the bytes copied, vd_qp_wqe_len() of @dst.
+ */
+u32 vd_qp_copy_wqe(void *dst, const void *slots, u32 idx, u32 entries,
+		   u32 slot_size, bool rq, const struct vd_wqe_limits *lim)
+{
+	const u32 hdr = rq ? sizeof(struct viaduct_rqe) :
+			     sizeof(struct viaduct_sqe);
+	u32 len;
+
+	vd_ring_copy_part(dst, slots, idx, entries, slot_size, 0, hdr);
+	len = vd_qp_wqe_len(dst, rq, lim);
+	vd_ring_copy_part(dst, slots, idx, entries, slot_size, hdr, len - hdr);
+	return len;
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_qp_copy_wqe);

@@ -30,10 +30,12 @@
  * userspace may change it the moment after it was read.
  *
  * Slots that userspace fills are copied out once, with
- * vd_ring_copy_slot(), into kernel memory before any field is looked at;
+ * vd_ring_copy_part(), into kernel memory before any field is looked at;
  * checks run on the copy only, so a concurrent rewrite of the slot can at
  * worst produce a torn copy that fails validation, never a
- * time-of-check/time-of-use gap.
+ * time-of-check/time-of-use gap. A slot may be copied in parts (a WQE's
+ * header, then the SGEs it declares), but each byte is copied at most
+ * once, and a length that decides a later part is read from the copy.
  */
 #ifndef _VD_RING_H
 #define _VD_RING_H
@@ -41,6 +43,7 @@
 #include <linux/compiler.h>
 #include <linux/errno.h>
 #include <linux/kref.h>
+#include <linux/minmax.h>
 #include <linux/string.h>
 #include <linux/types.h>
 #include <asm/barrier.h>
@@ -221,23 +224,34 @@ static inline void *vd_ring_slot_ptr(void *slots, u32 idx, u32 entries,
 }
 
 /**
- * vd_ring_copy_slot() - copy a slot userspace fills into private memory
- * @dst: the private copy
+ * vd_ring_copy_part() - copy part of a slot userspace fills
+ * @dst: the private copy of the whole slot
  * @slots: the array of slots
  * @idx: a free-running index
  * @entries: the ring's slots, a power of two
  * @slot_size: bytes per slot
+ * @off: the first byte of the slot to copy, at most @slot_size
+ * @len: how many bytes; a range that would leave the slot is cut at its
+ *       end, so a length taken from a slot's contents never reads
+ *       another slot
  *
- * The copy is the only read of the shared slot: look at @dst, never at the
- * ring, from here on.
+ * Copies bytes [@off, @off + @len) of the slot of @idx to the same offset
+ * of @dst. A slot whose size depends on what it holds is copied in two
+ * steps: its header (from @off 0), then as much of the rest as the copied
+ * header declares, bounded by the caller's limits. The copy is the only
+ * read of the shared slot: look at @dst, never at the ring, from here on.
  *
  * Context: Any context.
  */
-static inline void vd_ring_copy_slot(void *dst, const void *slots, u32 idx,
-				     u32 entries, size_t slot_size)
+static inline void vd_ring_copy_part(void *dst, const void *slots, u32 idx,
+				     u32 entries, size_t slot_size,
+				     size_t off, size_t len)
 {
-	memcpy(dst, slots + (size_t)vd_ring_slot(idx, entries) * slot_size,
-	       slot_size);
+	const void *slot = slots + (size_t)vd_ring_slot(idx, entries) *
+			   slot_size;
+
+	len = min(len, slot_size - off);
+	memcpy(dst + off, slot + off, len);
 }
 
 #endif /* _VD_RING_H */

@@ -298,9 +298,12 @@ static u32 rx_take_recv(struct vd_tp *tp)
 
 			/* a malformed WR: the QP is entering Error */
 			if (!wq->meta[slot].status) {
-				memcpy(tp->rqe,
-				       wq->copies + (size_t)slot * wq->wqe_size,
-				       wq->wqe_size);
+				const void *copy = wq->copies +
+						   (size_t)slot * wq->wqe_size;
+
+				/* the WR's own bytes, not the whole slot */
+				memcpy(tp->rqe, copy,
+				       vd_qp_wqe_len(copy, true, &wq->lim));
 				tp->rx_recv_cap = wq->meta[slot].byte_len;
 				found = 1;
 			}

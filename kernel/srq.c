@@ -273,7 +273,7 @@ static void srq_event(struct vd_srq *srq, u32 type, u32 detail)
 /**
  * vd_srq_take() - take the oldest posted receive
  * @srq: the SRQ
- * @copy: where the WR is copied (wqe_size bytes)
+ * @copy: where the WR is copied (room for wqe_size bytes)
  * @meta: filled with the copy's validation (vd_qp_check_rqe())
  *
  * For a QP whose message needs a receive: copies the oldest posted WR,
@@ -306,8 +306,8 @@ bool vd_srq_take(struct vd_srq *srq, void *copy, struct vd_wqe_meta *meta)
 	if (prod == srq->consumer)
 		goto out;
 
-	vd_ring_copy_slot(copy, srq->slots, srq->consumer, srq->depth,
-			  srq->wqe_size);
+	vd_qp_copy_wqe(copy, srq->slots, srq->consumer, srq->depth,
+		       srq->wqe_size, true, &srq->lim);
 	srq->consumer++;
 	/* the copy is done: the slot may be reused */
 	vd_ring_publish(&srq->ring->consumer, srq->consumer);

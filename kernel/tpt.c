@@ -44,14 +44,22 @@ static void vd_mr_free(struct vd_mr *mr)
 	atomic_dec(&tpt->nr_alive);
 }
 
+/*
+ * A release may drop the last reference to another region (a window's
+ * binding puts its region, a fast registration its sources), which queues
+ * that one here again: take those in this run too, so that a flush_work()
+ * that waited for this run sees every chained release done.
+ */
 static void vd_tpt_release_work(struct work_struct *work)
 {
 	struct vd_tpt *tpt = container_of(work, struct vd_tpt, release_work);
-	struct llist_node *list = llist_del_all(&tpt->release_list);
+	struct llist_node *list;
 	struct vd_mr *mr, *next;
 
-	llist_for_each_entry_safe(mr, next, list, release_node)
-		vd_mr_free(mr);
+	while ((list = llist_del_all(&tpt->release_list))) {
+		llist_for_each_entry_safe(mr, next, list, release_node)
+			vd_mr_free(mr);
+	}
 }
 
 /**

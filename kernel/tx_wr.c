@@ -107,8 +107,12 @@ static int tx_peek_wr(struct vd_tp *tp, u32 n, u32 *byte_len)
 		if (wq->meta[slot].status) {
 			ret = -EIO;
 		} else {
-			memcpy(tp->sqe, wq->copies + (size_t)slot * wq->wqe_size,
-			       wq->wqe_size);
+			const void *copy = wq->copies +
+					   (size_t)slot * wq->wqe_size;
+
+			/* the WR's own bytes, not the whole slot */
+			memcpy(tp->sqe, copy,
+			       vd_qp_wqe_len(copy, false, &wq->lim));
 			*byte_len = wq->meta[slot].byte_len;
 			ret = 0;
 		}

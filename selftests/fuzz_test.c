@@ -21,7 +21,8 @@
  * connected to peer QPs in another network namespace (the shared pair of
  * xfer_util.h): besides the random commands, mostly valid Sends, Writes
  * and Reads into the peer's registered buffer and receives are posted
- * into their rings. For the first half the WRs are rarely wrong and the
+ * into their rings. For the first half the WRs are rarely wrong (a field
+ * in 500; the test asserts that some Sends reached the peers) and the
  * connected QPs, their PD and MR are not among the random commands'
  * targets, so that streams carry traffic while everything else is
  * fuzzed; in the second half they are fair game (MODIFY to any state,
@@ -151,6 +152,9 @@ struct fz {
 	__u32 lstag, rstag;
 	__u64 raddr;
 	int gentle;		/* traffic first: faults rare, nothing deadly */
+	/* completions of the connected QPs reaped while gentle */
+	unsigned long gentle_ok, gentle_err;
+	struct viaduct_cqe gentle_first_err;
 };
 
 static void fz_note(struct fz *z, unsigned long cmd, int ret)
@@ -746,6 +750,28 @@ static void op_consume(struct fz *z)
 	__atomic_store_n(&r->consumer, p, __ATOMIC_RELEASE);
 }
 
+/*
+ * A field of a connected WR is wrong: one in ten, or while gentle one in
+ * five hundred, so that most QPs carry traffic before their first fault.
+ */
+static int fz_fault(struct fz *z)
+{
+	return z->gentle ? rnd(&z->rng, 500) == 0 : chance(&z->rng, 10);
+}
+
+/* Counts what the gentle half's traffic completed with. */
+static void fz_gentle_cqe(struct fz *z, const struct viaduct_cqe *cqe)
+{
+	if (!z->gentle)
+		return;
+	if (cqe->status == VIADUCT_WC_SUCCESS) {
+		z->gentle_ok++;
+		return;
+	}
+	if (!z->gentle_err++)
+		z->gentle_first_err = *cqe;
+}
+
 /* A length for a WR into the connected buffers: mostly small, some edges. */
 static uint32_t conn_len(struct fz *z, size_t room)
 {
@@ -775,8 +801,6 @@ static void op_post_conn(struct fz *z)
 		VIADUCT_OP_RDMA_READ, VIADUCT_OP_SEND_INV, VIADUCT_OP_RDMA_READ_INV,
 	};
 	uint64_t *r = &z->rng;
-	/* a field is wrong with this chance, in percent */
-	const unsigned int bad = z->gentle ? 1 : 10;
 	struct viaduct_sge *g;
 	struct vd_qp *q;
 	uint32_t idx;
@@ -796,11 +820,11 @@ static void op_post_conn(struct fz *z)
 		e = vd_rq_slot(q, idx);
 		memset(e, 0, q->c.rq_wqe_size);
 		e->wr_id = rnd_next(r);
-		e->num_sge = chance(r, 100 - bad) ? 1 : rnd(r, 6);
+		e->num_sge = !fz_fault(z) ? 1 : rnd(r, 6);
 		g = (struct viaduct_sge *)(e + 1);
 		g->addr = (uintptr_t)z->lbuf + off;
 		g->length = conn_len(z, z->llen - off);
-		g->stag = chance(r, 100 - bad) ? z->lstag : (uint32_t)rnd_next(r);
+		g->stag = !fz_fault(z) ? z->lstag : (uint32_t)rnd_next(r);
 		__atomic_store_n(&q->db->rq_producer, idx + 1, __ATOMIC_RELEASE);
 		if (chance(r, 80))
 			fz_ioctl(z, VIADUCT_IOCTL_DOORBELL,
@@ -816,24 +840,31 @@ static void op_post_conn(struct fz *z)
 		memset(e, 0, q->c.sq_wqe_size);
 		e->wr_id = rnd_next(r);
 		/* while gentle, no invalidation of the peer's region */
-		e->opcode = chance(r, 100 - bad / 2) ?
+		e->opcode = !(fz_fault(z) && chance(r, 50)) ?
 			    ops[rnd(r, VD_ARRAY_SIZE(ops) - (z->gentle ? 2 : 0))] : rnd(r, 256);
 		e->flags = VIADUCT_SQE_SIGNALED;
 		/* Sends and Writes with immediate data (both ends negotiate it) */
 		if ((e->opcode == VIADUCT_OP_SEND || e->opcode == VIADUCT_OP_RDMA_WRITE) &&
 		    chance(r, 20))
 			e->flags |= VIADUCT_SQE_SOLICITED | VIADUCT_SQE_IMMEDIATE;
-		if (chance(r, bad))
+		if (fz_fault(z))
 			e->flags = rnd(r, 256);
-		e->imm_data = rnd_next(r);
-		e->num_sge = chance(r, 100 - bad) ? 1 : rnd(r, 6);
-		e->remote_stag = chance(r, 100 - bad) ? z->rstag : (uint32_t)rnd_next(r);
-		e->remote_addr = chance(r, 100 - bad) ? z->raddr + roff : rnd_next(r);
+		/* immediate data only with its flag, no remote fields for a Send */
+		e->imm_data = e->flags & VIADUCT_SQE_IMMEDIATE || fz_fault(z) ? rnd_next(r) : 0;
+		e->num_sge = !fz_fault(z) ? 1 : rnd(r, 6);
+		e->remote_stag = !fz_fault(z) ? z->rstag : (uint32_t)rnd_next(r);
+		e->remote_addr = !fz_fault(z) ? z->raddr + roff : rnd_next(r);
+		if ((e->opcode == VIADUCT_OP_SEND || e->opcode == VIADUCT_OP_SEND_INV) &&
+		    !fz_fault(z)) {
+			if (e->opcode == VIADUCT_OP_SEND)
+				e->remote_stag = 0;
+			e->remote_addr = 0;
+		}
 		g = (struct viaduct_sge *)(e + 1);
 		g->addr = (uintptr_t)z->lbuf + off;
 		g->length = conn_len(z, (z->llen - off) < (z->rlen - roff) ? z->llen - off
 									      : z->rlen - roff);
-		g->stag = chance(r, 100 - bad) ? z->lstag : (uint32_t)rnd_next(r);
+		g->stag = !fz_fault(z) ? z->lstag : (uint32_t)rnd_next(r);
 		__atomic_store_n(&q->db->sq_producer, idx + 1, __ATOMIC_RELEASE);
 		if (chance(r, 90))
 			fz_ioctl(z, VIADUCT_IOCTL_DOORBELL,
@@ -845,10 +876,10 @@ static void op_post_conn(struct fz *z)
 
 		while (q->scq.hdr && vd_cring_avail(&q->scq) <= q->scq.entries &&
 		       vd_cring_poll(&q->scq, &cqe))
-			;
+			fz_gentle_cqe(z, &cqe);
 		while (q->rcq.hdr && vd_cring_avail(&q->rcq) <= q->rcq.entries &&
 		       vd_cring_poll(&q->rcq, &cqe))
-			;
+			fz_gentle_cqe(z, &cqe);
 	}
 }
 
@@ -1129,7 +1160,8 @@ static int fz_init(struct fz *z, const struct vd_testdev *dev, uint64_t seed)
 
 /* The worker's result, for the parent. */
 struct fz_result {
-	unsigned long ops, ok, posts;
+	unsigned long ops, ok, posts, gentle_ok, gentle_err;
+	struct viaduct_cqe gentle_first_err;
 	int internal_errnos;
 	int child_crashes;
 	unsigned long bad_cmd;
@@ -1141,6 +1173,10 @@ static void fz_report(struct fz *z, struct fz_result *res)
 	res->ops += z->ops;
 	res->ok += z->ok;
 	res->posts += z->posts;
+	res->gentle_ok += z->gentle_ok;
+	res->gentle_err += z->gentle_err;
+	if (z->gentle_err && !res->gentle_first_err.status)
+		res->gentle_first_err = z->gentle_first_err;
 	res->internal_errnos += z->internal_errnos;
 	res->child_crashes += z->child_crashes;
 	if (z->internal_errnos && !res->bad_err) {
@@ -1529,13 +1565,13 @@ static void fz_connect(struct __test_metadata *_metadata, struct xf_side *a, str
  * XF_DEPTH receives completed exactly once (consumed by a Send of the
  * worker's, or flushed), nothing overflowed.
  */
-static void fz_check_peer(struct __test_metadata *_metadata, struct xf_side *b,
-			  struct vd_qp *q, unsigned int i)
+static unsigned int fz_check_peer(struct __test_metadata *_metadata, struct xf_side *b,
+				  struct vd_qp *q, unsigned int i)
 {
 	struct viaduct_query_qp qq = { .handle = q->c.handle };
 	unsigned char seen[XF_DEPTH] = { 0 };
+	unsigned int got = 0, ok = 0, waited, first_status = 0;
 	struct viaduct_cqe cqe;
-	unsigned int got = 0, ok = 0, waited;
 
 	for (waited = 0; waited < XF_WAIT_MS; waited += 50) {
 		ASSERT_EQ(0, vd_ioctl(b->fd, VIADUCT_IOCTL_QUERY_QP, &qq));
@@ -1550,6 +1586,8 @@ static void fz_check_peer(struct __test_metadata *_metadata, struct xf_side *b,
 
 			got++;
 			ok += cqe.status == VIADUCT_WC_SUCCESS;
+			if (cqe.status != VIADUCT_WC_SUCCESS && !first_status)
+				first_status = cqe.status;
 			EXPECT_GT(XF_DEPTH, k) TH_LOG("peer QP %u: wr_id %llu", i,
 						       (unsigned long long)cqe.wr_id);
 			if (k < XF_DEPTH) {
@@ -1563,8 +1601,9 @@ static void fz_check_peer(struct __test_metadata *_metadata, struct xf_side *b,
 	EXPECT_EQ(XF_DEPTH, got) TH_LOG("peer QP %u: receive completions", i);
 	EXPECT_EQ(0, vd_cring_poll(&q->rcq, &cqe)) TH_LOG("peer QP %u: a completion too many", i);
 	EXPECT_EQ(0, q->rcq.hdr->flags & VIADUCT_RING_F_OVERFLOW);
-	ksft_print_msg("fuzz phase connected: peer QP %u in state %u, %u of %u receives consumed, %u flushed or failed\n",
-		       i, qq.state, ok, XF_DEPTH, got - ok);
+	ksft_print_msg("fuzz phase connected: peer QP %u in state %u (Terminate 0x%x), %u of %u receives consumed, %u flushed or failed (first status %u)\n",
+		       i, qq.state, qq.terminate, ok, XF_DEPTH, got - ok, first_status);
+	return ok;
 }
 
 /*
@@ -1576,8 +1615,8 @@ TEST_F_TIMEOUT(fz, connected, 900)
 	struct vd_qp qa[FZ_CONN], qb[FZ_CONN];
 	struct fz_result *res;
 	struct vd_snap before;
+	unsigned int i, received = 0;
 	struct xf_side a, b;
-	unsigned int i;
 	int up, pd;
 
 	res = mmap(NULL, sizeof(*res), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -1614,13 +1653,18 @@ TEST_F_TIMEOUT(fz, connected, 900)
 	run_worker(_metadata, self, PH_CONNECTED, 150, res);
 	ksft_print_msg("fuzz phase connected: %lu WRs posted on %u connected QPs\n", res->posts,
 		       FZ_CONN);
+	ksft_print_msg("fuzz phase connected: traffic half: %lu completions reaped ok, %lu not (first: opcode %u status %u detail 0x%x)\n",
+		       res->gentle_ok, res->gentle_err, res->gentle_first_err.opcode,
+		       res->gentle_first_err.status, res->gentle_first_err.vendor_err);
 
 	/* the fuzzed context goes, and every stream with it */
 	for (i = 0; i < FZ_CONN; i++)
 		vd_qp_unmap(&qa[i]);
 	xf_side_down(&a);
 	for (i = 0; i < FZ_CONN; i++)
-		fz_check_peer(_metadata, &b, &qb[i], i);
+		received += fz_check_peer(_metadata, &b, &qb[i], i);
+	/* faults are rare while gentle: Sends come before most QPs' first */
+	EXPECT_LT(0, received) TH_LOG("no Send of the traffic half reached a peer");
 
 	/* the peer's context still serves */
 	pd = vd_create_pd(b.fd);

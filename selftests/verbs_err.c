@@ -12,6 +12,11 @@
  *   verbs_err client ADDR -p PORT  connects, sends one message, disconnects
  *   verbs_err refused ADDR -p PORT perftest's client retry: refused
  *                              connects, QPs and ids destroyed and made anew
+ *   verbs_err stale ADDR -p PORT   perftest 4.5-0.17's client retry: after a
+ *                              refused connect, calls on the destroyed id,
+ *                              channel and event get EINVAL (viaduct only:
+ *                              rdma-core reads through them); synchronous
+ *                              ids and rdma_create_ep() refused too
  *
  * Prints "ok"/"not ok" lines for each check (TAP-style comments for the
  * caller) and exits non-zero if any failed.
@@ -548,6 +553,138 @@ static int refused(const char *addr, const char *port)
 	return 0;
 }
 
+/*
+ * perftest 4.5-0.17's client retry (rdma_cm_client_connection() of that
+ * release): after a refused connect it destroys the id (its QP stays),
+ * the event channel and the array that held the id, then resolves and
+ * destroys the id again through that array. libviaduct-verbs answers
+ * calls on destroyed ids, channels and events with EINVAL rather than
+ * reading through them (rdma-core does read through them). Also: an id
+ * without a channel (synchronous) and rdma_create_ep() against @port,
+ * where nobody listens.
+ */
+static int stale(const char *addr, const char *port)
+{
+	struct rdma_event_channel *ec = rdma_create_event_channel();
+	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 4, .max_recv_wr = 4,
+						.max_send_sge = 1, .max_recv_sge = 1 } };
+	struct rdma_conn_param cp = { .retry_count = 7, .rnr_retry_count = 7 };
+	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *res = NULL;
+	struct rdma_cm_event *ev, *dead_ev;
+	struct rdma_cm_id *id, *sid, *ep;
+	struct sockaddr_storage ss;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	/* not an id, a channel or an event: the library must not read it */
+	void *wild = (void *)(uintptr_t)0x55d00000a;
+	long junk[8] = { 0 };
+
+	CHECK(ec && resolve(addr, port, 0, &ss) == 0, "event channel, address");
+	if (!ec || rdma_create_id(ec, &id, NULL, RDMA_PS_TCP)) {
+		CHECK(0, "rdma_create_id");
+		return 1;
+	}
+	CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&ss, 2000) == 0, "rdma_resolve_addr");
+	ev = expect_event(ec, RDMA_CM_EVENT_ADDR_RESOLVED);
+	if (!ev)
+		return 1;
+	rdma_ack_cm_event(ev);
+	CHECK(rdma_resolve_route(id, 2000) == 0, "rdma_resolve_route");
+	ev = expect_event(ec, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	if (!ev)
+		return 1;
+	rdma_ack_cm_event(ev);
+	pd = ibv_alloc_pd(id->verbs);
+	cq = ibv_create_cq(id->verbs, 16, NULL, NULL, 0);
+	CHECK(pd && cq, "PD and CQ");
+	if (!pd || !cq)
+		return 1;
+	ia.send_cq = cq;
+	ia.recv_cq = cq;
+	CHECK(rdma_create_qp(id, pd, &ia) == 0, "rdma_create_qp");
+	qp = id->qp;
+	CHECK(rdma_connect(id, &cp) == 0, "rdma_connect");
+	ev = expect_event(ec, RDMA_CM_EVENT_REJECTED);
+	if (!ev)
+		return 1;
+	CHECK(ev->status == -ECONNREFUSED, "refused (status %d)", ev->status);
+	dead_ev = ev;
+	CHECK(rdma_ack_cm_event(ev) == 0, "rdma_ack_cm_event");
+	errno = 0;
+	CHECK(rdma_ack_cm_event(dead_ev) == -1 && errno == EINVAL,
+	      "rdma_ack_cm_event of that event again: EINVAL");
+
+	/* perftest's rdma_cm_destroy_cma(): the id with its QP, the channel */
+	CHECK(rdma_destroy_id(id) == 0, "rdma_destroy_id of the refused id (its QP stays)");
+	rdma_destroy_event_channel(ec);
+
+	/* its retry, through what it destroyed */
+	errno = 0;
+	CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&ss, 2000) == -1 && errno == EINVAL,
+	      "rdma_resolve_addr of the destroyed id: EINVAL");
+	errno = 0;
+	CHECK(rdma_resolve_addr(wild, NULL, (struct sockaddr *)&ss, 2000) == -1 && errno == EINVAL,
+	      "rdma_resolve_addr of a pointer that never was an id: EINVAL");
+	errno = 0;
+	CHECK(rdma_connect((struct rdma_cm_id *)junk, &cp) == -1 && errno == EINVAL,
+	      "rdma_connect of zeroed memory: EINVAL");
+	errno = 0;
+	CHECK(rdma_destroy_id(id) == -1 && errno == EINVAL,
+	      "rdma_destroy_id of the destroyed id: EINVAL");
+	errno = 0;
+	CHECK(rdma_destroy_id(wild) == -1 && errno == EINVAL,
+	      "rdma_destroy_id of a wild pointer: EINVAL");
+	errno = 0;
+	CHECK(rdma_get_cm_event(ec, &ev) == -1 && errno == EINVAL,
+	      "rdma_get_cm_event on the destroyed channel: EINVAL");
+	errno = 0;
+	CHECK(rdma_create_id(ec, &sid, NULL, RDMA_PS_TCP) == -1 && errno == EINVAL,
+	      "rdma_create_id on the destroyed channel: EINVAL");
+	rdma_destroy_event_channel(ec);
+	rdma_destroy_event_channel(wild);
+	rdma_destroy_qp(id);
+	CHECK(1, "rdma_destroy_event_channel, rdma_destroy_qp of destroyed, wild pointers return");
+
+	/* The QP outlives its id, as on rdma-core; then CQ and PD go. */
+	CHECK(ibv_destroy_qp(qp) == 0, "ibv_destroy_qp of the destroyed id's QP");
+	CHECK(ibv_destroy_cq(cq) == 0 && ibv_dealloc_pd(pd) == 0, "the CQ and PD free");
+
+	/* A synchronous id (no channel): each call waits for its event. */
+	CHECK(rdma_create_id(NULL, &sid, NULL, RDMA_PS_TCP) == 0,
+	      "rdma_create_id without a channel");
+	CHECK(rdma_resolve_addr(sid, NULL, (struct sockaddr *)&ss, 2000) == 0,
+	      "synchronous rdma_resolve_addr");
+	CHECK(rdma_resolve_route(sid, 2000) == 0, "synchronous rdma_resolve_route");
+	ia.send_cq = NULL;
+	ia.recv_cq = NULL;
+	CHECK(rdma_create_qp(sid, NULL, &ia) == 0, "rdma_create_qp with the id's own PD and CQs");
+	errno = 0;
+	CHECK(rdma_connect(sid, &cp) == -1 && errno == ECONNREFUSED,
+	      "synchronous rdma_connect: -1, ECONNREFUSED");
+	rdma_destroy_qp(sid);
+	CHECK(rdma_destroy_id(sid) == 0, "rdma_destroy_id of the synchronous id");
+
+	/*
+	 * rdma_create_ep(): a synchronous id, route and QP in one call (the
+	 * CQs rdma_create_qp() wrote back into @ia went with the id's QP)
+	 */
+	ia.send_cq = NULL;
+	ia.recv_cq = NULL;
+	if (rdma_getaddrinfo(addr, port, &hints, &res)) {
+		CHECK(0, "rdma_getaddrinfo");
+		return 1;
+	}
+	CHECK(rdma_create_ep(&ep, res, NULL, &ia) == 0, "rdma_create_ep");
+	rdma_freeaddrinfo(res);
+	errno = 0;
+	CHECK(rdma_connect(ep, NULL) == -1 && errno == ECONNREFUSED,
+	      "rdma_connect of the endpoint: -1, ECONNREFUSED");
+	rdma_destroy_ep(ep);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -559,8 +696,10 @@ int main(int argc, char **argv)
 		client(argv[2], argv[4]);
 	else if (argc == 5 && !strcmp(argv[1], "refused") && !strcmp(argv[3], "-p"))
 		refused(argv[2], argv[4]);
+	else if (argc == 5 && !strcmp(argv[1], "stale") && !strcmp(argv[3], "-p"))
+		stale(argv[2], argv[4]);
 	else {
-		fprintf(stderr, "usage: %s local | {server|client|refused} ADDR -p PORT\n",
+		fprintf(stderr, "usage: %s local | {server|client|refused|stale} ADDR -p PORT\n",
 			argv[0]);
 		return 2;
 	}

@@ -14,7 +14,8 @@
 #   - verbs_err and verbs_ops (built against rdma-core): error paths, SRQs,
 #     Send with Invalidate and Local Invalidate (against verbs_inv_peer,
 #     which fast-registers with the native API), on viaduct and from siw;
-#   - perftest's binaries, and their clients with no server.
+#   - perftest's binaries, their clients with no server, and clients
+#     refused on the test's connection (perftest's retry path).
 #
 #   +---------------------+            +---------------------+
 #   | netns vva$$         |            | netns vvb$$         |
@@ -31,6 +32,7 @@ ctl=$bin/tools/viaductctl/viaductctl
 dropin=$bin/user/verbs/viaduct
 invpeer=$bin/user/verbs/verbs_inv_peer
 err=$(dirname "$0")/helpers/verbs_err
+delay=$(dirname "$0")/helpers/listen_delay.so
 ops=$(dirname "$0")/helpers/verbs_ops
 exv=$(dirname "$0")/helpers/viaduct-verbs
 exr=$(dirname "$0")/helpers/rdma-core
@@ -130,7 +132,7 @@ solo() {
 }
 
 echo "TAP version 13"
-echo "1..37"
+echo "1..39"
 
 if [ ! -x "$ctl" ] || [ ! -e "$dropin/libibverbs.so.1" ] || [ ! -x "$invpeer" ]; then
 	echo "Bail out! viaductctl or libviaduct-verbs not built under $bin"
@@ -236,6 +238,8 @@ run "verbs_ops: 3 QPs receive from one SRQ, data verified, limit and last-WQE ev
 	"$B" "${vv[@]}" "$ops" client 192.0.2.1
 solo "verbs_err refused: perftest's retry, refused connects, QPs and ids destroyed and made anew" \
 	"$B" "${vv[@]}" "$err" refused 192.0.2.1
+solo "verbs_err stale: calls on destroyed ids, channels and events get EINVAL; synchronous ids, rdma_create_ep" \
+	"$B" "${vv[@]}" "$err" stale 192.0.2.1
 
 # verbs_inv_peer (native API) fast-registers an STag, which verbs cannot.
 run "verbs_ops inv+local: RDMA Write via a peer's STag, IBV_WR_SEND_WITH_INV of it, IBV_WR_LOCAL_INV" \
@@ -284,10 +288,45 @@ if command -v ib_write_bw >/dev/null; then
 		fi
 	done
 	ok $bad "perftest: ib_{send,write,read}_bw, ib_{send,write}_lat -R with no server: refused, exit 1, no crash"
+	# The sequence that crashed in make bench: perftest -R connects once
+	# for its own exchange of keys, then listens anew for the test's
+	# connection. A client refused on that second connection (its
+	# server's second rdma_listen() delayed by listen_delay.so) goes
+	# through perftest 4.5-0.17's retry, which resolves and destroys the
+	# id again after destroying it and the array that held it. It must
+	# exit with perftest's error, not a signal, and leave the kernel log
+	# clean.
+	klog=$(dmesg | wc -l)
+	bad=0
+	for p in ib_send_lat; do
+		port=$((port + 1))
+		out_s=$(mktemp)
+		ip netns exec "$A" timeout 30 "${vv[@]}" LD_PRELOAD="$delay" \
+			VD_LISTEN_DELAY_CALL=2 VD_LISTEN_DELAY_MS=2500 \
+			$p -d vd0 -R -F -n 5 -p $port >"$out_s" 2>&1 &
+		srv=$!
+		wait_listen "$srv" "$port"
+		out=$(ip netns exec "$B" timeout 60 "${vv[@]}" $p -d vd0 -R -F -n 5 -p $port 192.0.2.1 2>&1)
+		rc=$?
+		kill "$srv" 2>/dev/null
+		wait "$srv" 2>/dev/null
+		echo "$out" | tail -n 4 | sed "s/^/#   $p: /"
+		if [ $rc -eq 0 ] || [ $rc -ge 124 ] || ! echo "$out" | grep -q 'RDMA_CM_EVENT_REJECTED'; then
+			echo "# $p refused on its second connection: exit $rc"
+			sed 's/^/#   server: /' "$out_s"
+			bad=1
+		fi
+		rm -f "$out_s"
+	done
+	if dmesg | tail -n +$((klog + 1)) | grep -E 'BUG:|WARNING:|Oops|KASAN|UBSAN|general protection|Call Trace:|segfault'; then
+		bad=1
+	fi
+	ok $bad "perftest: ib_send_lat -R refused on the test's connection: its retry ends in exit 1, no crash"
 else
 	skip "perftest: ib_write_bw -R" "perftest not installed"
 	skip "perftest: ib_send_lat -R" "perftest not installed"
 	skip "perftest: client without a server" "perftest not installed"
+	skip "perftest: client refused on the test's connection" "perftest not installed"
 fi
 
 have_siw=1

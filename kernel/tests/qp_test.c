@@ -2,7 +2,8 @@
 /*
  * KUnit suite viaduct_qp: the QP state table (every pair, against an
  * explicit matrix), all-or-nothing modify, WQE validation over tables of
- * good and bad WQEs, creation limits, and real QPs driven through their
+ * good and bad WQEs, copying a WQE out of its slot (header, then what it
+ * declares within the limits), creation limits, and real QPs driven through their
  * kernel-allocated rings: taking WQEs in Idle, flushing on Error in post
  * order, malformed WQEs and indices, completions in RTS, CQ overflow, and
  * the polling worker with its NEED_WAKEUP protocol.
@@ -397,6 +398,236 @@ static void qp_test_rqe_table(struct kunit *test)
 				    c->status, "%s", c->name);
 		if (!c->status)
 			KUNIT_EXPECT_EQ_MSG(test, len, c->total, "%s", c->name);
+	}
+}
+
+/* --- Copying WQEs out of the ring ----------------------------------------- */
+
+#define POISON	0x5a
+
+/*
+ * Whether @dst holds the first @len bytes of @src and, behind them up to
+ * @size, still the poison it was filled with: nothing past the WQE was
+ * copied.
+ */
+static bool copied_exactly(const u8 *dst, const u8 *src, u32 len, u32 size)
+{
+	return !memcmp(dst, src, len) &&
+	       !memchr_inv(dst + len, POISON, size - len);
+}
+
+/*
+ * Every WQE of the tables, copied out of a ring slot header first: the
+ * checks give what they give on the whole slot, and only the bytes the
+ * header declares within the limits are copied.
+ */
+static void qp_test_copy_wqe_tables(struct kunit *test)
+{
+	u8 *ring = kunit_kzalloc(test, 4 * SLOT, GFP_KERNEL);
+	u8 *dst = kunit_kmalloc(test, SLOT, GFP_KERNEL);
+	const u32 idx = 0xffffffffU;	/* slot 3 */
+	u8 *slot = ring + 3 * SLOT;
+	unsigned int i, j;
+
+	KUNIT_ASSERT_NOT_NULL(test, ring);
+	KUNIT_ASSERT_NOT_NULL(test, dst);
+	for (i = 0; i < ARRAY_SIZE(sqe_cases); i++) {
+		const struct sqe_case *c = &sqe_cases[i];
+		u32 len = 0xdead, n;
+
+		build_sqe(slot, c);
+		memset(dst, POISON, SLOT);
+		n = vd_qp_copy_wqe(dst, ring, idx, 4, SLOT, false, &lim);
+		KUNIT_EXPECT_EQ_MSG(test, n, vd_qp_wqe_len(slot, false, &lim),
+				    "%s", c->name);
+		KUNIT_EXPECT_TRUE_MSG(test, copied_exactly(dst, slot, n, SLOT),
+				      "%s", c->name);
+		KUNIT_EXPECT_EQ_MSG(test, vd_qp_check_sqe(dst, &lim, &len),
+				    c->status, "%s", c->name);
+		if (!c->status)
+			KUNIT_EXPECT_EQ_MSG(test, len, c->total, "%s", c->name);
+	}
+	for (i = 0; i < ARRAY_SIZE(rqe_cases); i++) {
+		const struct rqe_case *c = &rqe_cases[i];
+		struct viaduct_rqe *rqe = (struct viaduct_rqe *)slot;
+		struct viaduct_sge *sge = (struct viaduct_sge *)(rqe + 1);
+		u32 len = 0xdead, n;
+
+		memset(slot, 0, SLOT);
+		rqe->wr_id = 7;
+		rqe->num_sge = c->num_sge;
+		rqe->reserved0 = c->reserved0;
+		rqe->reserved1 = c->reserved1;
+		for (j = 0; j < ARRAY_SIZE(c->sge_len); j++)
+			sge[j].length = c->sge_len[j];
+		memset(dst, POISON, SLOT);
+		n = vd_qp_copy_wqe(dst, ring, idx, 4, SLOT, true, &lim);
+		KUNIT_EXPECT_EQ_MSG(test, n, vd_qp_wqe_len(slot, true, &lim),
+				    "%s", c->name);
+		KUNIT_EXPECT_TRUE_MSG(test, copied_exactly(dst, slot, n, SLOT),
+				      "%s", c->name);
+		KUNIT_EXPECT_EQ_MSG(test, vd_qp_check_rqe(dst, &lim, &len),
+				    c->status, "%s", c->name);
+		if (!c->status)
+			KUNIT_EXPECT_EQ_MSG(test, len, c->total, "%s", c->name);
+	}
+}
+
+struct copy_case {
+	const char *name;
+	bool rq;
+	u8 opcode;
+	u8 flags;
+	u16 num_sge;
+	u32 length;
+	u32 bytes;		/* what is copied */
+	u8 status;
+};
+
+#define SQH	((u32)sizeof(struct viaduct_sqe))
+#define RQH	((u32)sizeof(struct viaduct_rqe))
+#define SGES(n)	((n) * (u32)sizeof(struct viaduct_sge))
+#define BIND	VIADUCT_OP_BIND_MW
+
+/* On queues of 252 SGEs and 256 inline bytes per WQE (4 KiB slots). */
+static const struct copy_case copy_cases[] = {
+	{ "send, 252 SGEs (the limit)", false, SND, 0, 252, 0,
+	  SQH + SGES(252), 0 },
+	{ "send, 253 SGEs", false, SND, 0, 253, 0, SQH, LENERR },
+	{ "send, 254 SGEs (fit the slot)", false, SND, 0, 254, 0, SQH,
+	  LENERR },
+	{ "send, 65535 SGEs", false, SND, 0, 0xffff, 0, SQH, LENERR },
+	{ "send, no SGE", false, SND, 0, 0, 0, SQH, 0 },
+	{ "write, 1 SGE", false, WR, 0, 1, 0, SQH + SGES(1), 0 },
+	{ "fast reg, 252 SGEs", false, FREG, 0, 252, 0, SQH + SGES(252), 0 },
+	{ "fast reg, 253 SGEs", false, FREG, 0, 253, 0, SQH, LENERR },
+	{ "bind, 1 SGE", false, BIND, 0, 1, 0, SQH + SGES(1), 0 },
+	{ "bind, 2 SGEs", false, BIND, 0, 2, 0, SQH + SGES(2), OPERR },
+	{ "local inv", false, LINV, 0, 0, 0, SQH, 0 },
+	{ "inline 0", false, SND, INL, 0, 0, SQH, 0 },
+	{ "inline 1", false, SND, INL, 0, 1, SQH + 1, 0 },
+	{ "inline 255", false, WR, INL, 0, 255, SQH + 255, 0 },
+	{ "inline 256 (the limit)", false, SND, INL, 0, 256, SQH + 256, 0 },
+	{ "inline 257", false, SND, INL, 0, 257, SQH, LENERR },
+	{ "inline 4 GiB - 1", false, SND, INL, 0, U32_MAX, SQH, LENERR },
+	{ "inline with 252 SGEs", false, SND, INL, 252, 8, SQH + 8, OPERR },
+	{ "recv, 252 SGEs (the limit)", true, 0, 0, 252, 0, RQH + SGES(252),
+	  0 },
+	{ "recv, 253 SGEs", true, 0, 0, 253, 0, RQH, LENERR },
+	{ "recv, 65535 SGEs", true, 0, 0, 0xffff, 0, RQH, LENERR },
+	{ "recv, no SGE", true, 0, 0, 0, 0, RQH, 0 },
+};
+
+/* A slot full of SGEs of one byte each behind a header of @c. */
+static void build_copy_case(u8 *slot, u32 size, const struct copy_case *c,
+			    u64 wr_id)
+{
+	u32 hdr = c->rq ? RQH : SQH, i;
+
+	memset(slot, 0, hdr);
+	for (i = 0; hdr + SGES(i + 1) <= size; i++) {
+		struct viaduct_sge *sge = (void *)slot + hdr + SGES(i);
+
+		sge->addr = 0x10000 + i;
+		sge->length = 1;
+		sge->stag = 0x100 + i;
+	}
+	if (c->rq) {
+		struct viaduct_rqe *rqe = (struct viaduct_rqe *)slot;
+
+		rqe->wr_id = wr_id;
+		rqe->num_sge = c->num_sge;
+	} else {
+		struct viaduct_sqe *sqe = (struct viaduct_sqe *)slot;
+
+		sqe->wr_id = wr_id;
+		sqe->opcode = c->opcode;
+		sqe->flags = c->flags;
+		sqe->num_sge = c->num_sge;
+		sqe->length = c->length;
+		/* a Send names no remote STag */
+		sqe->remote_stag = c->opcode == SND ? 0 : 0x1234;
+	}
+}
+
+/*
+ * The shape of a VIPL QP (252 SGEs per WQE): counts at, one beyond and far
+ * beyond the limit, no SGE, inline lengths around the limit, each opcode
+ * that carries SGEs; each WQE at the next index of a ring whose indices
+ * wrap at 2^32, so the copies also go through the wrap. The slots of the
+ * other indices hold other WQEs, which must not be copied.
+ */
+static void qp_test_copy_wqe_limits(struct kunit *test)
+{
+	struct viaduct_create_qp a;
+	struct vd_qp_caps caps;
+	u32 idx = 0xfffffffdU, size, n, i;
+	u8 *ring, *dst;
+
+	good_attr(&a);
+	a.max_send_sge = VD_MAX_SGE;
+	a.max_recv_sge = VD_MAX_SGE;
+	a.max_inline = 0;
+	KUNIT_ASSERT_EQ(test, vd_qp_caps(&a, &caps), 0);
+	KUNIT_ASSERT_EQ(test, caps.sq_wqe_size, 4096U);
+	KUNIT_ASSERT_EQ(test, caps.rq_wqe_size, 4096U);
+	KUNIT_ASSERT_EQ(test, caps.sq.max_sge, 252U);
+	KUNIT_ASSERT_EQ(test, caps.sq.max_inline, 256U);
+	KUNIT_ASSERT_EQ(test, caps.rq.max_sge, 252U);
+	size = caps.sq_wqe_size;
+	caps.sq.max_msg_size = 1U << 20;
+	caps.rq.max_msg_size = 1U << 20;
+
+	ring = kunit_kmalloc(test, 4 * size, GFP_KERNEL);
+	dst = kunit_kmalloc(test, size, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, ring);
+	KUNIT_ASSERT_NOT_NULL(test, dst);
+
+	for (i = 0; i < ARRAY_SIZE(copy_cases); i++, idx++) {
+		const struct copy_case *c = &copy_cases[i];
+		const struct vd_wqe_limits *l = c->rq ? &caps.rq : &caps.sq;
+		u8 *slot = vd_ring_slot_ptr(ring, idx, 4, size);
+		u32 k, len = 0xdead;
+		u8 st;
+
+		for (k = 0; k < 4; k++)
+			build_copy_case(ring + k * size, size, c, 1000 + k);
+		build_copy_case(slot, size, c, i);
+		memset(dst, POISON, size);
+		n = vd_qp_copy_wqe(dst, ring, idx, 4, size, c->rq, l);
+		KUNIT_EXPECT_EQ_MSG(test, n, c->bytes, "%s", c->name);
+		KUNIT_EXPECT_TRUE_MSG(test, copied_exactly(dst, slot, n, size),
+				      "%s", c->name);
+		/* the slot of @idx: its wr_id is @i */
+		KUNIT_EXPECT_EQ_MSG(test, *(u64 *)dst, (u64)i, "%s", c->name);
+		st = c->rq ? vd_qp_check_rqe(dst, l, &len) :
+			     vd_qp_check_sqe(dst, l, &len);
+		KUNIT_EXPECT_EQ_MSG(test, st, c->status, "%s", c->name);
+	}
+	KUNIT_EXPECT_EQ(test, idx, 0xfffffffdU + (u32)ARRAY_SIZE(copy_cases));
+}
+
+/*
+ * What vd_qp_copy_wqe() relies on: a WQE within the limits vd_qp_caps()
+ * reports fits the slot it computes, for every SGE count and inline size.
+ */
+static void qp_test_caps_fit_slot(struct kunit *test)
+{
+	struct viaduct_create_qp a;
+	struct vd_qp_caps c;
+	u32 n;
+
+	for (n = 0; n <= VD_MAX_SGE; n++) {
+		good_attr(&a);
+		a.max_send_sge = n;
+		a.max_recv_sge = n;
+		a.max_inline = min(n * 2, VD_MAX_INLINE);
+		KUNIT_ASSERT_EQ(test, vd_qp_caps(&a, &c), 0);
+		KUNIT_EXPECT_LE(test, SQH + SGES(c.sq.max_sge), c.sq_wqe_size);
+		KUNIT_EXPECT_LE(test, SQH + c.sq.max_inline, c.sq_wqe_size);
+		KUNIT_EXPECT_LE(test, RQH + SGES(c.rq.max_sge), c.rq_wqe_size);
+		KUNIT_EXPECT_GE(test, c.sq.max_sge, n);
+		KUNIT_EXPECT_GE(test, c.rq.max_sge, n);
 	}
 }
 
@@ -1045,6 +1276,9 @@ static struct kunit_case qp_test_cases[] = {
 	KUNIT_CASE(qp_test_caps),
 	KUNIT_CASE(qp_test_sqe_table),
 	KUNIT_CASE(qp_test_rqe_table),
+	KUNIT_CASE(qp_test_copy_wqe_tables),
+	KUNIT_CASE(qp_test_copy_wqe_limits),
+	KUNIT_CASE(qp_test_caps_fit_slot),
 	KUNIT_CASE(qp_test_modify_all_or_nothing),
 	KUNIT_CASE(qp_test_flush),
 	KUNIT_CASE(qp_test_bad_wqe),

@@ -213,20 +213,43 @@ struct ring_test_slot {
 	u32 c;
 };
 
-static void ring_test_copy_slot(struct kunit *test)
+static void ring_test_copy_part(struct kunit *test)
 {
 	struct ring_test_slot slots[4] = {
 		{ 1, 2, 3 }, { 4, 5, 6 }, { 7, 8, 9 }, { 10, 11, 12 },
 	};
-	struct ring_test_slot copy;
+	const size_t size = sizeof(slots[0]);
+	struct ring_test_slot copy = { 0, 0, 0 };
 
-	vd_ring_copy_slot(&copy, slots, 0xfffffffeU, 4, sizeof(copy));
+	/* The whole slot, at an index just before the wrap. */
+	vd_ring_copy_part(&copy, slots, 0xfffffffeU, 4, size, 0, size);
 	KUNIT_EXPECT_EQ(test, copy.a, 7ULL);
+	KUNIT_EXPECT_EQ(test, copy.c, 9U);
 	/* The copy is private: changing the ring afterwards changes nothing. */
 	slots[2].a = 100;
 	KUNIT_EXPECT_EQ(test, copy.a, 7ULL);
-	vd_ring_copy_slot(&copy, slots, 0xffffffffU + 2U, 4, sizeof(copy));
+
+	/* Part of a slot lands at its offset; the rest of the copy stays. */
+	vd_ring_copy_part(&copy, slots, 0xffffffffU + 2U, 4, size,
+			  offsetof(struct ring_test_slot, b), sizeof(u32));
+	KUNIT_EXPECT_EQ(test, copy.a, 7ULL);
+	KUNIT_EXPECT_EQ(test, copy.b, 5U);
+	KUNIT_EXPECT_EQ(test, copy.c, 9U);
+
+	/* A length past the slot's end stops there: slot 1 of index 5. */
+	copy = (struct ring_test_slot){ 0, 0, 0 };
+	vd_ring_copy_part(&copy, slots, 5, 4, size,
+			  offsetof(struct ring_test_slot, c), 4 * size);
+	KUNIT_EXPECT_EQ(test, copy.a, 0ULL);
+	KUNIT_EXPECT_EQ(test, copy.b, 0U);
 	KUNIT_EXPECT_EQ(test, copy.c, 6U);
+	/* Nothing at all. */
+	vd_ring_copy_part(&copy, slots, 3, 4, size, 0, 0);
+	KUNIT_EXPECT_EQ(test, copy.a, 0ULL);
+	vd_ring_copy_part(&copy, slots, 3, 4, size, size, 16);
+	KUNIT_EXPECT_EQ(test, copy.a, 0ULL);
+	KUNIT_EXPECT_EQ(test, copy.c, 6U);
+
 	KUNIT_EXPECT_PTR_EQ(test,
 			    vd_ring_slot_ptr(slots, 5, 4, sizeof(slots[0])),
 			    (void *)&slots[1]);
@@ -265,7 +288,7 @@ static struct kunit_case ring_test_cases[] = {
 	KUNIT_CASE(ring_test_load_user_index),
 	KUNIT_CASE(ring_test_load_user_consumer),
 	KUNIT_CASE(ring_test_publish),
-	KUNIT_CASE(ring_test_copy_slot),
+	KUNIT_CASE(ring_test_copy_part),
 	KUNIT_CASE(ring_test_mem),
 	{}
 };

@@ -23,6 +23,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
+#include <unordered_set>
 
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
@@ -33,12 +34,61 @@ namespace vv {
 
 namespace {
 
+// The ids, event channels and events the library has made and not yet
+// destroyed (or seen acknowledged). Every call checks the pointer it is
+// given against these before it reads through it, so that a program that
+// passes one it has destroyed gets -1 and EINVAL, not a crash in the
+// library. perftest 4.5-0.17's client does that when its connection is
+// refused: its retry destroys the ids, the event channel and the array
+// that holds the ids, then resolves and destroys "them" again.
+// A pointer whose memory a new object has taken since is that object.
+class LiveSet {
+public:
+    void add(const void *p) {
+        std::lock_guard<std::mutex> g(lock_);
+        set_.insert(p);
+    }
+    void remove(const void *p) noexcept {
+        std::lock_guard<std::mutex> g(lock_);
+        set_.erase(p);
+    }
+    bool contains(const void *p) noexcept {
+        if (!p)
+            return false;
+        std::lock_guard<std::mutex> g(lock_);
+        return set_.count(p) != 0;
+    }
+
+private:
+    std::mutex lock_;
+    std::unordered_set<const void *> set_;
+};
+
+// Never destroyed: a program may destroy its ids from its own exit handlers.
+LiveSet &live_ids() {
+    static auto *s = new LiveSet;
+    return *s;
+}
+LiveSet &live_channels() {
+    static auto *s = new LiveSet;
+    return *s;
+}
+LiveSet &live_events() {
+    static auto *s = new LiveSet;
+    return *s;
+}
+
 struct Id;
 
 struct Event {
     rdma_cm_event ev{};
     std::optional<viaduct::CmEvent> native;
     Id *counted = nullptr; // the id whose outstanding events this is one of
+
+    Event() { live_events().add(this); }
+    ~Event() { live_events().remove(this); }
+    Event(const Event &) = delete;
+    Event &operator=(const Event &) = delete;
 };
 
 struct EventChannel {
@@ -64,7 +114,11 @@ struct EventChannel {
         return it == ids.end() ? nullptr : it->second;
     }
 
+    EventChannel() { live_channels().add(this); }
+    EventChannel(const EventChannel &) = delete;
+    EventChannel &operator=(const EventChannel &) = delete;
     ~EventChannel() {
+        live_channels().remove(this);
         for (Event *e : synth)
             delete e;
         if (efd >= 0)
@@ -125,6 +179,9 @@ struct Id {
     std::condition_variable cv;
     int outstanding = 0; // events handed out, not acked
 
+    Id() { live_ids().add(this); }
+    ~Id() { live_ids().remove(this); }
+
     void hold() {
         std::lock_guard<std::mutex> g(lock);
         outstanding++;
@@ -148,6 +205,26 @@ Id *to_id(rdma_cm_id *id) noexcept {
 
 EventChannel *to_ec(rdma_event_channel *c) noexcept {
     return reinterpret_cast<EventChannel *>(c);
+}
+
+// Whether @cid (@c) is an id (event channel) of ours that is not destroyed.
+bool is_id(const rdma_cm_id *cid) noexcept {
+    return live_ids().contains(cid);
+}
+bool is_ec(const rdma_event_channel *c) noexcept {
+    return live_channels().contains(c);
+}
+
+// @cid as our Id; throws EINVAL if it is not a live one.
+Id *checked_id(rdma_cm_id *cid) {
+    if (!is_id(cid))
+        throw viaduct::Error(EINVAL, "not an rdma_cm id, or one already destroyed");
+    return to_id(cid);
+}
+EventChannel *checked_ec(rdma_event_channel *c) {
+    if (!is_ec(c))
+        throw viaduct::Error(EINVAL, "not an event channel, or one already destroyed");
+    return to_ec(c);
 }
 
 std::mutex contexts_lock;
@@ -566,6 +643,10 @@ VV_EXPORT rdma_event_channel *rdma_create_event_channel(void) {
 }
 
 VV_EXPORT void rdma_destroy_event_channel(rdma_event_channel *c) {
+    if (!is_ec(c)) {
+        errno = EINVAL;
+        return;
+    }
     delete to_ec(c);
 }
 
@@ -576,8 +657,11 @@ VV_EXPORT int rdma_create_id(rdma_event_channel *channel, rdma_cm_id **out, void
             throw viaduct::Error(EOPNOTSUPP, "iWARP connects RC QPs only");
         auto id = std::make_unique<Id>();
         if (channel) {
-            id->channel = to_ec(channel);
+            id->channel = checked_ec(channel);
         } else {
+            // Synchronous: a channel of its own, which only its calls read.
+            id->channel = make_channel();
+            id->own_channel = true;
             id->sync = true;
         }
         id->id.channel = &id->channel->ch;
@@ -590,6 +674,10 @@ VV_EXPORT int rdma_create_id(rdma_event_channel *channel, rdma_cm_id **out, void
 }
 
 VV_EXPORT int rdma_destroy_id(rdma_cm_id *cid) {
+    if (!is_id(cid)) {
+        errno = EINVAL;
+        return -1;
+    }
     Id *id = to_id(cid);
     {
         std::unique_lock<std::mutex> g(id->lock);
@@ -599,6 +687,13 @@ VV_EXPORT int rdma_destroy_id(rdma_cm_id *cid) {
         id->channel->remove_id(ctx, handle);
     id->native.reset();
     id->listeners.clear();
+    // The PD the id made for itself (rdma_create_qp() without one), once
+    // nothing uses it; a QP the program keeps keeps it (EBUSY).
+    if (id->own_pd) {
+        int err = errno;
+        ibv_dealloc_pd(id->own_pd);
+        errno = err;
+    }
     if (id->own_channel)
         delete id->channel;
     delete id;
@@ -607,16 +702,17 @@ VV_EXPORT int rdma_destroy_id(rdma_cm_id *cid) {
 
 VV_EXPORT int rdma_bind_addr(rdma_cm_id *cid, sockaddr *addr) {
     return guarded(-1, [&] {
+        Id *id = checked_id(cid);
         if (!addr)
             throw viaduct::Error(EINVAL, "no address");
-        bind_id(to_id(cid), addr);
+        bind_id(id, addr);
         return 0;
     });
 }
 
 VV_EXPORT int rdma_resolve_addr(rdma_cm_id *cid, sockaddr *src, sockaddr *dst, int) {
-    Id *id = to_id(cid);
     return guarded(-1, [&] {
+        Id *id = checked_id(cid);
         resolve_addr(id, src, dst);
         if (id->sync)
             wait_sync(id, RDMA_CM_EVENT_ADDR_RESOLVED);
@@ -625,8 +721,8 @@ VV_EXPORT int rdma_resolve_addr(rdma_cm_id *cid, sockaddr *src, sockaddr *dst, i
 }
 
 VV_EXPORT int rdma_resolve_route(rdma_cm_id *cid, int) {
-    Id *id = to_id(cid);
     return guarded(-1, [&] {
+        Id *id = checked_id(cid);
         if (!id->addr_resolved)
             throw viaduct::Error(EINVAL, "the address is not resolved");
         id->route_resolved = true;
@@ -639,8 +735,8 @@ VV_EXPORT int rdma_resolve_route(rdma_cm_id *cid, int) {
 }
 
 VV_EXPORT int rdma_listen(rdma_cm_id *cid, int backlog) {
-    Id *id = to_id(cid);
     return guarded(-1, [&] {
+        Id *id = checked_id(cid);
         sockaddr *src = &id->id.route.addr.src_addr;
         if (src->sa_family != AF_INET && src->sa_family != AF_INET6)
             throw viaduct::Error(EINVAL, "bind the id first");
@@ -683,8 +779,8 @@ static ibv_pd *default_pd(Id *id) {
 }
 
 VV_EXPORT int rdma_create_qp(rdma_cm_id *cid, ibv_pd *pd, ibv_qp_init_attr *attr) {
-    Id *id = to_id(cid);
     return guarded(-1, [&] {
+        Id *id = checked_id(cid);
         if (!id->ctx)
             throw viaduct::Error(EINVAL, "the id has no device yet");
         if (pd && pd->context != id->id.verbs)
@@ -742,6 +838,10 @@ VV_EXPORT int rdma_create_qp_ex(rdma_cm_id *cid, ibv_qp_init_attr_ex *ex) {
 }
 
 VV_EXPORT void rdma_destroy_qp(rdma_cm_id *cid) {
+    if (!is_id(cid)) {
+        errno = EINVAL;
+        return;
+    }
     Id *id = to_id(cid);
     if (id->id.qp) {
         ibv_destroy_qp(id->id.qp);
@@ -763,8 +863,8 @@ VV_EXPORT void rdma_destroy_qp(rdma_cm_id *cid) {
 }
 
 VV_EXPORT int rdma_connect(rdma_cm_id *cid, rdma_conn_param *param) {
-    Id *id = to_id(cid);
     return guarded(-1, [&] {
+        Id *id = checked_id(cid);
         if (!id->route_resolved || !id->native)
             throw viaduct::Error(EINVAL, "resolve the address and route first");
         ibv_qp *qp = qp_for(id, param);
@@ -780,8 +880,8 @@ VV_EXPORT int rdma_connect(rdma_cm_id *cid, rdma_conn_param *param) {
 }
 
 VV_EXPORT int rdma_accept(rdma_cm_id *cid, rdma_conn_param *param) {
-    Id *id = to_id(cid);
     return guarded(-1, [&] {
+        Id *id = checked_id(cid);
         if (!id->native || !id->listen_parent)
             throw viaduct::Error(EINVAL, "not a connection request");
         ibv_qp *qp = qp_for(id, param);
@@ -795,8 +895,8 @@ VV_EXPORT int rdma_accept(rdma_cm_id *cid, rdma_conn_param *param) {
 }
 
 VV_EXPORT int rdma_reject(rdma_cm_id *cid, const void *pd, std::uint8_t len) {
-    Id *id = to_id(cid);
     return guarded(-1, [&] {
+        Id *id = checked_id(cid);
         if (!id->native || !id->listen_parent)
             throw viaduct::Error(EINVAL, "not a connection request");
         id->native->reject(std::span(static_cast<const std::byte *>(pd), pd ? len : 0));
@@ -805,8 +905,8 @@ VV_EXPORT int rdma_reject(rdma_cm_id *cid, const void *pd, std::uint8_t len) {
 }
 
 VV_EXPORT int rdma_disconnect(rdma_cm_id *cid) {
-    Id *id = to_id(cid);
     return guarded(-1, [&] {
+        Id *id = checked_id(cid);
         if (!id->native)
             throw viaduct::Error(ENOTCONN, "not connected");
         // Once the peer has closed the connection there is nothing left
@@ -826,7 +926,7 @@ VV_EXPORT int rdma_disconnect(rdma_cm_id *cid) {
 
 VV_EXPORT int rdma_establish(rdma_cm_id *cid) {
     // iWARP's MPA exchange has no step left for the program to take.
-    if (!to_id(cid)->connected) {
+    if (!is_id(cid) || !to_id(cid)->connected) {
         errno = EINVAL;
         return -1;
     }
@@ -834,8 +934,7 @@ VV_EXPORT int rdma_establish(rdma_cm_id *cid) {
 }
 
 VV_EXPORT int rdma_init_qp_attr(rdma_cm_id *cid, ibv_qp_attr *attr, int *mask) {
-    Id *id = to_id(cid);
-    if (!id->ctx) {
+    if (!is_id(cid) || !to_id(cid)->ctx) {
         errno = EINVAL;
         return -1;
     }
@@ -856,14 +955,18 @@ VV_EXPORT int rdma_init_qp_attr(rdma_cm_id *cid, ibv_qp_attr *attr, int *mask) {
 }
 
 VV_EXPORT int rdma_get_cm_event(rdma_event_channel *channel, rdma_cm_event **event) {
-    EventChannel &ec = *to_ec(channel);
     return guarded(-1, [&] {
+        EventChannel &ec = *checked_ec(channel);
         *event = &next_event(ec, !nonblocking(ec.ch.fd))->ev;
         return 0;
     });
 }
 
 VV_EXPORT int rdma_ack_cm_event(rdma_cm_event *event) {
+    if (!live_events().contains(event)) {
+        errno = EINVAL; // not an event, or one already acknowledged
+        return -1;
+    }
     ack(reinterpret_cast<Event *>(event));
     return 0;
 }
@@ -873,6 +976,10 @@ VV_EXPORT int rdma_set_option(rdma_cm_id *cid, int level, int optname, void *opt
     // The IB ACK timeout: the kernel takes it for any RC id and uses it
     // only on InfiniBand and RoCE, so on an iWARP device it is accepted
     // and changes nothing (TCP retransmits); newer perftest sets it.
+    if (!is_id(cid)) {
+        errno = EINVAL;
+        return -1;
+    }
     if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_ACK_TIMEOUT) {
         if (!optval || optlen != sizeof(std::uint8_t) || cid->qp_type != IBV_QPT_RC) {
             errno = EINVAL;
@@ -887,10 +994,14 @@ VV_EXPORT int rdma_set_option(rdma_cm_id *cid, int level, int optname, void *opt
 }
 
 VV_EXPORT __be16 rdma_get_src_port(rdma_cm_id *cid) {
+    if (!is_id(cid))
+        return 0;
     return htons(port_of(&cid->route.addr.src_addr));
 }
 
 VV_EXPORT __be16 rdma_get_dst_port(rdma_cm_id *cid) {
+    if (!is_id(cid))
+        return 0;
     return htons(port_of(&cid->route.addr.dst_addr));
 }
 
@@ -1048,17 +1159,21 @@ VV_EXPORT int rdma_create_ep(rdma_cm_id **out, rdma_addrinfo *res, ibv_pd *pd,
 }
 
 VV_EXPORT void rdma_destroy_ep(rdma_cm_id *cid) {
+    if (!is_id(cid)) {
+        errno = EINVAL;
+        return;
+    }
     Id *id = to_id(cid);
     rdma_destroy_qp(cid);
     rdma_destroy_srq(cid);
-    if (id->own_pd)
-        ibv_dealloc_pd(id->own_pd);
+    if (id->own_pd && ibv_dealloc_pd(id->own_pd) == 0)
+        id->own_pd = nullptr;
     rdma_destroy_id(cid);
 }
 
 VV_EXPORT int rdma_get_request(rdma_cm_id *listen, rdma_cm_id **out) {
-    Id *l = to_id(listen);
     return guarded(-1, [&] {
+        Id *l = checked_id(listen);
         if (!l->own_channel)
             throw viaduct::Error(EINVAL, "rdma_get_request() is for synchronous ids");
         for (;;) {
@@ -1134,8 +1249,8 @@ VV_EXPORT int rdma_join_multicast_ex(rdma_cm_id *, rdma_cm_join_mc_attr_ex *, vo
 // An SRQ on the id (id->srq): the QP rdma_create_qp() makes on the id
 // receives from it, and rdma_post_recv() posts to it.
 VV_EXPORT int rdma_create_srq_ex(rdma_cm_id *cid, ibv_srq_init_attr_ex *attr) {
-    Id *id = to_id(cid);
     return guarded(-1, [&] {
+        Id *id = checked_id(cid);
         if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE))
             throw viaduct::Error(EINVAL, "no SRQ type");
         if (!id->ctx)
@@ -1171,6 +1286,10 @@ VV_EXPORT int rdma_create_srq(rdma_cm_id *cid, ibv_pd *pd, ibv_srq_init_attr *at
 }
 
 VV_EXPORT void rdma_destroy_srq(rdma_cm_id *cid) {
+    if (!is_id(cid)) {
+        errno = EINVAL;
+        return;
+    }
     if (cid->srq && ibv_destroy_srq(cid->srq) == 0)
         cid->srq = nullptr;
 }

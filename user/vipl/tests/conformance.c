@@ -797,6 +797,14 @@ static void sc_conflict(void)
 		IS(VipRecvWait(vi, LONG_MS, &d), VIP_SUCCESS);
 		ok(d->CS.Length == 16 && memcmp(rm.p + 2048, "reliable recept.", 16) == 0,
 		   "the first Reliable Reception Send arrived");
+		/*
+		 * only now may the client send its second, which breaks this
+		 * VI: the state checks above see it Connected whatever the
+		 * timing (not waited for: the break may flush it)
+		 */
+		memcpy(rm.p + 3072, "go", 2);
+		one_seg(desc(&rm, 1), 0, rm.p + 3072, 2, rm.mh);
+		IS(VipPostSend(vi, desc(&rm, 1), rm.mh), VIP_SUCCESS);
 		wait_flag(&conn_lost_seen, 2);
 		teardown(vi);
 		mem_fini(&rm);
@@ -806,19 +814,24 @@ static void sc_conflict(void)
 		VIP_DESCRIPTOR *d;
 
 		vi = mkvi(VIP_SERVICE_RELIABLE_RECEPTION, 1000, 0, 0, NULL, NULL);
+		mem_init(&m, 1, 0, NULL, 0, 0);
+		/* for the server's go-ahead */
+		one_seg(desc(&m, 1), 0, m.p + 3072, 64, m.mh);
+		IS(VipPostRecv(vi, desc(&m, 1), m.mh), VIP_SUCCESS);
 		IS(request(vi, "conflict", LONG_MS, &rva), VIP_SUCCESS);
 		ok(rva.ReliabilityLevel == VIP_SERVICE_RELIABLE_RECEPTION && rva.MaxTransferSize == 1000,
 		   "connected, Reliable Reception on both sides");
 		/* Reliable Reception: a Send completes once it is placed; here the
 		 * server has no receive posted, so it fails, reported in the
 		 * send descriptor */
-		mem_init(&m, 1, 0, NULL, 0, 0);
 		memcpy(m.p + 2048, "reliable recept.", 16);
 		one_seg(desc(&m, 0), 0, m.p + 2048, 16, m.mh);
 		IS(VipPostSend(vi, desc(&m, 0), m.mh), VIP_SUCCESS);
 		IS(VipSendWait(vi, LONG_MS, &d), VIP_SUCCESS);
 		ok(d->CS.Status == (VIP_STATUS_DONE | VIP_STATUS_OP_SEND),
 		   "Reliable Reception: the first Send completes once placed (%#x)", d->CS.Status);
+		IS(VipRecvWait(vi, LONG_MS, &d), VIP_SUCCESS);
+		ok(d->CS.Length == 2 && memcmp(m.p + 3072, "go", 2) == 0, "the server's go-ahead");
 		one_seg(desc(&m, 0), 0, m.p + 2048, 16, m.mh);
 		IS(VipPostSend(vi, desc(&m, 0), m.mh), VIP_SUCCESS);
 		VIP_RETURN r = VipSendWait(vi, LONG_MS, &d);

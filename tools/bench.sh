@@ -42,7 +42,7 @@ mkdir -p "$build"
 if ! { cmake -S . -B build/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
 	cmake --build build/cmake -j2 --target viaduct-bench viaduct-perf viaductctl viaduct-tcplat \
 		viaduct_verbs viaduct_vendor_mlx5 viaduct_vendor_efa vipl-pingpong vipl-stream \
-		viaduct-facecost; } \
+		itapi-pingpong itapi-stream viaduct-facecost; } \
 	>"$build/bench-cmake.log" 2>&1; then
 	tail -n 30 "$build/bench-cmake.log" >&2
 	die "cmake build failed (log: $build/bench-cmake.log)"

@@ -22,14 +22,17 @@
 //           descriptor, as the guide's Reliable Delivery VI does)
 //   verbs   ibv_post_send(), ibv_poll_cq() (libviaduct-verbs, through
 //           rdma-core's inline dispatch; the QP moved RESET -> ERR)
+//   itapi   it_post_send() with IT_COMPLETION_FLAG, it_evd_dequeue() on
+//           the EP's request SEVD (libviaduct-itapi; the EP is
+//           NONOPERATIONAL after a connection attempt to a port of its
+//           own address nobody listens on)
 //
 // Rounds rotate the order of the faces (round 1: native native252 vipl
-// verbs, round 2: native252 vipl verbs native, ...). Per face the table gives the median over the
-// rounds of each round's median (and their range) for post + reap and for
-// the post call alone, and the cost over native within each round.
-// With -f only that face runs (for a profiler: perf record -e cpu-clock).
-// Every time is from CLOCK_MONOTONIC; nothing sleeps while it is measured.
-// Exit status: 0 done, 1 a step failed, 2 usage error.
+// verbs itapi, round 2: native252 vipl verbs itapi native, ...). Per face the table gives the
+// median over the rounds of each round's median (and their range) for post + reap and for the post
+// call alone, and the cost over native within each round. With -f only that face runs (for a
+// profiler: perf record -e cpu-clock). Every time is from CLOCK_MONOTONIC; nothing sleeps while it
+// is measured. Exit status: 0 done, 1 a step failed, 2 usage error.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -42,9 +45,12 @@
 #include <string>
 #include <vector>
 
+#include <arpa/inet.h>
 #include <infiniband/verbs.h>
 #include <viaduct/viaduct.hpp>
 #include <vipl.h>
+#define ITAPI_ENABLE_V21_BINDINGS
+#include <it_api.h>
 
 namespace {
 
@@ -250,6 +256,97 @@ private:
     ibv_qp *qp_ = nullptr;
 };
 
+class Itapi {
+public:
+    Itapi(const std::string &dev, std::uint32_t bytes) : buf_(4096), bytes_(bytes) {
+        check(it_ia_create(dev.c_str(), 2, 1, &ia_), "it_ia_create " + dev);
+        check(it_pz_create(ia_, &pz_), "it_pz_create");
+        check(it_evd_create(ia_, IT_DTO_EVENT_STREAM, IT_EVD_OVERFLOW_DEFAULT, 2 * kDepth, 1,
+                            nullptr, &req_, nullptr),
+              "it_evd_create (request)");
+        check(it_evd_create(ia_, IT_DTO_EVENT_STREAM, IT_EVD_OVERFLOW_DEFAULT, 2 * kDepth, 1,
+                            nullptr, &rcv_, nullptr),
+              "it_evd_create (receive)");
+        check(it_evd_create(ia_, IT_CM_MSG_EVENT_STREAM, IT_EVD_OVERFLOW_DEFAULT, 8, 1, nullptr,
+                            &cm_, nullptr),
+              "it_evd_create (CM)");
+        it_rmr_context_t ctx;
+        check(it_lmr_create(pz_, buf_.base, nullptr, buf_.size, IT_ADDR_MODE_ABSOLUTE,
+                            IT_PRIV_LOCAL, IT_LMR_FLAG_NONE, 0, &lmr_, &ctx),
+              "it_lmr_create");
+        it_ep_attributes_t a{};
+        a.max_dto_payload_size = 4096;
+        a.max_request_dtos = kDepth;
+        a.max_rcv_dtos = kDepth;
+        a.max_send_segments = 1;
+        a.max_rcv_segments = 1;
+        a.srv.rc.hard_hi_watermark = IT_HARD_HI_WATERMARK_DISABLE;
+        check(it_ep_rc_create(pz_, req_, rcv_, cm_, IT_EP_NO_FLAG, &a, &ep_), "it_ep_rc_create");
+        // NONOPERATIONAL: a connection to a port of our own nobody listens on
+        it_ia_info_t *info = nullptr;
+        check(it_ia_query(ia_, &info), "it_ia_query");
+        it_path_t path{};
+        for (std::size_t i = 0; info->num_spigots > 0 && i < info->spigot_info[0].num_net_addr; i++)
+            if (info->spigot_info[0].net_addr[i].addr_type == IT_IPV4)
+                path.remote.iwarp.raddr.ipv4 = info->spigot_info[0].net_addr[i].addr.ipv4;
+        it_ia_info_free(info);
+        if (path.remote.iwarp.raddr.ipv4.s_addr == 0)
+            fail("itapi: " + dev + " has no IPv4 address");
+        path.remote.iwarp.ip_vers = IT_IP_VERS_IPV4;
+        it_conn_qual_t q{};
+        q.type = IT_IANA_PORT;
+        q.conn_qual.port = htons(9); // discard: nobody listens in the test VM
+        check(it_ep_connect(ep_, &path, nullptr, &q, IT_CONNECT_FLAG_TWO_WAY, nullptr, 0),
+              "it_ep_connect");
+        it_event_t ev{};
+        size_t more = 0;
+        check(it_evd_wait(cm_, 30ULL * 1000 * 1000, &ev, &more), "it_evd_wait (CM)");
+        if (ev.event_number != IT_CM_MSG_CONN_NONPEER_REJECT_EVENT)
+            fail("itapi: the connection to port 9 was not refused");
+        seg_.lmr = lmr_;
+        seg_.addr.abs = buf_.base;
+        seg_.length = bytes;
+    }
+    ~Itapi() {
+        it_ep_free(ep_);
+        it_lmr_free(lmr_);
+        it_evd_free(cm_);
+        it_evd_free(rcv_);
+        it_evd_free(req_);
+        it_pz_free(pz_);
+        it_ia_free(ia_);
+    }
+    Itapi(const Itapi &) = delete;
+    Itapi &operator=(const Itapi &) = delete;
+    void post(std::uint64_t id) {
+        if (it_post_send(ep_, &seg_, 1, id, IT_COMPLETION_FLAG) != IT_SUCCESS)
+            fail("it_post_send");
+    }
+    void reap(std::uint64_t id) {
+        it_event_t ev;
+        it_status_t st;
+        while ((st = it_evd_dequeue(req_, &ev)) == IT_ERR_QUEUE_EMPTY)
+            ;
+        if (st != IT_SUCCESS || ev.dto_cmpl.cookie != id ||
+            ev.dto_cmpl.dto_status != IT_DTO_ERR_FLUSHED)
+            fail("itapi: unexpected completion");
+    }
+
+private:
+    static void check(it_status_t st, const std::string &what) {
+        if (st != IT_SUCCESS)
+            fail(what + ": " + viaduct_it_status_str(st));
+    }
+    Buffer buf_;
+    std::uint32_t bytes_;
+    it_ia_handle_t ia_ = nullptr;
+    it_pz_handle_t pz_ = nullptr;
+    it_evd_handle_t req_ = nullptr, rcv_ = nullptr, cm_ = nullptr;
+    it_lmr_handle_t lmr_ = nullptr;
+    it_ep_handle_t ep_ = nullptr;
+    it_lmr_triplet_t seg_{};
+};
+
 double median(std::vector<double> v) {
     if (v.empty())
         return 0;
@@ -285,16 +382,17 @@ template <class Face> Round measure(Face &f, std::uint32_t iters, std::uint64_t 
 }
 
 void usage(FILE *f) {
-    std::fprintf(f,
-                 "usage: viaduct-facecost [-d DEV] [-n ITERS] [-r ROUNDS] [-S BYTES] [-f FACE]\n"
-                 "Post + reap of one signaled Send per iteration on a QP in Error (the\n"
-                 "flush path), through the native API, VIPL and verbs, in rotating rounds.\n"
-                 "  -d DEV     viaduct device (default vd0)\n"
-                 "  -n ITERS   timed iterations per face and round (default 5000)\n"
-                 "  -r ROUNDS  rounds (default 5)\n"
-                 "  -S BYTES   Send size (default 8)\n"
-                 "  -f FACE    only this one: native, native252, vipl or verbs (for a profiler)\n"
-                 "  -h         this text\n");
+    std::fprintf(
+        f, "usage: viaduct-facecost [-d DEV] [-n ITERS] [-r ROUNDS] [-S BYTES] [-f FACE]\n"
+           "Post + reap of one signaled Send per iteration on a QP in Error (the\n"
+           "flush path), through the native API, VIPL, verbs and IT-API, in rotating rounds.\n"
+           "  -d DEV     viaduct device (default vd0)\n"
+           "  -n ITERS   timed iterations per face and round (default 5000)\n"
+           "  -r ROUNDS  rounds (default 5)\n"
+           "  -S BYTES   Send size (default 8)\n"
+           "  -f FACE    only this one: native, native252, vipl, verbs or itapi (for a\n"
+           "             profiler)\n"
+           "  -h         this text\n");
 }
 
 std::uint32_t number(const char *opt, const char *s, std::uint32_t min, std::uint32_t max) {
@@ -328,7 +426,8 @@ int main(int argc, char **argv) {
             break;
         case 'f':
             only = optarg;
-            if (only != "native" && only != "native252" && only != "vipl" && only != "verbs") {
+            if (only != "native" && only != "native252" && only != "vipl" && only != "verbs" &&
+                only != "itapi") {
                 std::fprintf(stderr, "viaduct-facecost: no face '%s'\n", optarg);
                 return 2;
             }
@@ -349,15 +448,16 @@ int main(int argc, char **argv) {
         return 2;
     }
     try {
-        constexpr std::size_t kFaces = 4;
-        const char *names[kFaces] = {"native", "native252", "vipl", "verbs"};
+        constexpr std::size_t kFaces = 5;
+        const char *names[kFaces] = {"native", "native252", "vipl", "verbs", "itapi"};
         if (!only.empty()) {
             std::uint64_t id = 0;
             Round x = only == "native" ? measure(*std::make_unique<Native>(dev, bytes), iters, id)
                       : only == "native252"
                           ? measure(*std::make_unique<Native>(dev, bytes, 252), iters, id)
-                      : only == "vipl" ? measure(*std::make_unique<Vipl>(dev, bytes), iters, id)
-                                       : measure(*std::make_unique<Verbs>(dev, bytes), iters, id);
+                      : only == "vipl"  ? measure(*std::make_unique<Vipl>(dev, bytes), iters, id)
+                      : only == "itapi" ? measure(*std::make_unique<Itapi>(dev, bytes), iters, id)
+                                        : measure(*std::make_unique<Verbs>(dev, bytes), iters, id);
             std::printf("%-10s post+reap %.0f ns, post call %.0f ns (median of %u)\n", only.c_str(),
                         x.total, x.post, iters);
             return 0;
@@ -365,6 +465,7 @@ int main(int argc, char **argv) {
         Native native(dev, bytes), native252(dev, bytes, 252);
         Vipl vipl(dev, bytes);
         Verbs verbs(dev, bytes);
+        Itapi itapi(dev, bytes);
         std::array<std::vector<Round>, kFaces> res;
         std::array<std::uint64_t, kFaces> ids{};
         for (std::uint32_t r = 0; r < rounds; r++) {
@@ -374,7 +475,8 @@ int main(int argc, char **argv) {
                 Round x = f == 0   ? measure(native, iters, ids[f])
                           : f == 1 ? measure(native252, iters, ids[f])
                           : f == 2 ? measure(vipl, iters, ids[f])
-                                   : measure(verbs, iters, ids[f]);
+                          : f == 3 ? measure(verbs, iters, ids[f])
+                                   : measure(itapi, iters, ids[f]);
                 res[f].push_back(x);
             }
         }

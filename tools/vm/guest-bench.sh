@@ -19,11 +19,13 @@
 #              of viaduct-perf against perftest -R on siwb1 <-> siwb2, and
 #              the same perftest binaries on vd0 through libviaduct-verbs
 #   facecost   viaduct-facecost: post + reap of one WR through the native
-#              API, VIPL and verbs on QPs in Error (no transport), rotating
+#              API, VIPL, verbs and IT-API on QPs in Error (no transport),
+#              rotating
 #   faces      the face and transport comparison, interleaved: 8-byte Send
 #              and RDMA Write ping-pong latency and 64 KiB and 1 MiB RDMA
 #              Write bandwidth, each through native (viaduct-perf), VIPL
-#              (examples/vipl), verbs (perftest on libviaduct-verbs), siw
+#              (examples/vipl), verbs (perftest on libviaduct-verbs), IT-API
+#              (examples/itapi), siw
 #              (perftest) and TCP (viaduct-tcplat, iperf3), VD_BENCH_ROUNDS
 #              rounds (3) with every step once per round, the first one
 #              rotating; medians, ranges and per-round ratios
@@ -280,11 +282,11 @@ fi
 
 # --- Faces and transports, interleaved --------------------------------------
 #
-# The rows that compare faces (native, VIPL, verbs) and transports (siw,
+# The rows that compare faces (native, VIPL, verbs, IT-API) and transports (siw,
 # TCP) run VD_BENCH_ROUNDS times (3 by default) in rotation: per round and
 # metric every face once, one after the other, the face that goes first
-# moving on by one each round (round 1: native vipl verbs siw tcp, round 2:
-# vipl verbs siw tcp native, ...). Every value goes to $dp/rounds.txt
+# moving on by one each round (round 1: native vipl verbs itapi siw tcp, round 2:
+# vipl verbs itapi siw tcp native, ...). Every value goes to $dp/rounds.txt
 # ("metric face round value"); the table gives per face the median and the
 # range over the rounds and, against native, the ratio of the medians and
 # the range of the ratios within each round (the two runs of a pair are
@@ -299,11 +301,13 @@ fi
 # cannot ask for fewer: viaduct-perf -l 1 -Q 1, perftest -l 1 -Q 1 -t 128).
 rounds=${VD_BENCH_ROUNDS:-3}
 rounds_file=$dp/rounds.txt
-faces=(native vipl verbs siw tcp)
+faces=(native vipl verbs itapi siw tcp)
 face_metrics=(lat-send lat-write bw64k bw1m)
 dropin=$VD_BUILD/cmake/user/verbs/viaduct
 vipl_pp=$VD_BUILD/cmake/examples/vipl/vipl-pingpong
 vipl_st=$VD_BUILD/cmake/examples/vipl/vipl-stream
+itapi_pp=$VD_BUILD/cmake/examples/itapi/itapi-pingpong
+itapi_st=$VD_BUILD/cmake/examples/itapi/itapi-stream
 tcplat=${VD_TCPLAT:-$VD_BUILD/cmake/tools/tcplat/viaduct-tcplat}
 tcp_secs=${VD_BENCH_TCP_SECS:-2}
 
@@ -361,6 +365,24 @@ face_step() {
 			;;
 		esac
 		;;
+	itapi)
+		case $m in
+		lat-*)
+			local w=()
+			[[ $m != lat-write ]] || w=(-W)
+			DP_PORT=7471 dp_pair "$name" 'waiting' "$itapi_pp" -s -d vd0 -S 8 "${w[@]}" -- \
+				"$itapi_pp" -c "$peer" -d vd0 -S 8 -n "$lat_iters" "${w[@]}" &&
+				awk '/half round trip: median/ { v = $(NF - 1) } END { if (v != "") print v; else exit 1 }' \
+					"$dp/$name.out"
+			;;
+		*)
+			DP_PORT=7472 dp_pair "$name" 'waiting' "$itapi_st" -s -d vd0 -S "$sz" -- \
+				"$itapi_st" -c "$peer" -d vd0 -S "$sz" -n "$bw_iters" -t 128 &&
+				awk '/average [0-9.]+ MB\/sec/ { v = $(NF - 1) } END { if (v != "") print v; else exit 1 }' \
+					"$dp/$name.out"
+			;;
+		esac
+		;;
 	verbs) perftest_step "$name" vd0 vd0 "LD_LIBRARY_PATH=$dropin" "$m" ;;
 	siw) perftest_step "$name" siwb2 siwb1 "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}" "$m" ;;
 	tcp)
@@ -387,6 +409,7 @@ face_step() {
 face_ok() {
 	case $1 in
 	vipl) [[ -x $vipl_pp && -x $vipl_st ]] ;;
+	itapi) [[ -x $itapi_pp && -x $itapi_st ]] ;;
 	verbs) [[ -e $dropin/libibverbs.so.1 ]] ;;
 	tcp) [[ -x $tcplat ]] && command -v iperf3 >/dev/null ;;
 	*) true ;;
@@ -460,7 +483,7 @@ faces_table() {
 			tgt=- met=- s=-
 			case $f in
 			native) ;;
-			vipl | verbs)
+			vipl | verbs | itapi)
 				if ((rn > 0)); then
 					s=$(awk -v l="$lat" -v a="$rm" -v b="$rlo" -v c="$rhi" 'function k(x) {
 						return sprintf("%+.1f%%", (l ? x - 1 : 1 / x - 1) * 100) }

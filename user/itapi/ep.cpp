@@ -93,6 +93,7 @@ it_status_t ep_reset_queues(Ep &ep) {
         flush_qp(ep);
         // Error -> Idle flushes what was posted since and empties the queues
         ep.qp->modify(viaduct::QpState::Idle);
+        ep.qp_in_error.store(false, std::memory_order_release);
         viaduct::QpModify m;
         m.access = qp_access(ep.attr);
         m.ord = ep.attr.srv.rc.rdma_read_ord;
@@ -246,6 +247,11 @@ it_status_t it_ep_rc_create(it_pz_handle_t pz_handle, it_evd_handle_t request_se
         c.max_msg_size = static_cast<std::uint32_t>(
             std::min<std::uint64_t>(ep->attr.max_dto_payload_size, UINT32_MAX));
         c.user_data = 0; // asynchronous events name the QP by its handle
+        // every post holds the EP's sq_lock or rq_lock (post.cpp), and
+        // the core locks a QP's queues for posting only (modify and query
+        // are system calls of their own): the native QP need not lock
+        // its queues again
+        c.single_threaded = true;
         ep->qp.emplace(pz->pd, c);
         ep->qp_max_msg = c.max_msg_size;
     } catch (const std::exception &e) {

@@ -12,11 +12,15 @@
 // one IT_EVD_CREATE_FD gives out, so it is backed by the kernel's own
 // readiness of those descriptors.
 //
-// Thresholds: the CQ is armed for its next completion and the threshold is
-// checked again at each wakeup, so a waiter with threshold N wakes up to N
-// times. The core's moderated arm (arm_threshold) would save those wakeups
-// but cannot see IT_NOTIFY_FLAG, which must wake a waiter below the
-// threshold; it is not used.
+// Thresholds: a waiter that needs more than one completion (threshold N
+// above 1, or IT_THRESHOLD_DISABLE: notification only) arms its CQ with the
+// core's moderated arm (arm_threshold, VIADUCT_DEV_CAP_CQ_THRESHOLD) for the
+// N - queued completions still missing, solicited and unsuccessful ones
+// firing it at once: one wakeup for N completions. The kernel cannot see
+// IT_NOTIFY_FLAG, which must wake a waiter below the threshold, so while a
+// WR with that flag is outstanding in the IA (Ia::notify_pending) the
+// waiter arms for the next completion and checks at each wakeup, and a post
+// with the flag makes a waiter asleep on a moderated arm look again.
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -55,13 +59,37 @@ void drain_fd(int fd) noexcept {
     }
 }
 
+// An EVD's eventfd with a note of whether it may be readable, so that
+// resetting it costs a system call only then. Written before the note is
+// set, the note cleared before it is read: the note may say readable when
+// it is not (a read for nothing), never the other way round.
+void signal_evd(Evd &e) noexcept {
+    signal_fd(e.event_fd);
+    e.event_signalled.store(true, std::memory_order_release);
+}
+
+void drain_evd(Evd &e) noexcept {
+    // a plain load first: the usual answer, without an atomic write
+    if (!e.event_signalled.load(std::memory_order_acquire) ||
+        !e.event_signalled.exchange(false, std::memory_order_acq_rel))
+        return;
+    drain_fd(e.event_fd);
+}
+
 } // namespace
 
 // Queues @ev at the tail (the caller checked the room).
 void evd_push(Evd &e, const it_event_t &ev, bool notify) noexcept {
-    std::size_t tail = (e.head + e.count) % e.queue.size();
-    e.queue[tail].ev = ev;
-    e.queue[tail].notify = notify;
+    evd_tail(e) = ev;
+    evd_commit(e, notify);
+}
+
+it_event_t &evd_tail(Evd &e) noexcept {
+    return e.queue[(e.head + e.count) % e.queue.size()].ev;
+}
+
+void evd_commit(Evd &e, bool notify) noexcept {
+    e.queue[(e.head + e.count) % e.queue.size()].notify = notify;
     e.count++;
     if (notify)
         e.notify_count++;
@@ -92,8 +120,14 @@ OverflowRule overflow_rule(const Evd &e) noexcept {
     }
 }
 
-it_event_t pop(Evd &e) noexcept {
+// Takes the oldest event into @out: a DTO SEVD's events are DTO completion
+// events, and only that member of the union is copied.
+void pop(Evd &e, it_event_t &out) noexcept {
     Evd::Entry &en = e.queue[e.head];
+    if (is_dto(e))
+        std::memcpy(&out, &en.ev, sizeof(it_dto_cmpl_event_t));
+    else
+        out = en.ev;
     e.head = (e.head + 1) % e.queue.size();
     e.count--;
     if (en.notify)
@@ -103,7 +137,6 @@ it_event_t pop(Evd &e) noexcept {
         e.overflowed = false;
         e.overflow_armed = true;
     }
-    return en.ev;
 }
 
 bool criteria(const Evd &e) noexcept {
@@ -150,37 +183,121 @@ it_status_t may_dequeue(const Evd &e) noexcept {
 void refresh(Evd &e) {
     if (!is_dto(e) || !e.cq)
         return;
-    while (e.channel->wait(std::chrono::milliseconds(0)))
+    // an event comes only for an arm: no system call while unarmed
+    while (e.cq_armed && e.channel->wait(std::chrono::milliseconds(0)))
         e.cq_armed = false;
+    std::size_t before = e.count;
     evd_fill(e);
+    // a waiter asleep on a moderated arm counts on the completions left in
+    // the ring: taking some makes it arm again for fewer
+    if (e.count != before && e.moderated_sleeper.load())
+        signal_evd(e);
     // one that notifies an AEVD or a descriptor stays armed: the next
     // completion makes its wait descriptor readable
-    if ((e.aevd != nullptr || e.user_fd >= 0) && !e.cq_armed && !e.cq_broken) {
+    if ((e.aevd != nullptr || e.user_fd >= 0) && (!e.cq_armed || e.cq_moderated) && !e.cq_broken) {
         e.cq->arm(false);
         e.cq_armed = true;
+        e.cq_moderated = false;
         evd_fill(e);
     }
 }
 
-// Before sleeping: readiness reset, CQ armed. Caller holds e.lock.
-void prepare_sleep(Evd &e) {
-    drain_fd(e.event_fd);
-    if (is_dto(e) && e.cq && !e.cq_broken && !e.cq_armed) {
+// May a waiter on @e arm its CQ moderately? Only a plain SEVD (an AEVD or a
+// descriptor is told at each completion) waiting for more than one, with
+// no other waiter (IT_THRESHOLD_DISABLE allows several).
+bool may_moderate(const Evd &e) noexcept {
+    return is_dto(e) && e.cq && !e.cq_broken && e.aevd == nullptr && e.user_fd < 0 &&
+           e.waiters == 1 && e.threshold != 1 &&
+           (e.ia->attr.caps & VIADUCT_DEV_CAP_CQ_THRESHOLD) != 0;
+}
+
+// The waiter is awake again: no longer a moderated sleeper.
+void woken(Evd &e) noexcept {
+    if (!e.moderated_sleeper.exchange(false))
+        return;
+    Ia &ia = *e.ia;
+    ia.threshold_sleepers.fetch_sub(1);
+    std::lock_guard guard(ia.sleepers_lock);
+    std::erase(ia.sleepers, &e);
+}
+
+// A waiter's moderated arm for what it still misses; false if a WR with
+// IT_NOTIFY_FLAG is outstanding (then it arms for the next completion).
+// No poll after it: the kernel counts what is in the ring at the arm, and
+// taking it would leave the arm counting from nothing. Caller holds e.lock,
+// drained e.event_fd, found the criteria unmet.
+bool arm_moderated(Evd &e) {
+    Ia &ia = *e.ia;
+    {
+        std::lock_guard guard(ia.sleepers_lock);
+        ia.sleepers.push_back(&e);
+    }
+    e.moderated_sleeper.store(true);
+    ia.threshold_sleepers.fetch_add(1);
+    // after the sleeper is visible: a post with the flag from now on
+    // signals e.event_fd (notify_posted)
+    if (ia.notify_pending.load() != 0) {
+        woken(e);
+        return false;
+    }
+    try {
+        if (e.threshold == IT_THRESHOLD_DISABLE) {
+            // notification only: a solicited or unsuccessful completion;
+            // one in the ring before the arm is found by the poll below
+            e.cq->arm(true);
+            e.cq_armed = true;
+            e.cq_moderated = true;
+            evd_fill(e);
+        } else {
+            std::size_t need = std::min<std::size_t>(e.threshold - e.count, e.cq->entries());
+            e.cq->arm_threshold(static_cast<std::uint32_t>(need), true);
+            e.cq_armed = true;
+            e.cq_moderated = true;
+        }
+    } catch (...) {
+        woken(e);
+        throw;
+    }
+    return true;
+}
+
+// Before sleeping: readiness reset, CQ armed (moderately for a @waiter
+// that may). Returns true if it armed moderately: then the caller must not
+// poll the CQ before it sleeps. Caller holds e.lock.
+bool prepare_sleep(Evd &e, bool waiter = false) {
+    drain_evd(e);
+    if (waiter && may_moderate(e) && arm_moderated(e))
+        return true;
+    if (is_dto(e) && e.cq && !e.cq_broken && (!e.cq_armed || e.cq_moderated)) {
         e.cq->arm(false);
         e.cq_armed = true;
+        e.cq_moderated = false;
         evd_fill(e); // what raced with the arm
     }
+    return false;
+}
+
+// Is @e's wait descriptor looked at: by the consumer (fd mode), by an
+// AEVD, or by a waiter asleep on it? A waiter to come resets it first.
+bool watched(const Evd &e) noexcept {
+    return e.user_fd >= 0 || e.aevd != nullptr || e.waiters > 0;
 }
 
 // After an event was taken: the wait descriptor stays readable while events
 // are queued, and is not once there are none. Caller holds e.lock.
 void settle(Evd &e) {
-    if (e.count == 0 && is_dto(e))
-        evd_fill(e);
+    if (e.count == 0 && is_dto(e) && watched(e))
+        evd_fill(e); // readable while the ring has more
+    if (!watched(e)) {
+        // nobody looks at the descriptor: reset it only if it may be set
+        if (e.count == 0)
+            drain_evd(e);
+        return;
+    }
     if (e.count > 0)
-        signal_fd(e.event_fd);
+        signal_evd(e);
     else
-        drain_fd(e.event_fd);
+        drain_evd(e);
 }
 
 // An SEVD's next event for a waiter or dequeuer, if any. @need_criteria: a
@@ -189,7 +306,7 @@ bool take(Evd &e, bool need_criteria, it_event_t &out, std::size_t *nmore) {
     refresh(e);
     if (e.count == 0 || (need_criteria && !criteria(e)))
         return false;
-    out = pop(e);
+    pop(e, out);
     settle(e);
     if (nmore != nullptr)
         *nmore = e.count;
@@ -220,7 +337,7 @@ bool take_aggregate(Evd &a, bool need_criteria, it_event_t &out) {
             out.aevd_notify.sevd = handle_of<it_evd_handle_t>(&m);
             return true;
         }
-        out = pop(m);
+        pop(m, out);
         settle(m);
         return true;
     }
@@ -228,7 +345,7 @@ bool take_aggregate(Evd &a, bool need_criteria, it_event_t &out) {
 }
 
 void prepare_sleep_aggregate(Evd &a) {
-    drain_fd(a.event_fd);
+    drain_evd(a);
     for (Evd *m : a.members) {
         std::lock_guard guard(m->lock);
         prepare_sleep(*m);
@@ -323,7 +440,7 @@ bool evd_enqueue(Evd &evd, const it_event_t &ev) {
             it_event_t e = ev;
             e.any.evd = handle_of<it_evd_handle_t>(&evd);
             evd_push(evd, e, true); // every non-DTO event notifies
-            signal_fd(evd.event_fd);
+            signal_evd(evd);
             return true;
         }
     }
@@ -357,7 +474,7 @@ void raise_affiliated(Ia &ia, it_event_type_t type, Ep *ep, Srq *srq, Evd *sevd)
         } else {
             ev.any.evd = handle_of<it_evd_handle_t>(&aff);
             evd_push(aff, ev, true);
-            signal_fd(aff.event_fd);
+            signal_evd(aff);
         }
     }
     if (raise && ia.unaff_evd != nullptr) {
@@ -389,16 +506,28 @@ void evd_dto_overflow(Evd &evd) {
             ep_break(*ep);
         }
     }
-    signal_fd(evd.event_fd);
+    signal_evd(evd);
     // a DTO SEVD's lock comes before the AFF SEVD's
     if (raise)
         raise_overflow(ia, evd);
 }
 
+void notify_posted(Ia &ia) noexcept {
+    if (ia.notify_pending.fetch_add(1) != 0 || ia.threshold_sleepers.load() == 0)
+        return; // a sleeper that came after the first one saw it
+    std::lock_guard guard(ia.sleepers_lock);
+    for (Evd *e : ia.sleepers)
+        signal_evd(*e);
+}
+
+void notify_unposted(Ia &ia) noexcept {
+    ia.notify_pending.fetch_sub(1);
+}
+
 void evd_abort_waiters(Evd &evd) noexcept {
     std::unique_lock guard(evd.lock);
     evd.freeing = true;
-    signal_fd(evd.event_fd);
+    signal_evd(evd);
     evd.cv.wait(guard, [&] { return evd.waiters == 0; });
 }
 
@@ -477,14 +606,19 @@ it_status_t it_evd_create(it_ia_handle_t ia_handle, it_event_type_t event_number
             c.entries = static_cast<std::uint32_t>(sevd_queue_size);
             c.channel = &*evd->channel;
             c.user_data = reinterpret_cast<std::uintptr_t>(evd->handle);
+            // polled, armed and resized only under the EVD's lock
+            c.single_threaded = true;
             evd->cq.emplace(ia->dev, c);
             evd->queue_size = evd->cq->entries();
             evd->queue.resize(evd->queue_size);
             if (add_to_epoll(evd->wait_fd, evd->channel->fd()) < 0)
                 throw viaduct::Error(errno, "cannot watch the completion channel");
-            // readable at the first completion (fd mode, AEVD)
-            evd->cq->arm(false);
-            evd->cq_armed = true;
+            // readable at the first completion (fd mode; an AEVD's member
+            // is armed when linked, a waiter arms as it goes to sleep)
+            if ((evd_flag & IT_EVD_CREATE_FD) != 0) {
+                evd->cq->arm(false);
+                evd->cq_armed = true;
+            }
         }
         if ((evd_flag & IT_EVD_CREATE_FD) != 0) {
             evd->user_fd = ::fcntl(evd->wait_fd, F_DUPFD_CLOEXEC, 0);
@@ -648,7 +782,7 @@ it_status_t it_evd_modify(it_evd_handle_t evd_handle, it_evd_param_mask_t mask,
             evd->overflow_armed = true;
         }
         if (evd->waiters > 0)
-            signal_fd(evd->event_fd); // they look again (threshold, enable)
+            signal_evd(*evd); // they look again (threshold, enable)
     }
     if ((mask & IT_EVD_PARAM_AEVD_HANDLE) != 0 && new_aevd != old_aevd) {
         if (old_aevd != nullptr) {
@@ -685,7 +819,10 @@ it_status_t it_evd_dequeue(it_evd_handle_t evd_handle, it_event_t *event) {
             return st;
         if (take(*evd, false, *event, nullptr))
             return IT_SUCCESS;
-        // empty: the descriptor turns readable at the next event
+        // empty: a descriptor someone watches turns readable at the next
+        // event (a consumer that polls by dequeueing makes no system call)
+        if (!watched(*evd))
+            return IT_ERR_QUEUE_EMPTY;
         prepare_sleep(*evd);
         return take(*evd, false, *event, nullptr) ? IT_SUCCESS : IT_ERR_QUEUE_EMPTY;
     } catch (const std::exception &e) {
@@ -730,17 +867,29 @@ it_status_t it_evd_wait(it_evd_handle_t evd_handle, uint64_t timeout, it_event_t
                                         : take(*evd, true, *event, nmore);
             if (got)
                 break;
+            bool moderated = false;
             if (evd->aggregate())
                 prepare_sleep_aggregate(*evd);
             else
-                prepare_sleep(*evd);
-            got = evd->aggregate() ? take_aggregate(*evd, true, *event)
-                                   : take(*evd, true, *event, nmore);
+                moderated = prepare_sleep(*evd, true);
+            if (moderated) {
+                // the arm covers what raced with it; what the arm's poll
+                // (notification only) queued is looked at here
+                got = evd->count > 0 && criteria(*evd);
+                if (got) {
+                    woken(*evd);
+                    got = take(*evd, true, *event, nmore);
+                }
+            } else {
+                got = evd->aggregate() ? take_aggregate(*evd, true, *event)
+                                       : take(*evd, true, *event, nmore);
+            }
             if (got)
                 break;
             guard.unlock();
             st = sleep_on(evd->wait_fd, deadline);
             guard.lock();
+            woken(*evd);
             if (st != IT_SUCCESS)
                 break;
             if (catastrophic(*evd)) {
@@ -751,6 +900,7 @@ it_status_t it_evd_wait(it_evd_handle_t evd_handle, uint64_t timeout, it_event_t
     } catch (const std::exception &e) {
         if (!guard.owns_lock())
             guard.lock();
+        woken(*evd);
         st = status_of_exception(e, IT_ERR_RESOURCES);
     }
     if (st == IT_ERR_TIMEOUT_EXPIRED && nmore != nullptr && !evd->aggregate())
@@ -777,7 +927,7 @@ it_status_t it_evd_post_se(it_evd_handle_t evd_handle, const void *event) {
     ev.sw.evd = evd_handle;
     ev.sw.data = const_cast<void *>(event);
     evd_push(*evd, ev, true);
-    signal_fd(evd->event_fd);
+    signal_evd(*evd);
     return IT_SUCCESS;
 }
 

@@ -164,6 +164,20 @@ struct Ia : Object {
     std::atomic<bool> catastrophe{false};
     std::atomic<std::uint32_t> key_counter{1}; // STag keys of new registrations
 
+    // WRs posted with IT_NOTIFY_FLAG whose completion has not been taken
+    // yet (on any queue: an S-RQ's receive may complete on any EP's EVD).
+    // While there are any, an EVD's waiter arms its CQ for the next
+    // completion instead of moderately, since the kernel cannot tell which
+    // completion carries the flag. It only ever errs high (a WR dropped by
+    // it_ep_reset is never counted down), which costs wakeups, never an
+    // event. @threshold_sleepers: how many waiters are asleep on a
+    // moderated arm, @sleepers which SEVDs they wait on (under
+    // @sleepers_lock, a leaf lock: a post takes it under its queue's).
+    std::atomic<std::uint32_t> notify_pending{0};
+    std::atomic<std::uint32_t> threshold_sleepers{0};
+    std::mutex sleepers_lock;
+    std::vector<Evd *> sleepers;
+
     // Registers a newly made object (handle and list); false if the handle
     // table is full (IT_ERR_RESOURCES). unlink() undoes it.
     bool adopt(Object *obj);
@@ -264,19 +278,28 @@ struct Evd : Object {
     std::optional<viaduct::CompletionChannel> channel;
     std::optional<viaduct::CompletionQueue> cq;
     bool cq_armed = false;
+    bool cq_moderated = false; // the pending arm is a moderated one
+    // a waiter sleeps on a moderated arm: a post with IT_NOTIFY_FLAG, or
+    // a dequeuer taking completions from the ring, makes it re-arm
+    std::atomic<bool> moderated_sleeper{false};
     bool cq_broken = false; // the CQ overflowed: every EP on it is broken
 
     // Readable when this EVD (or for an AEVD, any member) has an event to
     // notify: an epoll descriptor over the CQ channel and @event_fd. Given
     // out by it_evd_create with IT_EVD_CREATE_FD.
     int wait_fd = -1;
-    int event_fd = -1; // eventfd written when an event is queued in software
-    int user_fd = -1;  // the consumer's copy of wait_fd (IT_EVD_CREATE_FD)
+    int event_fd = -1;                        // eventfd written when an event is queued in software
+    std::atomic<bool> event_signalled{false}; // event_fd may be readable
+    int user_fd = -1;                         // the consumer's copy of wait_fd (IT_EVD_CREATE_FD)
 };
 
 // Queues @ev (a DTO completion, evd field set) with its notification bit;
 // the caller holds evd.lock and checked the room.
 void evd_push(Evd &evd, const it_event_t &ev, bool notify) noexcept;
+// The same in two steps, the event built in place: the slot at the tail,
+// then its queueing.
+it_event_t &evd_tail(Evd &evd) noexcept;
+void evd_commit(Evd &evd, bool notify) noexcept;
 
 // Takes the completions of a DTO SEVD's CQ into its queue (while there is
 // room), translated into IT-API events; an error completion breaks its EP's
@@ -288,6 +311,12 @@ void evd_fill(Evd &evd);
 // raised if its flags say so. The caller holds evd.lock (and not
 // Ia::map_lock).
 void evd_dto_overflow(Evd &evd);
+
+// A WR with IT_NOTIFY_FLAG is about to be posted (before the post, so that
+// its completion cannot be taken first): counted, and waiters asleep on a
+// moderated arm look again. notify_unposted() undoes it for a failed post.
+void notify_posted(Ia &ia) noexcept;
+void notify_unposted(Ia &ia) noexcept;
 
 // it_evd_free and it_ia_free: waiters return IT_ERR_ABORT; returns once
 // none is left.
@@ -401,6 +430,9 @@ struct Ep : Object {
     // @lock and read without it by posts.
     std::mutex lock;
     std::atomic<it_ep_state_rc_t> state{IT_EP_STATE_UNCONNECTED};
+    // The QP was seen in Error while NONOPERATIONAL: it stays there until
+    // it_ep_reset, so posts need not look again (flush_idle_qp).
+    std::atomic<bool> qp_in_error{false};
     size_t spigot_id = 0;
     it_path_t dst_path{};
     bool dto_overflow = false; // its DTO SEVD overflowed: IT_ERR_CANNOT_RESET

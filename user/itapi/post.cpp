@@ -93,10 +93,18 @@ it_status_t post_error(const std::exception &e) noexcept {
 
 // A post to a NONOPERATIONAL EP is flushed: a QP that was closing when the
 // connection ended may have gone back to Idle, where it would keep the WR.
+// Once it is in Error it stays there until it_ep_reset: not asked again.
 void flush_idle_qp(Ep &ep) noexcept {
+    if (ep.qp_in_error.load(std::memory_order_acquire))
+        return;
     try {
-        if (ep.qp->query().state == viaduct::QpState::Idle)
+        viaduct::QpState st = ep.qp->query().state;
+        if (st == viaduct::QpState::Idle) {
             ep.qp->modify(viaduct::QpState::Error);
+            st = viaduct::QpState::Error;
+        }
+        if (st == viaduct::QpState::Error)
+            ep.qp_in_error.store(true, std::memory_order_release);
     } catch (const std::exception &) {
         // in Error already, or the device is gone: the post says so
     }
@@ -136,10 +144,18 @@ it_status_t post_sq(Ep &ep, viaduct::SendWr &wr, const WrShadow &sh) noexcept {
     wr.wr_id = make_wr_id(ep, seq);
     wr.signaled = (sh.flags & IT_COMPLETION_FLAG) != 0;
     wr.read_fence = wr.read_fence || (sh.flags & IT_BARRIER_FENCE_FLAG) != 0;
+    bool notify = (sh.flags & IT_NOTIFY_FLAG) != 0;
+    if (notify)
+        notify_posted(*ep.ia);
     try {
-        if (!ep.qp->try_post_send(wr))
+        if (!ep.qp->try_post_send(wr)) {
+            if (notify)
+                notify_unposted(*ep.ia);
             return IT_ERR_TOO_MANY_POSTS;
+        }
     } catch (const std::exception &e) {
+        if (notify)
+            notify_unposted(*ep.ia);
         return post_error(e);
     }
     ep.sq_posted = seq + 1;
@@ -206,8 +222,10 @@ void translate(Evd &evd, const viaduct::Completion &c) {
     if (ep == nullptr)
         return; // its EP was freed: the document lets events go with it
     WrShadow sh;
-    it_event_t ev{};
-    it_dto_cmpl_event_t &d = ev.dto_cmpl;
+    // built in the queue's tail slot (the caller checked the room), only
+    // the DTO member: a DTO SEVD gives out nothing else
+    it_dto_cmpl_event_t &d = evd_tail(evd).dto_cmpl;
+    d = {};
     bool notify = !c.ok();
     if (c.is_recv()) {
         if (ep->srq != nullptr) {
@@ -250,14 +268,16 @@ void translate(Evd &evd, const viaduct::Completion &c) {
         ep->sq_retired.store(seq + 1, std::memory_order_release);
         d.event_number = sh.event;
     }
-    if ((sh.flags & IT_NOTIFY_FLAG) != 0)
+    if ((sh.flags & IT_NOTIFY_FLAG) != 0) {
         notify = true;
+        ia.notify_pending.fetch_sub(1);
+    }
     d.evd = handle_of<it_evd_handle_t>(&evd);
     d.ep = handle_of<it_ep_handle_t>(ep);
     d.cookie = sh.cookie;
     d.dto_status = dto_status(c);
     d.transferred_length = c.ok() ? c.byte_len : 0;
-    evd_push(evd, ev, notify);
+    evd_commit(evd, notify);
     // an error breaks the connection; a flush is the consequence of one
     if (!c.ok() && c.status != viaduct::WcStatus::Flushed)
         ep_break(*ep);
@@ -269,14 +289,16 @@ void evd_fill(Evd &evd) {
     // after an overflow too: the completions before it are still read
     if (!evd.cq)
         return;
-    viaduct::Completion cs[16];
+    // raw CQEs, translated one by one: nothing is initialised for a poll
+    // that finds nothing (a consumer polling by dequeueing)
+    viaduct_cqe cs[16];
     for (;;) {
         std::size_t room = std::min<std::size_t>(evd.queue.size() - evd.count, 16);
         if (room == 0)
             return;
         std::size_t n;
         try {
-            n = evd.cq->poll(std::span<viaduct::Completion>(cs, room));
+            n = evd.cq->poll(std::span<viaduct_cqe>(cs, room));
         } catch (const viaduct::Error &e) {
             if (e.errnum() != EIO)
                 throw;
@@ -288,7 +310,7 @@ void evd_fill(Evd &evd) {
         {
             std::lock_guard maps(evd.ia->map_lock);
             for (std::size_t i = 0; i < n; i++)
-                translate(evd, cs[i]);
+                translate(evd, viaduct::to_completion(cs[i]));
         }
         if (n < room)
             return;
@@ -355,6 +377,7 @@ it_status_t it_post_recv(it_handle_t handle, const it_lmr_triplet_t *local_segme
     sh.cookie = cookie;
     sh.flags = dto_flags;
     sh.event = IT_DTO_RC_RECV_CMPL_EVENT;
+    bool notify = (dto_flags & IT_NOTIFY_FLAG) != 0;
     if (o->type == Kind::Srq) {
         auto &srq = *static_cast<Srq *>(o);
         if (srq.ia->catastrophe.load(std::memory_order_relaxed))
@@ -371,10 +394,17 @@ it_status_t it_post_recv(it_handle_t handle, const it_lmr_triplet_t *local_segme
         viaduct::RecvWr wr;
         wr.wr_id = slot;
         wr.sge = std::span<const viaduct::Sge>(srq.sge.data(), num_segments);
+        if (notify)
+            notify_posted(*srq.ia);
         try {
-            if (!srq.srq->try_post_recv(wr))
+            if (!srq.srq->try_post_recv(wr)) {
+                if (notify)
+                    notify_unposted(*srq.ia);
                 return IT_ERR_TOO_MANY_POSTS;
+            }
         } catch (const std::exception &e) {
+            if (notify)
+                notify_unposted(*srq.ia);
             return post_error(e);
         }
         srq.free_slots.pop_back();
@@ -404,10 +434,17 @@ it_status_t it_post_recv(it_handle_t handle, const it_lmr_triplet_t *local_segme
     viaduct::RecvWr wr;
     wr.wr_id = make_wr_id(ep, seq);
     wr.sge = std::span<const viaduct::Sge>(ep.rq_sge.data(), num_segments);
+    if (notify)
+        notify_posted(*ep.ia);
     try {
-        if (!ep.qp->try_post_recv(wr))
+        if (!ep.qp->try_post_recv(wr)) {
+            if (notify)
+                notify_unposted(*ep.ia);
             return IT_ERR_TOO_MANY_POSTS;
+        }
     } catch (const std::exception &e) {
+        if (notify)
+            notify_unposted(*ep.ia);
         return post_error(e);
     }
     ep.rq_posted = seq + 1;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -909,6 +910,163 @@ static void cm_client(uint16_t port)
 	fx_close(&f);
 }
 
+/* ------------------------------- handoff to another process's listen point */
+
+/*
+ * The passive host's process A takes a request on its listen point and
+ * hands it off to a qualifier that only process B (another program: this
+ * one run as "handoff-child", with a fresh IA of its own) listens on. A's
+ * cn_est_id is destroyed and A sees no further event; B gets the
+ * CONN_REQUEST event with the initiator's address and private data,
+ * accepts it with private data of its own, and receives the initiator's
+ * Send; the initiator is connected to B. B's TAP lines are relayed into
+ * A's (renumbered), B's exit status is one more check.
+ */
+static const char to_b[] = "to the other process";
+static const char from_b[] = "accepted by the other process";
+static const char hello_b[] = "a Send for the other process";
+
+static void handoff_child(uint16_t port)
+{
+	struct fx f;
+	it_listen_handle_t l;
+	it_conn_qual_t q = port_qual(port);
+	it_event_t ev;
+
+	fx_open(&f, 4096, IT_PRIV_NONE, 4, 4);
+	post_recv(&f, 0, 64, 7);
+	IS(it_listen_create(the_ia, 0, f.creq, IT_LISTEN_CONN_QUAL_INPUT, &q, &l), IT_SUCCESS);
+	printf("# listening\n");
+	fflush(stdout);
+	ev = expect_event(f.creq, IT_CM_REQ_CONN_REQUEST_EVENT,
+			  "handoff to B: the request arrives at B's listen point");
+	ok(ev.conn_req.conn_qual.conn_qual.port == q.conn_qual.port &&
+		   ev.conn_req.private_data_present &&
+		   !memcmp(ev.conn_req.private_data, to_b, sizeof(to_b)) &&
+		   ev.conn_req.source_addr.addr.ipv4.s_addr == peer_ip.s_addr,
+	   "handoff to B: with B's qualifier, the initiator's address and private data");
+	IS(it_ep_accept(f.ep, ev.conn_req.cn_est_id, (const unsigned char *)from_b, sizeof(from_b)),
+	   IT_SUCCESS);
+	expect_event(f.cm, IT_CM_MSG_CONN_ESTABLISHED_EVENT, "handoff to B: B's EP");
+	ok(ep_state(f.ep) == IT_EP_STATE_CONNECTED, "handoff to B: B's EP is CONNECTED");
+	expect_dto(f.rcv, IT_DTO_RC_RECV_CMPL_EVENT, 7, IT_DTO_SUCCESS,
+		   "handoff to B: the initiator's Send");
+	ok(!memcmp(f.buf, hello_b, sizeof(hello_b)), "handoff to B: its bytes");
+	expect_event(f.cm, IT_CM_MSG_CONN_DISCONNECT_EVENT, "handoff to B: the peer disconnected");
+	IS(it_listen_free(l), IT_SUCCESS);
+	fx_close(&f);
+}
+
+/* Relays the child's TAP from @in until "# listening" (@until_listening)
+ * or its end; returns whether it saw "# listening". */
+static int relay(FILE *in, int until_listening)
+{
+	char line[512];
+
+	while (fgets(line, sizeof(line), in)) {
+		char *d;
+
+		line[strcspn(line, "\n")] = 0;
+		if (!strcmp(line, "# listening")) {
+			if (until_listening)
+				return 1;
+			continue;
+		}
+		if (!strncmp(line, "# ", 2)) {
+			diag("B: %s", line + 2);
+			continue;
+		}
+		d = strstr(line, " - ");
+		if (!strncmp(line, "ok ", 3) && d)
+			ok(1, "B: %s", d + 3);
+		else if (!strncmp(line, "not ok ", 7) && d)
+			ok(0, "B: %s", d + 3);
+		else if (strncmp(line, "1..", 3) && strcmp(line, "TAP version 13"))
+			diag("B: %s", line);
+	}
+	return 0;
+}
+
+static void handoff_server(uint16_t port)
+{
+	char ip[INET_ADDRSTRLEN], bport[8];
+	struct fx f;
+	it_listen_handle_t l;
+	it_conn_qual_t q;
+	it_event_t ev;
+	int fds[2], status = -1, listening;
+	FILE *in;
+	pid_t pid;
+
+	inet_ntop(AF_INET, &peer_ip, ip, sizeof(ip));
+	snprintf(bport, sizeof(bport), "%u", (unsigned)(port + 1));
+	if (pipe(fds) != 0)
+		bail("pipe");
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		bail("fork");
+	if (pid == 0) {
+		dup2(fds[1], STDOUT_FILENO);
+		close(fds[0]);
+		close(fds[1]);
+		execl("/proc/self/exe", "itapi-conformance", "handoff-child", ip, bport, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	in = fdopen(fds[0], "r");
+	if (!in)
+		bail("fdopen");
+	listening = relay(in, 1);
+	ok(listening, "handoff to B: B (pid %d) listens on port %s", (int)pid, bport);
+
+	fx_open(&f, 4096, IT_PRIV_NONE, 4, 4);
+	if (listening) {
+		ev = take_request(&f, port, IT_LISTEN_NO_FLAG, &l);
+		q = port_qual((uint16_t)(port + 1));
+		IS(it_handoff(&q, 0, ev.conn_req.cn_est_id), IT_SUCCESS);
+		/* destroyed by the handoff */
+		IS(it_ep_accept(f.ep, ev.conn_req.cn_est_id, NULL, 0), IT_ERR_INVALID_CN_EST_ID);
+		IS(it_reject(ev.conn_req.cn_est_id, NULL, 0), IT_ERR_INVALID_CN_EST_ID);
+		IS(it_handoff(&q, 0, ev.conn_req.cn_est_id), IT_ERR_INVALID_CN_EST_ID);
+		ok(ep_state(f.ep) == IT_EP_STATE_UNCONNECTED, "handoff to B: A's EP stays UNCONNECTED");
+	}
+	relay(in, 0);
+	fclose(in);
+	waitpid(pid, &status, 0);
+	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "handoff to B: B exits 0 (status %#x)",
+	   status);
+	if (listening) {
+		/* A got nothing more: no event for the request it gave away */
+		ok(next_event(f.creq, 0).event_number == 0 && next_event(f.cm, 0).event_number == 0,
+		   "handoff to B: no further event at A");
+		IS(it_listen_free(l), IT_SUCCESS);
+	}
+	fx_close(&f);
+}
+
+static void handoff_client(uint16_t port)
+{
+	struct fx f;
+	it_event_t ev;
+	it_lmr_triplet_t s;
+
+	fx_open(&f, 4096, IT_PRIV_NONE, 4, 4);
+	memcpy(f.buf, hello_b, sizeof(hello_b));
+	ev = connect_to(&f, peer_ip, port, IT_CONNECT_FLAG_TWO_WAY, to_b, sizeof(to_b), 0);
+	ok(ev.event_number == IT_CM_MSG_CONN_ESTABLISHED_EVENT,
+	   "handoff to B: the initiator is connected (got %s)",
+	   viaduct_it_event_str(ev.event_number));
+	ok(ev.conn.private_data_present && !memcmp(ev.conn.private_data, from_b, sizeof(from_b)),
+	   "handoff to B: with B's private data");
+	s = seg(&f, 0, sizeof(hello_b));
+	IS(it_post_send(f.ep, &s, 1, 9, IT_COMPLETION_FLAG), IT_SUCCESS);
+	expect_dto(f.req, IT_DTO_SEND_CMPL_EVENT, 9, IT_DTO_SUCCESS, "handoff to B: the Send");
+	IS(it_ep_disconnect(f.ep, NULL, 0), IT_SUCCESS);
+	expect_event(f.cm, IT_CM_MSG_CONN_DISCONNECT_EVENT, "handoff to B: the local side");
+	fx_close(&f);
+}
+
 /* ------------------------------------------ S11: socket conversion */
 
 static const char last_msg[] = "the last streaming-mode message";
@@ -1072,6 +1230,7 @@ static const struct scenario scenarios[] = {
 	{ "S5 protection fault breaks the connection", s5_server, s5_client, NULL },
 	{ "reject, handoff, listen_free", cm_server, cm_client, NULL },
 	{ "S11 socket conversion", s11_server, s11_client, NULL },
+	{ "handoff to another process", handoff_server, handoff_client, NULL },
 };
 
 static void run(const struct scenario *s, const char *mode, uint16_t port)
@@ -1097,10 +1256,14 @@ int main(int argc, char **argv)
 	const char *mode = argc > 1 ? argv[1] : "";
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (strcmp(mode, "local") && strcmp(mode, "server") && strcmp(mode, "client")) {
+	if (strcmp(mode, "local") && strcmp(mode, "server") && strcmp(mode, "client") &&
+	    strcmp(mode, "handoff-child")) {
 		fprintf(stderr, "usage: %s local | server CLIENTIP | client SERVERIP\n", argv[0]);
 		return 2;
 	}
+	/* the second process of the handoff scenario: CLIENTIP PORT */
+	if (!strcmp(mode, "handoff-child") && argc < 4)
+		return 2;
 	if (strcmp(mode, "local") && (argc < 3 || inet_pton(AF_INET, argv[2], &peer_ip) != 1)) {
 		fprintf(stderr, "%s: %s needs the peer's IPv4 address\n", argv[0], mode);
 		return 2;
@@ -1122,6 +1285,12 @@ int main(int argc, char **argv)
 	it_ia_info_free(info);
 	if (!own_ip.s_addr)
 		bail("the spigot has no IPv4 address");
+	if (!strcmp(mode, "handoff-child")) {
+		handoff_child((uint16_t)atoi(argv[3]));
+		IS(it_ia_free(the_ia), IT_SUCCESS);
+		printf("1..%d\n", tests);
+		return failures ? 1 : 0;
+	}
 	for (i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++, port += 8)
 		run(&scenarios[i], mode, port);
 	for (i = 0; i < dataplane_count; i++, port += 8)

@@ -3,16 +3,20 @@
  * The data-path scenarios of itapi-conformance (inventory B.4): S6 RMR
  * link and unlink, S7 completion suppression, S8 EVD thresholds,
  * notification, aggregates and fd mode on real completions, S9 the DTO
- * SEVD overflow, S10 an S-RQ shared by two EPs with its low watermark.
+ * SEVD overflow, S10 an S-RQ shared by two EPs with its low watermark,
+ * and the moderated wakeups of a waiter with a threshold.
  * Both halves of each scenario run in their own process (server, client);
  * the server tells the client when to go on with messages of its own, so
  * that nothing depends on timing.
  */
 #include <arpa/inet.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 
 #include "conformance.h"
 
@@ -628,11 +632,169 @@ static void s10_client(uint16_t port)
 	}
 }
 
+/* ----------------- a threshold of N: one wakeup, not one per completion */
+
+/*
+ * The waiter's wakeups are its thread's voluntary context switches: a
+ * sleep in the kernel (poll) that ended. A waiter armed for every
+ * completion sleeps and wakes once per completion; one armed moderately
+ * (ARM_CQ's threshold) sleeps once until the N-th or its timeout.
+ */
+static long wakeups(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru) != 0)
+		bail("getrusage");
+	return ru.ru_nvcsw;
+}
+
+#define MOD_N 8
+
+struct waiter {
+	it_evd_handle_t evd;
+	it_status_t st;
+	it_event_t ev;
+	size_t nmore;
+};
+
+static void *wait_thread(void *arg)
+{
+	struct waiter *w = arg;
+
+	memset(&w->ev, 0, sizeof(w->ev));
+	w->st = it_evd_wait(w->evd, LONG_US, &w->ev, &w->nmore);
+	return NULL;
+}
+
+static void moderated_server(uint16_t port)
+{
+	struct fx f;
+	it_listen_handle_t l;
+	it_evd_param_t p;
+	it_event_t ev;
+	it_status_t st = IT_SUCCESS;
+	size_t nmore = 0;
+	long before, sw = 0;
+	unsigned waits = 0;
+	int only_timeouts = 1, in_order = 1, i;
+
+	fx_open(&f, 65536, IT_PRIV_NONE, 4, 4);
+	memset(&p, 0, sizeof(p));
+	p.sevd_threshold = MOD_N;
+	IS(it_evd_modify(f.rcv, IT_EVD_PARAM_THRESHOLD, &p), IT_SUCCESS);
+	for (i = 1; i <= MOD_N; i++)
+		recv_one(&f, (size_t)i * 64, 64, (it_dto_cookie_t)i);
+	ev = take_request(&f, port, IT_LISTEN_NO_FLAG, &l);
+	IS(it_ep_accept(f.ep, ev.conn_req.cn_est_id, NULL, 0), IT_SUCCESS);
+	expect_event(f.cm, IT_CM_MSG_CONN_ESTABLISHED_EVENT, "moderated: passive side");
+
+	/* the client's N-1 Sends arrive one by one while the waiter sleeps:
+	 * none of them wakes it, each wait ends by its timeout */
+	while (nmore < MOD_N - 1 && waits < LONG_US / 300000) {
+		before = wakeups();
+		st = it_evd_wait(f.rcv, 300000, &ev, &nmore);
+		sw += wakeups() - before;
+		waits++;
+		if (st != IT_ERR_TIMEOUT_EXPIRED) {
+			only_timeouts = 0;
+			break;
+		}
+	}
+	ok(only_timeouts && nmore == MOD_N - 1,
+	   "moderated: %d completions below the threshold of %d: the wait times out (%s), "
+	   "nmore %zu",
+	   MOD_N - 1, MOD_N, viaduct_it_status_str(st), nmore);
+	ok(sw <= (long)waits + 2,
+	   "moderated: %d completions did not wake the waiter: %ld wakeups in %u timed waits",
+	   MOD_N - 1, sw, waits);
+
+	/* the N-th wakes it, once */
+	send_one(&f, 2048, 8, 100, IT_COMPLETION_FLAG);
+	expect_dto(f.req, IT_DTO_SEND_CMPL_EVENT, 100, IT_DTO_SUCCESS, "moderated: 'go' sent");
+	memset(&ev, 0, sizeof(ev));
+	before = wakeups();
+	IS(it_evd_wait(f.rcv, LONG_US, &ev, &nmore), IT_SUCCESS);
+	sw = wakeups() - before;
+	ok(ev.dto_cmpl.cookie == 1 && nmore == MOD_N - 1,
+	   "moderated: the N-th completion ends the wait: the first receive, %d more "
+	   "(cookie %llu, %zu more)",
+	   MOD_N - 1, (unsigned long long)ev.dto_cmpl.cookie, nmore);
+	ok(sw <= 2, "moderated: the N-th completion woke the waiter once (%ld wakeups)", sw);
+	for (i = 2; i <= MOD_N; i++) {
+		in_order = in_order && it_evd_dequeue(f.rcv, &ev) == IT_SUCCESS &&
+			   ev.dto_cmpl.cookie == (it_dto_cookie_t)i &&
+			   ev.dto_cmpl.dto_status == IT_DTO_SUCCESS;
+	}
+	ok(in_order, "moderated: the other %d receives follow in order", MOD_N - 1);
+	IS(it_evd_dequeue(f.rcv, &ev), IT_ERR_QUEUE_EMPTY);
+
+	/* a receive posted with IT_NOTIFY_FLAG while a waiter sleeps with the
+	 * threshold of N (moderately armed, most likely: the gap is not what
+	 * is asserted) wakes it below the threshold once it completes */
+	{
+		struct timespec gap = { 0, 100 * 1000 * 1000 };
+		it_lmr_triplet_t sg = seg(&f, 1024, 64);
+		struct waiter w = { f.rcv, IT_SUCCESS, { 0 }, 0 };
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, wait_thread, &w) != 0)
+			bail("pthread_create");
+		nanosleep(&gap, NULL);
+		IS(it_post_recv((it_handle_t)f.ep, &sg, 1, 200, IT_COMPLETION_FLAG | IT_NOTIFY_FLAG),
+		   IT_SUCCESS);
+		send_one(&f, 2048, 8, 101, IT_COMPLETION_FLAG);
+		expect_dto(f.req, IT_DTO_SEND_CMPL_EVENT, 101, IT_DTO_SUCCESS,
+			   "moderated: 'go 2' sent");
+		pthread_join(t, NULL);
+		ok(w.st == IT_SUCCESS && w.ev.dto_cmpl.cookie == 200 && w.nmore == 0,
+		   "moderated: the notifying receive woke the waiter below the threshold "
+		   "(%s, cookie %llu, %zu more)",
+		   viaduct_it_status_str(w.st), (unsigned long long)w.ev.dto_cmpl.cookie, w.nmore);
+	}
+	peer_gone(&f, "moderated");
+	IS(it_listen_free(l), IT_SUCCESS);
+	fx_close(&f);
+}
+
+static void moderated_client(uint16_t port)
+{
+	struct timespec gap = { 0, 20 * 1000 * 1000 };
+	struct fx f;
+	it_event_t ev;
+	int i;
+
+	fx_open(&f, 65536, IT_PRIV_NONE, 4, 4);
+	recv_one(&f, 0, 64, 50);
+	recv_one(&f, 64, 64, 51);
+	ev = connect_to(&f, peer_ip, port, IT_CONNECT_FLAG_TWO_WAY, NULL, 0, 0);
+	ok(ev.event_number == IT_CM_MSG_CONN_ESTABLISHED_EVENT,
+	   "moderated: active side ESTABLISHED");
+	/* apart, so that a waiter armed per completion would wake for each
+	 * (what is asserted does not depend on the gap) */
+	for (i = 1; i < MOD_N; i++) {
+		send_one(&f, 128, 8, (it_dto_cookie_t)i, IT_COMPLETION_FLAG);
+		expect_dto(f.req, IT_DTO_SEND_CMPL_EVENT, (it_dto_cookie_t)i, IT_DTO_SUCCESS,
+			   "moderated: Send");
+		nanosleep(&gap, NULL);
+	}
+	expect_dto(f.rcv, IT_DTO_RC_RECV_CMPL_EVENT, 50, IT_DTO_SUCCESS, "moderated: 'go'");
+	send_one(&f, 128, 8, MOD_N, IT_COMPLETION_FLAG);
+	expect_dto(f.req, IT_DTO_SEND_CMPL_EVENT, MOD_N, IT_DTO_SUCCESS, "moderated: the N-th Send");
+	expect_dto(f.rcv, IT_DTO_RC_RECV_CMPL_EVENT, 51, IT_DTO_SUCCESS, "moderated: 'go 2'");
+	send_one(&f, 128, 8, MOD_N + 1, IT_COMPLETION_FLAG);
+	expect_dto(f.req, IT_DTO_SEND_CMPL_EVENT, MOD_N + 1, IT_DTO_SUCCESS,
+		   "moderated: the Send for the notifying receive");
+	hang_up(&f, "moderated: the local side");
+	fx_close(&f);
+}
+
 const struct scenario dataplane_scenarios[] = {
 	{ "S6 RMR link and unlink, stale context", s6_server, s6_client, NULL },
 	{ "S7 completion suppression and the marker", s7_server, s7_client, NULL },
 	{ "S8 EVD threshold, notification, AEVD, fd", s8_server, s8_client, NULL },
 	{ "S9 DTO SEVD overflow", s9_server, s9_client, NULL },
 	{ "S10 S-RQ shared by two EPs, low watermark", s10_server, s10_client, NULL },
+	{ "EVD threshold: one wakeup for N completions", moderated_server, moderated_client, NULL },
 };
 const size_t dataplane_count = sizeof(dataplane_scenarios) / sizeof(dataplane_scenarios[0]);

@@ -98,8 +98,7 @@ int run(const char *addr, std::uint16_t port) {
     viaduct::CmEvent req = expect(ch, viaduct::CmEventType::ConnectRequest);
     viaduct::ConnectionId conn = req.connection();
     req.ack();
-    qp.post_recv(
-        viaduct::RecvWr{.wr_id = 5, .sge = std::array{mr.sge(VI_PAGES * page + 64, 64)}});
+    qp.post_recv(viaduct::RecvWr{.wr_id = 5, .sge = std::array{mr.sge(VI_PAGES * page + 64, 64)}});
     qp.post_recv(viaduct::RecvWr{.wr_id = 2, .sge = std::array{mr.sge(VI_PAGES * page, 64)}});
     conn.accept(qp);
     expect(ch, viaduct::CmEventType::Established).ack();

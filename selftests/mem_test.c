@@ -1147,7 +1147,7 @@ static void bad_bind(struct __test_metadata *_metadata, FIXTURE_DATA(mem) *self,
 	__u32 mw_stag = 0, mr_stag, stag;
 	struct viaduct_query_qp q;
 	struct viaduct_cqe cqe;
-	int mr, mw;
+	int mr, mw, i;
 
 	mr_stag = bind_region(_metadata, &self->b, region_access, &mr);
 	if (use_plain)
@@ -1158,7 +1158,13 @@ static void bad_bind(struct __test_metadata *_metadata, FIXTURE_DATA(mem) *self,
 	post_bind_q(&self->b, &self->b.q, 801, stag, mr_stag,
 		    b_addr(self, 0) + off, len, access, nsge);
 	XF_EXPECT_CQE(&self->b.q.scq, 801, want, &cqe);
-	ASSERT_EQ(0, vd_query_qp(self->b.fd, self->b.q.c.handle, &q));
+	/* the failed WR completes first, then the QP enters Error */
+	for (i = 0; i < XF_WAIT_MS / 10; i++) {
+		ASSERT_EQ(0, vd_query_qp(self->b.fd, self->b.q.c.handle, &q));
+		if (q.state == VIADUCT_QPS_ERROR)
+			break;
+		vd_sleep_ms(10);
+	}
 	EXPECT_EQ(VIADUCT_QPS_ERROR, q.state);
 	/* nothing was bound: the region goes */
 	EXPECT_EQ(0, vd_destroy(self->b.fd, VIADUCT_IOCTL_DEREG_MR, mr));

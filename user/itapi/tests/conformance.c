@@ -931,6 +931,7 @@ static void handoff_child(uint16_t port)
 	struct fx f;
 	it_listen_handle_t l;
 	it_conn_qual_t q = port_qual(port);
+	it_lmr_triplet_t s;
 	it_event_t ev;
 
 	fx_open(&f, 4096, IT_PRIV_NONE, 4, 4);
@@ -948,10 +949,15 @@ static void handoff_child(uint16_t port)
 	IS(it_ep_accept(f.ep, ev.conn_req.cn_est_id, (const unsigned char *)from_b, sizeof(from_b)),
 	   IT_SUCCESS);
 	expect_event(f.cm, IT_CM_MSG_CONN_ESTABLISHED_EVENT, "handoff to B: B's EP");
-	ok(ep_state(f.ep) == IT_EP_STATE_CONNECTED, "handoff to B: B's EP is CONNECTED");
 	expect_dto(f.rcv, IT_DTO_RC_RECV_CMPL_EVENT, 7, IT_DTO_SUCCESS,
 		   "handoff to B: the initiator's Send");
 	ok(!memcmp(f.buf, hello_b, sizeof(hello_b)), "handoff to B: its bytes");
+	/* the initiator disconnects only after B's answer */
+	ok(ep_state(f.ep) == IT_EP_STATE_CONNECTED, "handoff to B: B's EP is CONNECTED");
+	s = seg(&f, 128, sizeof(from_b));
+	memcpy(f.buf + 128, from_b, sizeof(from_b));
+	IS(it_post_send(f.ep, &s, 1, 8, IT_COMPLETION_FLAG), IT_SUCCESS);
+	expect_dto(f.req, IT_DTO_SEND_CMPL_EVENT, 8, IT_DTO_SUCCESS, "handoff to B: B's answer");
 	expect_event(f.cm, IT_CM_MSG_CONN_DISCONNECT_EVENT, "handoff to B: the peer disconnected");
 	IS(it_listen_free(l), IT_SUCCESS);
 	fx_close(&f);
@@ -1053,6 +1059,7 @@ static void handoff_client(uint16_t port)
 
 	fx_open(&f, 4096, IT_PRIV_NONE, 4, 4);
 	memcpy(f.buf, hello_b, sizeof(hello_b));
+	post_recv(&f, 256, 64, 10);
 	ev = connect_to(&f, peer_ip, port, IT_CONNECT_FLAG_TWO_WAY, to_b, sizeof(to_b), 0);
 	ok(ev.event_number == IT_CM_MSG_CONN_ESTABLISHED_EVENT,
 	   "handoff to B: the initiator is connected (got %s)",
@@ -1062,6 +1069,8 @@ static void handoff_client(uint16_t port)
 	s = seg(&f, 0, sizeof(hello_b));
 	IS(it_post_send(f.ep, &s, 1, 9, IT_COMPLETION_FLAG), IT_SUCCESS);
 	expect_dto(f.req, IT_DTO_SEND_CMPL_EVENT, 9, IT_DTO_SUCCESS, "handoff to B: the Send");
+	expect_dto(f.rcv, IT_DTO_RC_RECV_CMPL_EVENT, 10, IT_DTO_SUCCESS, "handoff to B: B's answer");
+	ok(!memcmp(f.buf + 256, from_b, sizeof(from_b)), "handoff to B: its bytes");
 	IS(it_ep_disconnect(f.ep, NULL, 0), IT_SUCCESS);
 	expect_event(f.cm, IT_CM_MSG_CONN_DISCONNECT_EVENT, "handoff to B: the local side");
 	fx_close(&f);

@@ -7,7 +7,11 @@
  * the sizes of a valid QP hold their own limits; an entry the validator
  * passes is one the transport may trust: no more SGEs than the slot
  * holds, a length that is the exact (non-wrapping) sum of its SGEs or
- * its inline bytes, within the message size and the inline limit.
+ * its inline bytes, within the message size and the inline limit. And
+ * the copy out of the ring (vd_qp_copy_wqe()): it takes exactly what
+ * vd_qp_wqe_len() says and nothing behind it, and the validators give
+ * the copy the verdict and length they give the whole slot, so nothing
+ * they read lies beyond what was copied.
  */
 #include <viaduct/viaduct-abi.h>
 
@@ -92,6 +96,25 @@ static void check_rq(const u8 *slot, const struct vd_wqe_limits *lim)
 		abort();
 }
 
+static void check_copy(const u8 *slot, u32 size, bool rq, const struct vd_wqe_limits *lim)
+{
+	static u8 copy[8192] __attribute__((aligned(64)));
+	u32 n, i, len1 = 0, len2 = 0;
+	u8 st1, st2;
+
+	memset(copy, 0xa5, size);
+	n = vd_qp_copy_wqe(copy, slot, 0, 1, size, rq, lim);
+	if (n > size || n != vd_qp_wqe_len(slot, rq, lim) || memcmp(copy, slot, n))
+		abort();
+	for (i = n; i < size; i++)
+		if (copy[i] != 0xa5)
+			abort();
+	st1 = rq ? vd_qp_check_rqe(slot, lim, &len1) : vd_qp_check_sqe(slot, lim, &len1);
+	st2 = rq ? vd_qp_check_rqe(copy, lim, &len2) : vd_qp_check_sqe(copy, lim, &len2);
+	if (st1 != st2 || (st1 == VIADUCT_WC_SUCCESS && len1 != len2))
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 {
 	static u8 slot[8192] __attribute__((aligned(64)));
@@ -114,6 +137,7 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 		memset(slot, 0, c.sq_wqe_size);
 		memcpy(slot, data, n);
 		check_sq(slot, &c.sq);
+		check_copy(slot, c.sq_wqe_size, false, &c.sq);
 		data += n;
 		size -= n;
 		if (!c.rq_wqe_size)
@@ -122,6 +146,7 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 		memset(slot, 0, c.rq_wqe_size);
 		memcpy(slot, data, n);
 		check_rq(slot, &c.rq);
+		check_copy(slot, c.rq_wqe_size, true, &c.rq);
 		data += n;
 		size -= n;
 	}

@@ -96,6 +96,8 @@ static inline unsigned long roundup_pow_of_two(unsigned long n) {
 
 #define READ_ONCE(x) (*(const volatile typeof(x) *)&(x))
 #define WRITE_ONCE(x, v) (*(volatile typeof(x) *)&(x) = (v))
+#define smp_load_acquire(p) __atomic_load_n(p, __ATOMIC_ACQUIRE)
+#define smp_store_release(p, v) __atomic_store_n(p, v, __ATOMIC_RELEASE)
 
 #define pr_debug(...)                                                                              \
     do {                                                                                           \

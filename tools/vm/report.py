@@ -232,14 +232,23 @@ TS_RE = re.compile(r'^\[\s*\d+\.\d+\]')
 
 def log_clean(prefix, text, only_kernel_lines):
     bad = []
+    lines = []
+    first = None
     for line in text.splitlines():
         line = line.rstrip('\r')
         if only_kernel_lines and not TS_RE.match(line):
             continue
+        lines.append(line)
         if BAD_RE.search(line) and not IGNORE_RE.search(line):
             bad.append(line)
+            if first is None:
+                first = len(lines) - 1
     if bad:
-        add('FAIL', prefix, ['%d complaint line(s) in the kernel log:' % len(bad)] + bad[:40])
+        # the whole first report (a lockdep splat names its locks and
+        # stacks on lines no pattern matches), so that a failure seen
+        # once, e.g. in CI, can be understood from its verdict alone
+        add('FAIL', prefix, ['%d complaint line(s) in the kernel log:' % len(bad)] + bad[:40] +
+            ['the kernel log from the first complaint on:'] + lines[first:first + 120])
     else:
         add('PASS', prefix)
 

@@ -10,6 +10,12 @@
  * Send, then each writes the other's buffer and spins on the last byte of
  * its own, which carries the message's tag (as perftest's ib_write_lat).
  *
+ * The timed path does what viaduct-perf's does, so that the two measure
+ * the same work: a send's completion is reaped off it, by the client once
+ * the round trip is timed, by the server once its answer is posted (from
+ * the other of two send buffers, the previous one being still the
+ * Endpoint's until its completion).
+ *
  *   itapi-pingpong -s [-d IA] [-p PORT] [-S SIZE] [-n N] [-W]
  *   itapi-pingpong -c SERVER [-d IA] [-p PORT] [-S SIZE] [-n N] [-W]
  */
@@ -20,10 +26,15 @@
 static size_t size = 64;
 static int use_write;
 
-/* the buffer: what is sent, what is received, the two targets */
-static unsigned char *sbuf(struct conn *c) { return c->buf; }
-static unsigned char *rbuf(struct conn *c) { return c->buf + size; }
-static struct target *tin(struct conn *c) { return (struct target *)(c->buf + 2 * size); }
+/* the buffer: two to send from (message @i's is sbuf(c, i)), what is
+ * received, the two targets (8-byte aligned) */
+#define BUF_LEN (((3 * size + 7) & ~(size_t)7) + 2 * sizeof(struct target))
+static unsigned char *sbuf(struct conn *c, unsigned long i) { return c->buf + (i & 1) * size; }
+static unsigned char *rbuf(struct conn *c) { return c->buf + 2 * size; }
+static struct target *tin(struct conn *c)
+{
+	return (struct target *)(c->buf + ((3 * size + 7) & ~(size_t)7));
+}
 static struct target *tout(struct conn *c) { return tin(c) + 1; }
 
 static void post_first_recv(struct conn *c)
@@ -46,12 +57,13 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void post_write(struct conn *c, unsigned char tag)
+static void post_write(struct conn *c, unsigned char tag, unsigned long i)
 {
-	it_lmr_triplet_t s = seg(c, sbuf(c), size);
+	unsigned char *b = sbuf(c, i);
+	it_lmr_triplet_t s = seg(c, b, size);
 
-	sbuf(c)[0] = tag;
-	sbuf(c)[size - 1] = tag;
+	b[0] = tag;
+	b[size - 1] = tag;
 	CHECK(it_post_rdma_write(c->ep, &s, 1, 2, IT_COMPLETION_FLAG, tin(c)->addr, tin(c)->ctx));
 }
 
@@ -112,7 +124,7 @@ int main(int argc, char **argv)
 	if (!rtt)
 		return 1;
 
-	conn_open(&c, ia, 2 * size + 2 * sizeof(struct target), 4);
+	conn_open(&c, ia, BUF_LEN, 4);
 	if (is_server) {
 		post_first_recv(&c);
 		conn_accept(&c, "pingpong", (uint16_t)port);
@@ -140,25 +152,23 @@ int main(int argc, char **argv)
 
 			t0 = now_us();
 			if (!is_server)
-				post_write(&c, tag);
+				post_write(&c, tag, i);
 			wait_write(&c, tag, i);
 			if (is_server) {
+				post_write(&c, tag, i);
 				if (i)
 					reap(c.req, "RDMA Write");
-				post_write(&c, tag);
-			} else {
-				reap(c.req, "RDMA Write");
 			}
 			rtt[i] = now_us() - t0;
+			if (!is_server)
+				reap(c.req, "RDMA Write");
 		}
 	}
-	/* the send's completion is reaped after the answer (client) or before
-	 * the next send (server), as perftest's latency tests do */
 	for (unsigned long i = 0; !use_write && i < n; i++) {
 		t0 = now_us();
 		if (!is_server) {
-			pattern(sbuf(&c), size, (unsigned)i);
-			s = seg(&c, sbuf(&c), size);
+			pattern(sbuf(&c, i), size, (unsigned)i);
+			s = seg(&c, sbuf(&c, i), size);
 			CHECK(it_post_send(c.ep, &s, 1, 2, IT_COMPLETION_FLAG));
 		}
 		ev = reap(c.rcv, "receive");
@@ -168,12 +178,9 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		if (is_server) {
-			if (i)
-				reap(c.req, "send");
-			memcpy(sbuf(&c), rbuf(&c), size);
+			memcpy(sbuf(&c, i), rbuf(&c), size);
 		} else {
-			pattern(sbuf(&c), size, (unsigned)i);
-			if (memcmp(sbuf(&c), rbuf(&c), size)) {
+			if (memcmp(sbuf(&c, i), rbuf(&c), size)) {
 				fprintf(stderr, "message %lu: wrong answer\n", i);
 				return 1;
 			}
@@ -181,12 +188,14 @@ int main(int argc, char **argv)
 		s = seg(&c, rbuf(&c), size);
 		CHECK(it_post_recv((it_handle_t)c.ep, &s, 1, 1, IT_COMPLETION_FLAG));
 		if (is_server) {
-			s = seg(&c, sbuf(&c), size);
+			s = seg(&c, sbuf(&c, i), size);
 			CHECK(it_post_send(c.ep, &s, 1, 2, IT_COMPLETION_FLAG));
-		} else {
-			reap(c.req, "send");
+			if (i)
+				reap(c.req, "send");
 		}
 		rtt[i] = now_us() - t0;
+		if (!is_server)
+			reap(c.req, "send");
 	}
 	if (is_server && n)
 		reap(c.req, is_server && use_write ? "RDMA Write" : "send");

@@ -10,6 +10,12 @@
  * Send, then each writes the other's buffer and spins on the last byte of
  * its own, which carries the message's tag (as perftest's ib_write_lat).
  *
+ * The timed path does what viaduct-perf's does, so that the two measure
+ * the same work: a send's descriptor is reaped off it, by the client once
+ * the round trip is timed, by the server once its answer is posted (from
+ * the other of two descriptors and buffers, the previous one being still
+ * the VI's until reaped).
+ *
  *   vipl-pingpong -s [-d NIC] [-D DISC] [-S SIZE] [-n N] [-w] [-W]
  *   vipl-pingpong -c SERVER [-d NIC] [-D DISC] [-S SIZE] [-n N] [-w] [-W]
  */
@@ -91,10 +97,10 @@ int main(int argc, char **argv)
 	VIP_NIC_ATTRIBUTES na;
 	VIP_VI_ATTRIBUTES va = {0}, rva;
 	VIP_VI_HANDLE vi;
-	VIP_DESCRIPTOR *sd, *rd, *d;
+	VIP_DESCRIPTOR *sd, *rd, *d, *ad;
 	struct region mem;
 	net_address local, remote;
-	unsigned char *sbuf, *rbuf;
+	unsigned char *sbuf, *rbuf, *abuf;
 	struct target *tin, *tout;
 	struct timespec t0, t1;
 	double *rtt;
@@ -134,14 +140,15 @@ int main(int argc, char **argv)
 
 	CHECK(VipOpenNic(dev, &nic));
 	CHECK(VipQueryNic(nic, &na));
-	region_init(&mem, nic, 2 * sizeof(VIP_DESCRIPTOR) + 2 * sizeof(struct target) + 2 * size,
+	/* sd[2], rd, tin, tout, sbuf[2], rbuf */
+	region_init(&mem, nic, 3 * sizeof(VIP_DESCRIPTOR) + 2 * sizeof(struct target) + 3 * size,
 		    NULL, use_write ? VIP_TRUE : VIP_FALSE);
 	sd = (VIP_DESCRIPTOR *)mem.base;
-	rd = sd + 1;
+	rd = sd + 2;
 	tin = (struct target *)(rd + 1);
 	tout = tin + 1;
 	sbuf = (unsigned char *)(tout + 1);
-	rbuf = sbuf + size;
+	rbuf = sbuf + 2 * size;
 	va.ReliabilityLevel = VIP_SERVICE_RELIABLE_DELIVERY;
 	va.MaxTransferSize = size < sizeof(*tout) ? sizeof(*tout) : size;
 	va.EnableRdmaWrite = use_write ? VIP_TRUE : VIP_FALSE;
@@ -177,8 +184,6 @@ int main(int argc, char **argv)
 		CHECK(VipNSShutdown(nic));
 	}
 
-	/* the send's completion is reaped after the answer (client) or before
-	 * the next send (server), as perftest's latency tests do */
 	rtt = calloc(n, sizeof(*rtt));
 	if (!rtt)
 		return 1;
@@ -209,17 +214,20 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		if (is_server) {
+			/* the previous Write's descriptor and buffer are the VI's until reaped */
+			ad = sd + (i & 1);
+			abuf = sbuf + (i & 1) * size;
+			abuf[0] = tag;
+			abuf[size - 1] = tag;
+			post_write(vi, ad, tin, abuf, size, mem.mh);
 			if (i)
 				complete(vi, 0);
-			sbuf[0] = tag;
-			sbuf[size - 1] = tag;
-			post_write(vi, sd, tin, sbuf, size, mem.mh);
-		} else {
-			complete(vi, 0);
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		rtt[i] = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) /
 			 1e3;
+		if (!is_server)
+			complete(vi, 0);
 	}
 	for (unsigned long i = 0; !use_write && i < n; i++) {
 		clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -233,22 +241,24 @@ int main(int argc, char **argv)
 			fprintf(stderr, "message %lu: wrong answer\n", i);
 			return 1;
 		}
-		if (is_server) {
-			if (i)
-				complete(vi, 0);
-			memcpy(sbuf, rbuf, size);
-		}
+		/* the answer, from the other of two buffers and descriptors */
+		ad = sd + (i & 1);
+		abuf = sbuf + (i & 1) * size;
+		if (is_server)
+			memcpy(abuf, rbuf, size);
 		fill_desc(rd, 0, rbuf, (VIP_UINT32)size, mem.mh);
 		CHECK(VipPostRecv(vi, rd, mem.mh));
 		if (is_server) {
-			fill_desc(sd, 0, sbuf, (VIP_UINT32)size, mem.mh);
-			CHECK(VipPostSend(vi, sd, mem.mh));
-		} else {
-			complete(vi, 0);
+			fill_desc(ad, 0, abuf, (VIP_UINT32)size, mem.mh);
+			CHECK(VipPostSend(vi, ad, mem.mh));
+			if (i)
+				complete(vi, 0);
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		rtt[i] = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) /
 			 1e3;
+		if (!is_server)
+			complete(vi, 0);
 	}
 	if (is_server && n)
 		complete(vi, 0);

@@ -84,12 +84,24 @@ void evd_push(Evd &e, const it_event_t &ev, bool notify) noexcept {
     evd_commit(e, notify);
 }
 
+namespace {
+
+// The slot of the queue's tail (head < size, count <= size: no division).
+Evd::Entry &tail_entry(Evd &e) noexcept {
+    std::size_t i = e.head + e.count;
+    if (i >= e.queue.size())
+        i -= e.queue.size();
+    return e.queue[i];
+}
+
+} // namespace
+
 it_event_t &evd_tail(Evd &e) noexcept {
-    return e.queue[(e.head + e.count) % e.queue.size()].ev;
+    return tail_entry(e).ev;
 }
 
 void evd_commit(Evd &e, bool notify) noexcept {
-    e.queue[(e.head + e.count) % e.queue.size()].notify = notify;
+    tail_entry(e).notify = notify;
     e.count++;
     if (notify)
         e.notify_count++;
@@ -128,7 +140,8 @@ void pop(Evd &e, it_event_t &out) noexcept {
         std::memcpy(&out, &en.ev, sizeof(it_dto_cmpl_event_t));
     else
         out = en.ev;
-    e.head = (e.head + 1) % e.queue.size();
+    if (++e.head == e.queue.size())
+        e.head = 0;
     e.count--;
     if (en.notify)
         e.notify_count--;
@@ -178,14 +191,19 @@ it_status_t may_dequeue(const Evd &e) noexcept {
     return IT_SUCCESS;
 }
 
+// Reads the completion channel's events of a DTO SEVD: an event comes only
+// for an arm, so no system call while unarmed. Caller holds e.lock.
+void drain_channel(Evd &e) {
+    while (e.cq_armed && e.channel->wait(std::chrono::milliseconds(0)))
+        e.cq_armed = false;
+}
+
 // Takes what @e's sources have: for a DTO SEVD the channel's events and the
 // CQ's completions. Caller holds e.lock.
 void refresh(Evd &e) {
     if (!is_dto(e) || !e.cq)
         return;
-    // an event comes only for an arm: no system call while unarmed
-    while (e.cq_armed && e.channel->wait(std::chrono::milliseconds(0)))
-        e.cq_armed = false;
+    drain_channel(e);
     std::size_t before = e.count;
     evd_fill(e);
     // a waiter asleep on a moderated arm counts on the completions left in
@@ -817,6 +835,15 @@ it_status_t it_evd_dequeue(it_evd_handle_t evd_handle, it_event_t *event) {
         }
         if (it_status_t st = may_dequeue(*evd); st != IT_SUCCESS)
             return st;
+        if (evd->count == 0 && is_dto(*evd) && !watched(*evd)) {
+            // nothing queued, nobody to tell: the next completion goes
+            // straight into the caller's event
+            drain_channel(*evd);
+            if (!evd_fill(*evd, event))
+                return IT_ERR_QUEUE_EMPTY;
+            settle(*evd);
+            return IT_SUCCESS;
+        }
         if (take(*evd, false, *event, nullptr))
             return IT_SUCCESS;
         // empty: a descriptor someone watches turns readable at the next

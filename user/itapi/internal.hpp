@@ -12,6 +12,14 @@
 // lock; destroying an object while another thread uses it is the
 // consumer's error (IT-API: destructors are not thread-safe).
 //
+// Posts take no lock of the EP's: the document's "efficiently thread-safe"
+// model makes the consumer serialise the posts to one EP (Documentation/
+// itapi.rst, "Thread safety"). A send-queue post and a receive post touch
+// disjoint state and may run at the same time. What a post shares with the
+// completion side, the EP's shadow rings, is a one-producer, one-consumer
+// ring each (the retired counters), and an EP a completion names is kept
+// alive by its DTO SEVD's lock, which the EP's destructor takes.
+//
 // Locks, outermost first: Ia::lock; the lock of a DTO EVD (an AEVD's before
 // its members'); Ia::map_lock; Ep::lock; the lock of any other EVD (CM_REQ,
 // CM_MSG, SOFTWARE); Ia::async_lock; the AFF SEVD's; the UNAFF SEVD's. A function that queues a
@@ -144,8 +152,9 @@ struct Ia : Object {
     viaduct::DeviceAttributes attr;
 
     // Objects of this IA in creation order (it_ia_free frees them in
-    // reverse), EPs by their QP's handle (completions and async events name
-    // QPs), S-RQs by theirs. Under @lock.
+    // reverse), EPs by their QP's handle (asynchronous events name QPs;
+    // completions find theirs in their SEVD, Evd::eps), S-RQs by theirs.
+    // Under @lock.
     std::mutex lock;
     std::list<Object *> objects;
     std::mutex map_lock; // the maps below; held while the EPs found are used
@@ -182,9 +191,6 @@ struct Ia : Object {
     // table is full (IT_ERR_RESOURCES). unlink() undoes it.
     bool adopt(Object *obj);
     void unlink(Object *obj) noexcept;
-
-    // The EP whose QP is @qp_handle, or nullptr. The caller holds @map_lock.
-    Ep *ep_of_qp(std::uint32_t qp_handle);
 
     // The progress thread: it reads the device's asynchronous events (and
     // turns them into AFF/UNAFF events and broken connections) and calls
@@ -284,6 +290,29 @@ struct Evd : Object {
     std::atomic<bool> moderated_sleeper{false};
     bool cq_broken = false; // the CQ overflowed: every EP on it is broken
 
+    // DTO stream: the EPs whose queues complete on the CQ, by their QP's
+    // handle (a completion names its QP), and the last one found. An EP
+    // is added at creation and removed by its destructor, both under
+    // @lock: an EP found under it lives until it is released.
+    std::unordered_map<std::uint32_t, Ep *> eps;
+    std::uint32_t last_qp = 0;
+    Ep *last_ep = nullptr;
+    Ep *ep_of_qp(std::uint32_t qp_handle) noexcept {
+        if (last_ep != nullptr && last_qp == qp_handle)
+            return last_ep;
+        auto it = eps.find(qp_handle);
+        if (it == eps.end())
+            return nullptr;
+        last_qp = qp_handle;
+        last_ep = it->second;
+        return last_ep;
+    }
+    void forget_ep(std::uint32_t qp_handle) noexcept {
+        eps.erase(qp_handle);
+        if (last_qp == qp_handle)
+            last_ep = nullptr;
+    }
+
     // Readable when this EVD (or for an AEVD, any member) has an event to
     // notify: an epoll descriptor over the CQ channel and @event_fd. Given
     // out by it_evd_create with IT_EVD_CREATE_FD.
@@ -303,8 +332,10 @@ void evd_commit(Evd &evd, bool notify) noexcept;
 
 // Takes the completions of a DTO SEVD's CQ into its queue (while there is
 // room), translated into IT-API events; an error completion breaks its EP's
-// connection. The caller holds evd.lock.
-void evd_fill(Evd &evd);
+// connection. With @direct (the caller's event; the queue must be empty)
+// the first completion is translated straight into it and not queued:
+// returns whether it was. The caller holds evd.lock.
+bool evd_fill(Evd &evd, it_event_t *direct = nullptr);
 
 // The CQ of a DTO SEVD overflowed: the SEVD is overflowed for good, every
 // EP on it is broken (and cannot be reset), and SEVD_ENQUEUE_FAILURE is
@@ -345,6 +376,9 @@ struct Lmr : Object {
 
     Pz *pz;
     std::optional<viaduct::MemoryRegion> mr;
+    // mr's STag, as posts put it in their SGEs: read without a lock while
+    // it_lmr_modify may re-register (a post of the old one fails on it)
+    std::atomic<std::uint32_t> lkey{0};
     // A relative LMR with remote rights: the type-1 window, bound zero-based
     // over the whole region, whose STag is the rmr_context.
     std::optional<viaduct::MemoryWindow> rel_mw;
@@ -441,17 +475,23 @@ struct Ep : Object {
     // Send queue: slots in post order; a completion retires its WR and
     // every earlier one (completion suppression). Receive queue likewise
     // (receives complete in order); with an S-RQ, its shadow is used.
-    std::mutex sq_lock, rq_lock;
+    // The posts to a queue are the consumer's to serialise (see the top of
+    // this file); @sq_posted and @rq_posted are theirs. A shadow has a
+    // power of two slots (a mask, not a division, finds a WR's), of which
+    // at most @sq_limit (max_request_dtos) and @rq_limit (max_rcv_dtos)
+    // are in use.
     std::vector<WrShadow> sq, rq;
-    std::uint64_t sq_posted = 0, rq_posted = 0;              // under sq_lock, rq_lock
+    std::uint64_t sq_mask = 0, rq_mask = 0;
+    std::uint64_t sq_limit = 0, rq_limit = 0;
+    std::uint64_t sq_posted = 0, rq_posted = 0;
     std::atomic<std::uint64_t> sq_retired{0}, rq_retired{0}; // by the DTO SEVDs
     std::size_t qp_max_msg = 0;                              // the QP's message size limit
-    // Scratch SGE arrays of max segments, filled by posts under sq_lock and
-    // rq_lock: posting allocates nothing.
+    // Scratch SGE arrays of max segments, filled by posts: posting
+    // allocates nothing.
     std::vector<viaduct::Sge> sq_sge, rq_sge;
     // The core's wr_id is epoch << 48 | sequence: completions of WRs posted
     // before an it_ep_reset are recognised and dropped.
-    std::uint16_t epoch = 0;
+    std::atomic<std::uint16_t> epoch{0};
     std::atomic<std::uint32_t> narrow_rmrs{0}; // narrow RMRs linked through it (EP_BUSY)
 };
 

@@ -24,19 +24,19 @@ namespace {
 constexpr unsigned epoch_shift = 48;
 constexpr std::uint64_t seq_mask = (std::uint64_t{1} << epoch_shift) - 1;
 
-std::uint64_t make_wr_id(const Ep &ep, std::uint64_t seq) noexcept {
-    return (std::uint64_t{ep.epoch} << epoch_shift) | (seq & seq_mask);
+std::uint64_t make_wr_id(std::uint16_t epoch, std::uint64_t seq) noexcept {
+    return (std::uint64_t{epoch} << epoch_shift) | (seq & seq_mask);
 }
 
 bool same_epoch(const Ep &ep, std::uint64_t wr_id) noexcept {
-    return (wr_id >> epoch_shift) == ep.epoch;
+    return (wr_id >> epoch_shift) == ep.epoch.load(std::memory_order_relaxed);
 }
 
-it_dto_status_t dto_status(const viaduct::Completion &c) noexcept {
+it_dto_status_t dto_status(const viaduct_cqe &c) noexcept {
     using S = viaduct::WcStatus;
-    bool mm =
-        c.opcode == viaduct::WcOpcode::BindWindow || c.opcode == viaduct::WcOpcode::LocalInvalidate;
-    switch (c.status) {
+    auto op = static_cast<viaduct::WcOpcode>(c.opcode);
+    bool mm = op == viaduct::WcOpcode::BindWindow || op == viaduct::WcOpcode::LocalInvalidate;
+    switch (static_cast<S>(c.status)) {
     case S::Success:
         return IT_DTO_SUCCESS;
     case S::Flushed:
@@ -60,11 +60,12 @@ it_dto_status_t dto_status(const viaduct::Completion &c) noexcept {
     return mm ? IT_RMR_OPERATION_FAILED : IT_DTO_ERR_LOCAL_EP;
 }
 
-// LMR triplets as SGEs, into @out (at least @n long).
+// LMR triplets as SGEs, into @out (at least @n long). The kernel checks
+// each against its STag's bounds and rights when the WR executes.
 it_status_t to_sges(const it_lmr_triplet_t *segs, std::size_t n, viaduct::Sge *out) noexcept {
     for (std::size_t i = 0; i < n; i++) {
         Lmr *l = lookup<Lmr>(segs[i].lmr);
-        if (l == nullptr || !l->mr)
+        if (l == nullptr)
             return IT_ERR_INVALID_LMR;
         if (segs[i].length > UINT32_MAX)
             return IT_ERR_INVALID_LENGTH;
@@ -72,7 +73,8 @@ it_status_t to_sges(const it_lmr_triplet_t *segs, std::size_t n, viaduct::Sge *o
             l->addr_mode == IT_ADDR_MODE_RELATIVE
                 ? reinterpret_cast<std::uintptr_t>(l->addr) + std::uint64_t{segs[i].addr.rel}
                 : reinterpret_cast<std::uintptr_t>(segs[i].addr.abs);
-        out[i] = {addr, static_cast<std::uint32_t>(segs[i].length), l->mr->lkey()};
+        out[i] = {addr, static_cast<std::uint32_t>(segs[i].length),
+                  l->lkey.load(std::memory_order_relaxed)};
     }
     return IT_SUCCESS;
 }
@@ -134,14 +136,14 @@ bool flags_ok(it_dto_flags_t f, int allowed) noexcept {
     return (f & IT_NOTIFY_FLAG) == 0 || (f & IT_COMPLETION_FLAG) != 0;
 }
 
-// Posts @wr on @ep's send queue with @sh in its slot; the caller holds
-// ep.sq_lock.
+// Posts @wr on @ep's send queue with @sh in its slot. The slot is written
+// before the WR is posted, so its completion finds it.
 it_status_t post_sq(Ep &ep, viaduct::SendWr &wr, const WrShadow &sh) noexcept {
     std::uint64_t seq = ep.sq_posted;
-    if (seq - ep.sq_retired.load(std::memory_order_acquire) >= ep.sq.size())
+    if (seq - ep.sq_retired.load(std::memory_order_acquire) >= ep.sq_limit)
         return IT_ERR_TOO_MANY_POSTS;
-    ep.sq[seq % ep.sq.size()] = sh;
-    wr.wr_id = make_wr_id(ep, seq);
+    ep.sq[seq & ep.sq_mask] = sh;
+    wr.wr_id = make_wr_id(ep.epoch.load(std::memory_order_relaxed), seq);
     wr.signaled = (sh.flags & IT_COMPLETION_FLAG) != 0;
     wr.read_fence = wr.read_fence || (sh.flags & IT_BARRIER_FENCE_FLAG) != 0;
     bool notify = (sh.flags & IT_NOTIFY_FLAG) != 0;
@@ -183,7 +185,6 @@ it_status_t post_dto(it_ep_handle_t ep_handle, const it_lmr_triplet_t *segs, std
                                                          : ep->attr.max_send_segments;
     if (n > max || n > ep->sq_sge.size() || (n > 0 && segs == nullptr))
         return IT_ERR_INVALID_NUM_SEGMENTS;
-    std::lock_guard guard(ep->sq_lock);
     if (it_status_t st = to_sges(segs, n, ep->sq_sge.data()); st != IT_SUCCESS)
         return st;
     viaduct::SendWr wr;
@@ -214,43 +215,46 @@ void rmr_let_go(Rmr &rmr) noexcept {
     rmr.ep_handle = nullptr;
 }
 
-// A completion of a DTO SEVD's CQ as an IT-API event; the caller holds
-// evd.lock and ia.map_lock.
-void translate(Evd &evd, const viaduct::Completion &c) {
+// A completion of a DTO SEVD's CQ as an IT-API event, built in @d (every
+// member written, none zeroed first); the caller holds evd.lock. Returns
+// the EP it names, or nullptr if it is dropped (its EP was freed, or reset
+// since the WR was posted): @d is untouched then. @notify: whether it is a
+// notification event.
+Ep *translate(Evd &evd, const viaduct_cqe &c, it_dto_cmpl_event_t &d, bool &notify) {
     Ia &ia = *evd.ia;
-    Ep *ep = ia.ep_of_qp(c.qp_handle);
+    // an EP of this SEVD, alive while its lock is held (~Ep takes it)
+    Ep *ep = evd.ep_of_qp(c.qp_handle);
     if (ep == nullptr)
-        return; // its EP was freed: the document lets events go with it
+        return nullptr; // its EP was freed: the document lets events go with it
+    const bool ok = c.status == VIADUCT_WC_SUCCESS;
     WrShadow sh;
-    // built in the queue's tail slot (the caller checked the room), only
-    // the DTO member: a DTO SEVD gives out nothing else
-    it_dto_cmpl_event_t &d = evd_tail(evd).dto_cmpl;
-    d = {};
-    bool notify = !c.ok();
-    if (c.is_recv()) {
+    it_handle_t unlinked = nullptr;
+    notify = !ok;
+    if ((c.flags & VIADUCT_WC_F_RECV) != 0) {
         if (ep->srq != nullptr) {
             Srq &srq = *ep->srq;
             std::lock_guard guard(srq.lock);
             auto slot = static_cast<std::uint32_t>(c.wr_id);
             if (slot >= srq.shadow.size())
-                return;
+                return nullptr;
             sh = srq.shadow[slot];
             srq.free_slots.push_back(slot); // reserved: never allocates
         } else {
             if (!same_epoch(*ep, c.wr_id))
-                return; // posted before it_ep_reset
+                return nullptr; // posted before it_ep_reset
             std::uint64_t seq = c.wr_id & seq_mask;
-            sh = ep->rq[seq % ep->rq.size()];
+            sh = ep->rq[seq & ep->rq_mask];
+            // the slot may be posted to again from here on
             ep->rq_retired.store(seq + 1, std::memory_order_release);
         }
-        d.event_number = IT_DTO_RC_RECV_CMPL_EVENT;
         if ((c.flags & VIADUCT_WC_F_SOLICITED) != 0)
             notify = true;
-        if (c.has_invalidated()) {
+        if ((c.flags & VIADUCT_WC_F_INVALIDATED) != 0) {
             // the peer's Send with Invalidate unlinked one of ours
+            std::lock_guard maps(ia.map_lock);
             auto it = ia.mr_by_index.find(c.invalidated_stag >> 8);
             if (it != ia.mr_by_index.end()) {
-                d.unlinked_mr_handle = it->second->handle;
+                unlinked = it->second->handle;
                 if (it->second->type == Kind::Rmr) {
                     auto *rmr = static_cast<Rmr *>(it->second);
                     std::lock_guard guard(rmr->lock);
@@ -261,41 +265,43 @@ void translate(Evd &evd, const viaduct::Completion &c) {
         }
     } else {
         if (!same_epoch(*ep, c.wr_id))
-            return;
+            return nullptr;
         std::uint64_t seq = c.wr_id & seq_mask;
-        sh = ep->sq[seq % ep->sq.size()];
-        // this WR and every earlier one are complete
+        sh = ep->sq[seq & ep->sq_mask];
+        // this WR and every earlier one are complete: their slots may be
+        // posted to again from here on
         ep->sq_retired.store(seq + 1, std::memory_order_release);
-        d.event_number = sh.event;
     }
     if ((sh.flags & IT_NOTIFY_FLAG) != 0) {
         notify = true;
         ia.notify_pending.fetch_sub(1);
     }
-    d.evd = handle_of<it_evd_handle_t>(&evd);
-    d.ep = handle_of<it_ep_handle_t>(ep);
+    d.event_number = sh.event; // IT_DTO_RC_RECV_CMPL_EVENT for a receive
+    d.evd = static_cast<it_evd_handle_t>(evd.handle);
+    d.ep = static_cast<it_ep_handle_t>(ep->handle);
     d.cookie = sh.cookie;
     d.dto_status = dto_status(c);
-    d.transferred_length = c.ok() ? c.byte_len : 0;
-    evd_commit(evd, notify);
-    // an error breaks the connection; a flush is the consequence of one
-    if (!c.ok() && c.status != viaduct::WcStatus::Flushed)
-        ep_break(*ep);
+    d.transferred_length = ok ? c.byte_len : 0;
+    d.unlinked_mr_handle = unlinked;
+    return ep;
 }
 
 } // namespace
 
-void evd_fill(Evd &evd) {
+bool evd_fill(Evd &evd, it_event_t *direct) {
     // after an overflow too: the completions before it are still read
     if (!evd.cq)
-        return;
+        return false;
+    bool given = false;
     // raw CQEs, translated one by one: nothing is initialised for a poll
     // that finds nothing (a consumer polling by dequeueing)
     viaduct_cqe cs[16];
     for (;;) {
-        std::size_t room = std::min<std::size_t>(evd.queue.size() - evd.count, 16);
+        bool want_direct = direct != nullptr && !given;
+        std::size_t room =
+            std::min<std::size_t>(evd.queue.size() - evd.count + (want_direct ? 1 : 0), 16);
         if (room == 0)
-            return;
+            return given;
         std::size_t n;
         try {
             n = evd.cq->poll(std::span<viaduct_cqe>(cs, room));
@@ -303,17 +309,29 @@ void evd_fill(Evd &evd) {
             if (e.errnum() != EIO)
                 throw;
             evd_dto_overflow(evd); // every CQE before the overflow was read
-            return;
+            return given;
         }
-        if (n == 0)
-            return;
-        {
-            std::lock_guard maps(evd.ia->map_lock);
-            for (std::size_t i = 0; i < n; i++)
-                translate(evd, viaduct::to_completion(cs[i]));
+        for (std::size_t i = 0; i < n; i++) {
+            bool notify;
+            Ep *ep;
+            if (direct != nullptr && !given) {
+                // the caller's event: its notification bit would be
+                // counted and taken back at once
+                ep = translate(evd, cs[i], direct->dto_cmpl, notify);
+                given = ep != nullptr;
+            } else {
+                ep = translate(evd, cs[i], evd_tail(evd).dto_cmpl, notify);
+                if (ep != nullptr)
+                    evd_commit(evd, notify);
+            }
+            // an error breaks the connection; a flush is the consequence
+            // of one
+            if (ep != nullptr && cs[i].status != VIADUCT_WC_SUCCESS &&
+                cs[i].status != VIADUCT_WC_FLUSHED)
+                ep_break(*ep);
         }
         if (n < room)
-            return;
+            return given;
     }
 }
 
@@ -424,15 +442,14 @@ it_status_t it_post_recv(it_handle_t handle, const it_lmr_triplet_t *local_segme
         flush_idle_qp(ep);
     if (num_segments > ep.attr.max_rcv_segments || num_segments > ep.rq_sge.size())
         return IT_ERR_INVALID_NUM_SEGMENTS;
-    std::lock_guard guard(ep.rq_lock);
     std::uint64_t seq = ep.rq_posted;
-    if (seq - ep.rq_retired.load(std::memory_order_acquire) >= ep.rq.size())
+    if (seq - ep.rq_retired.load(std::memory_order_acquire) >= ep.rq_limit)
         return IT_ERR_TOO_MANY_POSTS;
     if (it_status_t st = to_sges(local_segments, num_segments, ep.rq_sge.data()); st != IT_SUCCESS)
         return st;
-    ep.rq[seq % ep.rq.size()] = sh;
+    ep.rq[seq & ep.rq_mask] = sh;
     viaduct::RecvWr wr;
-    wr.wr_id = make_wr_id(ep, seq);
+    wr.wr_id = make_wr_id(ep.epoch.load(std::memory_order_relaxed), seq);
     wr.sge = std::span<const viaduct::Sge>(ep.rq_sge.data(), num_segments);
     if (notify)
         notify_posted(*ep.ia);
@@ -484,7 +501,6 @@ it_status_t it_rmr_link(it_rmr_handle_t rmr_handle, it_lmr_handle_t lmr_handle, 
         return IT_ERR_INVALID_LENGTH;
     if (start < base || start - base > lmr->length || length > lmr->length - (start - base))
         return IT_ERR_RANGE;
-    std::lock_guard guard(ep->sq_lock);
     std::lock_guard rguard(rmr->lock);
     if (rmr->linked && rmr->rmr_type == IT_RMR_TYPE_NARROW)
         return IT_ERR_INVALID_RMR; // unlink it first
@@ -497,7 +513,8 @@ it_status_t it_rmr_link(it_rmr_handle_t rmr_handle, it_lmr_handle_t lmr_handle, 
         acc |= viaduct::access::remote_write;
     if (addr_mode == IT_ADDR_MODE_RELATIVE)
         acc |= viaduct::access::zero_based;
-    ep->sq_sge[0] = {start, static_cast<std::uint32_t>(length), lmr->mr->lkey()};
+    ep->sq_sge[0] = {start, static_cast<std::uint32_t>(length),
+                     lmr->lkey.load(std::memory_order_relaxed)};
     viaduct::SendWr wr;
     wr.opcode = viaduct::SendOp::BindWindow;
     wr.sge = std::span<const viaduct::Sge>(ep->sq_sge.data(), 1);
@@ -552,7 +569,6 @@ it_status_t it_rmr_unlink(it_rmr_handle_t rmr_handle, it_ep_handle_t ep_handle,
         allowed |= IT_UNLINK_FENCE_FLAG;
     if (!flags_ok(dto_flags, allowed))
         return IT_ERR_INVALID_DTO_FLAGS;
-    std::lock_guard guard(ep->sq_lock);
     std::lock_guard rguard(rmr->lock);
     if (!rmr->linked)
         return IT_ERR_INVALID_RMR;
@@ -567,7 +583,7 @@ it_status_t it_rmr_unlink(it_rmr_handle_t rmr_handle, it_ep_handle_t ep_handle,
         // a type-1 window is unbound by a bind of length 0
         Lmr *lmr = lookup<Lmr>(rmr->lmr_handle) == rmr->lmr ? rmr->lmr : nullptr;
         ep->sq_sge[0] = {reinterpret_cast<std::uintptr_t>(rmr->addr), 0,
-                         lmr != nullptr ? lmr->mr->lkey() : 0};
+                         lmr != nullptr ? lmr->lkey.load(std::memory_order_relaxed) : 0};
         wr.opcode = viaduct::SendOp::BindWindow;
         wr.sge = std::span<const viaduct::Sge>(ep->sq_sge.data(), 1);
     }

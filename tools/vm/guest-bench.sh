@@ -320,6 +320,21 @@ size_of() {
 	esac
 }
 
+# The streaming rows of the rotation move about 190 MiB (64 KiB) and
+# 600 MiB (1 MiB) per run, one or two seconds on native under TCG (siw:
+# about ten): a run of 200 WRs (12.5 MiB at 64 KiB) lasted a few tens of
+# milliseconds, and the rows spread by a factor of two between rounds.
+face_bw64k_iters=${VD_BENCH_FACE_BW64K_ITERS:-3000}
+face_bw1m_iters=${VD_BENCH_FACE_BW1M_ITERS:-600}
+
+# iters_of METRIC: how many WRs a streaming face metric posts.
+iters_of() {
+	case $1 in
+	bw64k) echo "$face_bw64k_iters" ;;
+	*) echo "$face_bw1m_iters" ;;
+	esac
+}
+
 # perftest_step NAME DEV-SERVER DEV-CLIENT ENV METRIC: perftest on a stack.
 perftest_step() {
 	local name=$1 ds=$2 dc=$3 env=$4 m=$5 sz prog args
@@ -327,7 +342,7 @@ perftest_step() {
 	case $m in
 	lat-send) prog=ib_send_lat args=(-s 8 -n "$lat_iters" -I 0) ;;
 	lat-write) prog=ib_write_lat args=(-s 8 -n "$lat_iters" -I 0) ;;
-	*) prog=ib_write_bw args=(-s "$sz" -n "$bw_iters" -t 128 -l 1 -Q 1) ;;
+	*) prog=ib_write_bw args=(-s "$sz" -n "$(iters_of "$m")" -t 128 -l 1 -Q 1) ;;
 	esac
 	dp_pair "$name" 'waiting' env "$env" "$prog" -d "$ds" -R -F "${args[@]}" -- \
 		env "$env" "$prog" -d "$dc" -R -F "${args[@]}" "$peer" &&
@@ -336,15 +351,16 @@ perftest_step() {
 
 # face_step METRIC FACE ROUND: one run; prints the value (us or MB/s).
 face_step() {
-	local m=$1 f=$2 name=r$3-$1-$2 sz
+	local m=$1 f=$2 name=r$3-$1-$2 sz its
 	sz=$(size_of "$m")
+	its=$(iters_of "$m")
 	case $f in
 	native)
 		case $m in
 		lat-*) dp_pair "$name" 'waiting for a client' "${vd_srv[@]}" -- \
 			"${vd_cli[@]}" --test="$m" -S 8 -n "$lat_iters" ;;
 		*) dp_pair "$name" 'waiting for a client' "${vd_srv[@]}" -- \
-			"${vd_cli[@]}" --test=write -S "$sz" -n "$bw_iters" -l 1 -Q 1 ;;
+			"${vd_cli[@]}" --test=write -S "$sz" -n "$its" -l 1 -Q 1 ;;
 		esac && dp_col "$name" "$sz" "$([[ $m == lat-* ]] && echo 5 || echo 4)"
 		;;
 	vipl)
@@ -359,7 +375,7 @@ face_step() {
 			;;
 		*)
 			DP_PORT=none dp_pair "$name" 'waiting' "$vipl_st" -s -S "$sz" -- \
-				"$vipl_st" -c "$peer" -S "$sz" -n "$bw_iters" -t 128 &&
+				"$vipl_st" -c "$peer" -S "$sz" -n "$its" -t 128 &&
 				awk '/average [0-9.]+ MB\/sec/ { v = $(NF - 1) } END { if (v != "") print v; else exit 1 }' \
 					"$dp/$name.out"
 			;;
@@ -377,7 +393,7 @@ face_step() {
 			;;
 		*)
 			DP_PORT=7472 dp_pair "$name" 'waiting' "$itapi_st" -s -d vd0 -S "$sz" -- \
-				"$itapi_st" -c "$peer" -d vd0 -S "$sz" -n "$bw_iters" -t 128 &&
+				"$itapi_st" -c "$peer" -d vd0 -S "$sz" -n "$its" -t 128 &&
 				awk '/average [0-9.]+ MB\/sec/ { v = $(NF - 1) } END { if (v != "") print v; else exit 1 }' \
 					"$dp/$name.out"
 			;;
@@ -466,7 +482,7 @@ faces_table() {
 	echo
 	echo "Faces and transports, interleaved: $rounds rounds; per round and metric each face once,"
 	echo "the first face rotating. Latency: half round trip, median of $lat_iters ping-pongs (us);"
-	echo "bandwidth: MB/s (2^20 bytes) of $bw_iters RDMA Writes, 128 in flight, one WR per post,"
+	echo "bandwidth: MB/s (2^20 bytes) of $face_bw64k_iters (64 KiB) or $face_bw1m_iters (1 MiB) RDMA Writes, 128 in flight, one WR per post,"
 	echo "every WR completed. All RDMA rows busy-poll their completions; TCP latency busy-polls"
 	echo "a non-blocking socket (viaduct-tcplat), TCP bandwidth is iperf3 (${tcp_secs} s, same write size)."
 	echo "cost = how much slower than native (per-round ratio: median [min, max] over the rounds)."

@@ -86,30 +86,6 @@ void evd_push(Evd &e, const it_event_t &ev, bool notify) noexcept {
 
 namespace {
 
-// The slot of the queue's tail (head < size, count <= size: no division).
-Evd::Entry &tail_entry(Evd &e) noexcept {
-    std::size_t i = e.head + e.count;
-    if (i >= e.queue.size())
-        i -= e.queue.size();
-    return e.queue[i];
-}
-
-} // namespace
-
-it_event_t &evd_tail(Evd &e) noexcept {
-    return tail_entry(e).ev;
-}
-
-void evd_commit(Evd &e, bool notify) noexcept {
-    tail_entry(e).notify = notify;
-    e.count++;
-    if (notify)
-        e.notify_count++;
-    e.aevd_notified = false;
-}
-
-namespace {
-
 // The stream's overflow rule (B.3.5): whether an overflow raises
 // SEVD_ENQUEUE_FAILURE, and whether that re-arms once room frees up.
 struct OverflowRule {
@@ -303,7 +279,7 @@ bool watched(const Evd &e) noexcept {
 
 // After an event was taken: the wait descriptor stays readable while events
 // are queued, and is not once there are none. Caller holds e.lock.
-void settle(Evd &e) {
+[[gnu::always_inline]] inline void settle(Evd &e) {
     if (e.count == 0 && is_dto(e) && watched(e))
         evd_fill(e); // readable while the ring has more
     if (!watched(e)) {

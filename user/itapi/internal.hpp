@@ -85,10 +85,14 @@ struct Object {
     it_context_t context{};
 };
 
-// The process-wide handle table: up to 2^24 live objects.
+// The process-wide handle table: up to 2^24 live objects. A lookup is
+// inline: it is on every post and every dequeue.
 class HandleTable {
 public:
-    static HandleTable &instance();
+    static HandleTable &instance() noexcept {
+        static HandleTable table;
+        return table;
+    }
 
     // A handle for @obj (stored in obj->handle); nullptr if the table is full.
     it_handle_t insert(Object *obj);
@@ -98,10 +102,14 @@ public:
     // The live object of @h, or nullptr. No lock.
     Object *find(it_handle_t h) const noexcept;
 
+    // handle = generation << index_bits | (index + 1): never null, and a
+    // retired handle differs from every later one of its slot for 2^32
+    // reuses.
     static constexpr unsigned index_bits = 24;
     static constexpr unsigned chunk_bits = 10;
     static constexpr std::size_t chunk_size = std::size_t{1} << chunk_bits;
     static constexpr std::size_t max_chunks = std::size_t{1} << (index_bits - chunk_bits);
+    static constexpr std::uint64_t index_mask = (std::uint64_t{1} << index_bits) - 1;
 
 private:
     struct Slot {
@@ -116,8 +124,30 @@ private:
     std::size_t used_ = 0;            // slots handed out so far
 };
 
-// The object of type T that @h names, or nullptr.
-template <class T> T *lookup(const void *h) noexcept {
+inline Object *HandleTable::find(it_handle_t h) const noexcept {
+    auto v = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(h));
+    std::uint64_t low = v & index_mask;
+    std::uint64_t gen = v >> index_bits;
+    if (low == 0 || gen == 0 || gen > UINT32_MAX)
+        return nullptr;
+    auto index = static_cast<std::uint32_t>(low - 1);
+    Slot *chunk = chunks_[index >> chunk_bits].load(std::memory_order_acquire);
+    if (chunk == nullptr)
+        return nullptr;
+    const Slot &slot = chunk[index % chunk_size];
+    // the generation, the object, the generation again: an erase() in
+    // between (which changes the generation first) makes it fail
+    if (slot.gen.load(std::memory_order_acquire) != gen)
+        return nullptr;
+    Object *obj = slot.obj.load(std::memory_order_acquire);
+    if (slot.gen.load(std::memory_order_acquire) != gen)
+        return nullptr;
+    return obj;
+}
+
+// The object of type T that @h names, or nullptr. Inlined: every post and
+// dequeue looks up its handles.
+template <class T> [[gnu::always_inline]] inline T *lookup(const void *h) noexcept {
     Object *o = HandleTable::instance().find(const_cast<void *>(h));
     return o != nullptr && o->type == T::kind ? static_cast<T *>(o) : nullptr;
 }
@@ -325,10 +355,27 @@ struct Evd : Object {
 // Queues @ev (a DTO completion, evd field set) with its notification bit;
 // the caller holds evd.lock and checked the room.
 void evd_push(Evd &evd, const it_event_t &ev, bool notify) noexcept;
+
 // The same in two steps, the event built in place: the slot at the tail,
-// then its queueing.
-it_event_t &evd_tail(Evd &evd) noexcept;
-void evd_commit(Evd &evd, bool notify) noexcept;
+// then its queueing. (head < size and count <= size: no division.)
+inline Evd::Entry &evd_tail_entry(Evd &e) noexcept {
+    std::size_t i = e.head + e.count;
+    if (i >= e.queue.size())
+        i -= e.queue.size();
+    return e.queue[i];
+}
+
+inline it_event_t &evd_tail(Evd &e) noexcept {
+    return evd_tail_entry(e).ev;
+}
+
+inline void evd_commit(Evd &e, bool notify) noexcept {
+    evd_tail_entry(e).notify = notify;
+    e.count++;
+    if (notify)
+        e.notify_count++;
+    e.aevd_notified = false;
+}
 
 // Takes the completions of a DTO SEVD's CQ into its queue (while there is
 // room), translated into IT-API events; an error completion breaks its EP's

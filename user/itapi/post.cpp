@@ -21,6 +21,10 @@ namespace itapi {
 
 namespace {
 
+// The helpers of the posting and completion paths are always inlined: a
+// call and its return are dear where they are emulated (under QEMU TCG a
+// return is an indirect jump, looked up each time).
+
 constexpr unsigned epoch_shift = 48;
 constexpr std::uint64_t seq_mask = (std::uint64_t{1} << epoch_shift) - 1;
 
@@ -62,7 +66,8 @@ it_dto_status_t dto_status(const viaduct_cqe &c) noexcept {
 
 // LMR triplets as SGEs, into @out (at least @n long). The kernel checks
 // each against its STag's bounds and rights when the WR executes.
-it_status_t to_sges(const it_lmr_triplet_t *segs, std::size_t n, viaduct::Sge *out) noexcept {
+[[gnu::always_inline]] inline it_status_t to_sges(const it_lmr_triplet_t *segs, std::size_t n,
+                                                  viaduct::Sge *out) noexcept {
     for (std::size_t i = 0; i < n; i++) {
         Lmr *l = lookup<Lmr>(segs[i].lmr);
         if (l == nullptr)
@@ -96,9 +101,7 @@ it_status_t post_error(const std::exception &e) noexcept {
 // A post to a NONOPERATIONAL EP is flushed: a QP that was closing when the
 // connection ended may have gone back to Idle, where it would keep the WR.
 // Once it is in Error it stays there until it_ep_reset: not asked again.
-void flush_idle_qp(Ep &ep) noexcept {
-    if (ep.qp_in_error.load(std::memory_order_acquire))
-        return;
+void flush_idle_qp_slow(Ep &ep) noexcept {
     try {
         viaduct::QpState st = ep.qp->query().state;
         if (st == viaduct::QpState::Idle) {
@@ -112,9 +115,14 @@ void flush_idle_qp(Ep &ep) noexcept {
     }
 }
 
+[[gnu::always_inline]] inline void flush_idle_qp(Ep &ep) noexcept {
+    if (!ep.qp_in_error.load(std::memory_order_acquire))
+        flush_idle_qp_slow(ep);
+}
+
 // The EP of a send-queue post, checked; posting is allowed when CONNECTED
 // and, to be flushed, NONOPERATIONAL.
-it_status_t sq_ep(it_ep_handle_t h, Ep *&ep) noexcept {
+[[gnu::always_inline]] inline it_status_t sq_ep(it_ep_handle_t h, Ep *&ep) noexcept {
     ep = lookup<Ep>(h);
     if (ep == nullptr)
         return IT_ERR_INVALID_EP;
@@ -130,7 +138,7 @@ it_status_t sq_ep(it_ep_handle_t h, Ep *&ep) noexcept {
 }
 
 // IT_NOTIFY_FLAG needs IT_COMPLETION_FLAG; @allowed lists the rest.
-bool flags_ok(it_dto_flags_t f, int allowed) noexcept {
+[[gnu::always_inline]] inline bool flags_ok(it_dto_flags_t f, int allowed) noexcept {
     if ((f & ~allowed) != 0)
         return false;
     return (f & IT_NOTIFY_FLAG) == 0 || (f & IT_COMPLETION_FLAG) != 0;
@@ -138,7 +146,8 @@ bool flags_ok(it_dto_flags_t f, int allowed) noexcept {
 
 // Posts @wr on @ep's send queue with @sh in its slot. The slot is written
 // before the WR is posted, so its completion finds it.
-it_status_t post_sq(Ep &ep, viaduct::SendWr &wr, const WrShadow &sh) noexcept {
+[[gnu::always_inline]] inline it_status_t post_sq(Ep &ep, viaduct::SendWr &wr,
+                                                  const WrShadow &sh) noexcept {
     std::uint64_t seq = ep.sq_posted;
     if (seq - ep.sq_retired.load(std::memory_order_acquire) >= ep.sq_limit)
         return IT_ERR_TOO_MANY_POSTS;
@@ -150,7 +159,7 @@ it_status_t post_sq(Ep &ep, viaduct::SendWr &wr, const WrShadow &sh) noexcept {
     if (notify)
         notify_posted(*ep.ia);
     try {
-        if (!ep.qp->try_post_send(wr)) {
+        if (!ep.qp->try_post_send(std::span<const viaduct::SendWr>(&wr, 1))) {
             if (notify)
                 notify_unposted(*ep.ia);
             return IT_ERR_TOO_MANY_POSTS;
@@ -169,10 +178,10 @@ constexpr int sq_flags =
 
 // Send, Send with Invalidate, RDMA Write and Read: they differ in the
 // opcode, the segment limit and the remote fields.
-it_status_t post_dto(it_ep_handle_t ep_handle, const it_lmr_triplet_t *segs, std::size_t n,
-                     it_dto_cookie_t cookie, it_dto_flags_t flags, viaduct::SendOp op,
-                     it_event_type_t event, std::uint64_t remote_addr,
-                     std::uint32_t remote_stag) noexcept {
+[[gnu::always_inline]] inline it_status_t
+post_dto(it_ep_handle_t ep_handle, const it_lmr_triplet_t *segs, std::size_t n,
+         it_dto_cookie_t cookie, it_dto_flags_t flags, viaduct::SendOp op, it_event_type_t event,
+         std::uint64_t remote_addr, std::uint32_t remote_stag) noexcept {
     Ep *ep;
     if (it_status_t st = sq_ep(ep_handle, ep); st != IT_SUCCESS)
         return st;
@@ -220,7 +229,8 @@ void rmr_let_go(Rmr &rmr) noexcept {
 // the EP it names, or nullptr if it is dropped (its EP was freed, or reset
 // since the WR was posted): @d is untouched then. @notify: whether it is a
 // notification event.
-Ep *translate(Evd &evd, const viaduct_cqe &c, it_dto_cmpl_event_t &d, bool &notify) {
+[[gnu::always_inline]] inline Ep *translate(Evd &evd, const viaduct_cqe &c, it_dto_cmpl_event_t &d,
+                                            bool &notify) {
     Ia &ia = *evd.ia;
     // an EP of this SEVD, alive while its lock is held (~Ep takes it)
     Ep *ep = evd.ep_of_qp(c.qp_handle);
@@ -312,16 +322,16 @@ bool evd_fill(Evd &evd, it_event_t *direct) {
             return given;
         }
         for (std::size_t i = 0; i < n; i++) {
+            // the caller's event, or the queue's tail (a direct event's
+            // notification bit would be counted and taken back at once)
+            bool to_caller = direct != nullptr && !given;
             bool notify;
-            Ep *ep;
-            if (direct != nullptr && !given) {
-                // the caller's event: its notification bit would be
-                // counted and taken back at once
-                ep = translate(evd, cs[i], direct->dto_cmpl, notify);
-                given = ep != nullptr;
-            } else {
-                ep = translate(evd, cs[i], evd_tail(evd).dto_cmpl, notify);
-                if (ep != nullptr)
+            Ep *ep = translate(evd, cs[i], to_caller ? direct->dto_cmpl : evd_tail(evd).dto_cmpl,
+                               notify);
+            if (ep != nullptr) {
+                if (to_caller)
+                    given = true;
+                else
                     evd_commit(evd, notify);
             }
             // an error breaks the connection; a flush is the consequence
@@ -415,7 +425,7 @@ it_status_t it_post_recv(it_handle_t handle, const it_lmr_triplet_t *local_segme
         if (notify)
             notify_posted(*srq.ia);
         try {
-            if (!srq.srq->try_post_recv(wr)) {
+            if (!srq.srq->try_post_recv(std::span<const viaduct::RecvWr>(&wr, 1))) {
                 if (notify)
                     notify_unposted(*srq.ia);
                 return IT_ERR_TOO_MANY_POSTS;
@@ -454,7 +464,7 @@ it_status_t it_post_recv(it_handle_t handle, const it_lmr_triplet_t *local_segme
     if (notify)
         notify_posted(*ep.ia);
     try {
-        if (!ep.qp->try_post_recv(wr)) {
+        if (!ep.qp->try_post_recv(std::span<const viaduct::RecvWr>(&wr, 1))) {
             if (notify)
                 notify_unposted(*ep.ia);
             return IT_ERR_TOO_MANY_POSTS;

@@ -30,6 +30,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "dto.hpp"
 #include "internal.hpp"
 
 namespace itapi {
@@ -68,7 +69,7 @@ void signal_evd(Evd &e) noexcept {
     e.event_signalled.store(true, std::memory_order_release);
 }
 
-void drain_evd(Evd &e) noexcept {
+[[gnu::always_inline]] inline void drain_evd(Evd &e) noexcept {
     // a plain load first: the usual answer, without an atomic write
     if (!e.event_signalled.load(std::memory_order_acquire) ||
         !e.event_signalled.exchange(false, std::memory_order_acq_rel))
@@ -417,6 +418,10 @@ Evd::~Evd() {
     channel.reset();
     ::close(wait_fd);
     ::close(event_fd);
+}
+
+bool evd_fill(Evd &evd, it_event_t *direct) {
+    return evd_fill_inline(evd, direct);
 }
 
 bool evd_enqueue(Evd &evd, const it_event_t &ev) {
@@ -815,7 +820,7 @@ it_status_t it_evd_dequeue(it_evd_handle_t evd_handle, it_event_t *event) {
             // nothing queued, nobody to tell: the next completion goes
             // straight into the caller's event
             drain_channel(*evd);
-            if (!evd_fill(*evd, event))
+            if (!evd_fill_inline(*evd, event))
                 return IT_ERR_QUEUE_EMPTY;
             settle(*evd);
             return IT_SUCCESS;

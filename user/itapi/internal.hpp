@@ -461,6 +461,10 @@ struct Rmr : Object {
     it_rmr_context_t context = 0; // network byte order
 };
 
+// An RMR's link or unlink moved it (or the peer's Send with Invalidate
+// did): its LMR and (narrow) EP references go. Caller holds rmr.lock.
+void rmr_let_go(Rmr &rmr) noexcept;
+
 // ----------------------------------------------------------------------------
 // Endpoints and shared receive queues
 

@@ -112,7 +112,7 @@ rc=$?
 grep -v '^ok ' "$out" | sed 's/^/# /'
 echo "# $(grep -c '^ok ' "$out") checks passed"
 rm -f "$out"
-ok $rc "conformance: one process (S1, the TII's errors, connections to itself)"
+ok $rc "conformance: one process (S1, the TII's errors, connections to itself, posts on a flushed EP)"
 
 pair "conformance: S2-S11, reject, handoff, listen_free, passive side in A" \
 	"$A" "$conf" server $IPB -- \

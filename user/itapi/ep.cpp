@@ -5,6 +5,7 @@
 // connection side drives (ep_transition, ep_break, ep_reset_queues).
 // Connecting, accepting and disconnecting are the connection side's.
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 
 #include "cm.hpp"
@@ -38,11 +39,14 @@ void flush_qp(Ep &ep) noexcept {
 Ep::~Ep() {
     Ia &owner = *ia;
     if (qp) {
-        // no completion of this EP is being translated while it goes
+        // no completion of this EP is being translated while it goes: the
+        // SEVDs find it under their locks only
         std::scoped_lock evds(request_evd->lock);
         std::unique_lock recv_guard(recv_evd->lock, std::defer_lock);
         if (recv_evd != request_evd)
             recv_guard.lock();
+        request_evd->forget_ep(qp->handle());
+        recv_evd->forget_ep(qp->handle());
         std::lock_guard maps(owner.map_lock);
         owner.eps_by_qp.erase(qp->handle());
     }
@@ -103,15 +107,14 @@ it_status_t ep_reset_queues(Ep &ep) {
         return status_of_exception(e, IT_ERR_RESOURCES);
     }
     // completions of the old WRs still in the CQs are recognised by the
-    // epoch and dropped
-    {
-        std::scoped_lock guard(ep.sq_lock, ep.rq_lock);
-        ep.epoch++;
-        ep.sq_posted = 0;
-        ep.sq_retired.store(0);
-        ep.rq_posted = 0;
-        ep.rq_retired.store(0);
-    }
+    // epoch and dropped (no post runs now: it_ep_reset is the consumer's
+    // to serialise with the EP's posts)
+    ep.epoch.store(static_cast<std::uint16_t>(ep.epoch.load(std::memory_order_relaxed) + 1),
+                   std::memory_order_relaxed);
+    ep.sq_posted = 0;
+    ep.sq_retired.store(0);
+    ep.rq_posted = 0;
+    ep.rq_retired.store(0);
     ep.state.store(IT_EP_STATE_UNCONNECTED);
     return IT_SUCCESS;
 }
@@ -227,10 +230,14 @@ it_status_t it_ep_rc_create(it_pz_handle_t pz_handle, it_evd_handle_t request_se
     ep->attr.srv.rc.max_rdma_read_segments = std::max<std::size_t>(rc.max_rdma_read_segments, 1);
     ep->attr.srv.rc.max_rdma_write_segments = std::max<std::size_t>(rc.max_rdma_write_segments, 1);
     try {
-        ep->sq.resize(a.max_request_dtos);
+        ep->sq.resize(std::bit_ceil(a.max_request_dtos));
+        ep->sq_mask = ep->sq.size() - 1;
+        ep->sq_limit = a.max_request_dtos;
         ep->sq_sge.resize(std::max<std::size_t>(send_sge, 1));
         if (srq == nullptr) {
-            ep->rq.resize(a.max_rcv_dtos);
+            ep->rq.resize(std::bit_ceil(a.max_rcv_dtos));
+            ep->rq_mask = ep->rq.size() - 1;
+            ep->rq_limit = a.max_rcv_dtos;
             ep->rq_sge.resize(a.max_rcv_segments);
         }
         viaduct::QpConfig c;
@@ -247,10 +254,10 @@ it_status_t it_ep_rc_create(it_pz_handle_t pz_handle, it_evd_handle_t request_se
         c.max_msg_size = static_cast<std::uint32_t>(
             std::min<std::uint64_t>(ep->attr.max_dto_payload_size, UINT32_MAX));
         c.user_data = 0; // asynchronous events name the QP by its handle
-        // every post holds the EP's sq_lock or rq_lock (post.cpp), and
-        // the core locks a QP's queues for posting only (modify and query
-        // are system calls of their own): the native QP need not lock
-        // its queues again
+        // the posts to each queue are serialised by the consumer (the
+        // thread-safety model), and the core locks a QP's queues for
+        // posting only (modify and query are system calls of their own):
+        // the native QP need not lock its queues
         c.single_threaded = true;
         ep->qp.emplace(pz->pd, c);
         ep->qp_max_msg = c.max_msg_size;
@@ -259,6 +266,26 @@ it_status_t it_ep_rc_create(it_pz_handle_t pz_handle, it_evd_handle_t request_se
     }
     if (!ia->adopt(ep))
         return discard(IT_ERR_RESOURCES);
+    // the DTO SEVDs find it by its QP from here on (the destructor, which
+    // runs with the QP, removes it)
+    std::uint32_t qh = ep->qp->handle();
+    auto enter = [ep, qh](Evd &e) {
+        std::lock_guard guard(e.lock);
+        e.eps.emplace(qh, ep);
+    };
+    try {
+        enter(*req);
+        try {
+            enter(*recv);
+        } catch (...) {
+            std::lock_guard guard(req->lock);
+            req->forget_ep(qh);
+            throw;
+        }
+    } catch (const std::exception &) {
+        ia->unlink(ep);
+        return discard(IT_ERR_RESOURCES);
+    }
     // counted from here on: the destructor gives each back
     for (Evd *e : {req, recv, conn}) {
         std::lock_guard guard(e->lock);

@@ -30,6 +30,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "dto.hpp"
 #include "internal.hpp"
 
 namespace itapi {
@@ -68,7 +69,7 @@ void signal_evd(Evd &e) noexcept {
     e.event_signalled.store(true, std::memory_order_release);
 }
 
-void drain_evd(Evd &e) noexcept {
+[[gnu::always_inline]] inline void drain_evd(Evd &e) noexcept {
     // a plain load first: the usual answer, without an atomic write
     if (!e.event_signalled.load(std::memory_order_acquire) ||
         !e.event_signalled.exchange(false, std::memory_order_acq_rel))
@@ -82,18 +83,6 @@ void drain_evd(Evd &e) noexcept {
 void evd_push(Evd &e, const it_event_t &ev, bool notify) noexcept {
     evd_tail(e) = ev;
     evd_commit(e, notify);
-}
-
-it_event_t &evd_tail(Evd &e) noexcept {
-    return e.queue[(e.head + e.count) % e.queue.size()].ev;
-}
-
-void evd_commit(Evd &e, bool notify) noexcept {
-    e.queue[(e.head + e.count) % e.queue.size()].notify = notify;
-    e.count++;
-    if (notify)
-        e.notify_count++;
-    e.aevd_notified = false;
 }
 
 namespace {
@@ -128,7 +117,8 @@ void pop(Evd &e, it_event_t &out) noexcept {
         std::memcpy(&out, &en.ev, sizeof(it_dto_cmpl_event_t));
     else
         out = en.ev;
-    e.head = (e.head + 1) % e.queue.size();
+    if (++e.head == e.queue.size())
+        e.head = 0;
     e.count--;
     if (en.notify)
         e.notify_count--;
@@ -178,14 +168,19 @@ it_status_t may_dequeue(const Evd &e) noexcept {
     return IT_SUCCESS;
 }
 
+// Reads the completion channel's events of a DTO SEVD: an event comes only
+// for an arm, so no system call while unarmed. Caller holds e.lock.
+void drain_channel(Evd &e) {
+    while (e.cq_armed && e.channel->wait(std::chrono::milliseconds(0)))
+        e.cq_armed = false;
+}
+
 // Takes what @e's sources have: for a DTO SEVD the channel's events and the
 // CQ's completions. Caller holds e.lock.
 void refresh(Evd &e) {
     if (!is_dto(e) || !e.cq)
         return;
-    // an event comes only for an arm: no system call while unarmed
-    while (e.cq_armed && e.channel->wait(std::chrono::milliseconds(0)))
-        e.cq_armed = false;
+    drain_channel(e);
     std::size_t before = e.count;
     evd_fill(e);
     // a waiter asleep on a moderated arm counts on the completions left in
@@ -285,7 +280,7 @@ bool watched(const Evd &e) noexcept {
 
 // After an event was taken: the wait descriptor stays readable while events
 // are queued, and is not once there are none. Caller holds e.lock.
-void settle(Evd &e) {
+[[gnu::always_inline]] inline void settle(Evd &e) {
     if (e.count == 0 && is_dto(e) && watched(e))
         evd_fill(e); // readable while the ring has more
     if (!watched(e)) {
@@ -423,6 +418,10 @@ Evd::~Evd() {
     channel.reset();
     ::close(wait_fd);
     ::close(event_fd);
+}
+
+bool evd_fill(Evd &evd, it_event_t *direct) {
+    return evd_fill_inline(evd, direct);
 }
 
 bool evd_enqueue(Evd &evd, const it_event_t &ev) {
@@ -817,6 +816,15 @@ it_status_t it_evd_dequeue(it_evd_handle_t evd_handle, it_event_t *event) {
         }
         if (it_status_t st = may_dequeue(*evd); st != IT_SUCCESS)
             return st;
+        if (evd->count == 0 && is_dto(*evd) && !watched(*evd)) {
+            // nothing queued, nobody to tell: the next completion goes
+            // straight into the caller's event
+            drain_channel(*evd);
+            if (!evd_fill_inline(*evd, event))
+                return IT_ERR_QUEUE_EMPTY;
+            settle(*evd);
+            return IT_SUCCESS;
+        }
         if (take(*evd, false, *event, nullptr))
             return IT_SUCCESS;
         // empty: a descriptor someone watches turns readable at the next

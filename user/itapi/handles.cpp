@@ -12,15 +12,7 @@ namespace itapi {
 
 Object::~Object() = default;
 
-HandleTable &HandleTable::instance() {
-    static HandleTable table;
-    return table;
-}
-
-// handle = generation << index_bits | (index + 1): never null, and a
-// retired handle differs from every later one of its slot for 2^32 reuses.
 namespace {
-constexpr std::uint64_t index_mask = (std::uint64_t{1} << HandleTable::index_bits) - 1;
 
 it_handle_t encode(std::uint32_t index, std::uint32_t gen) noexcept {
     auto v = (std::uint64_t{gen} << HandleTable::index_bits) | (std::uint64_t{index} + 1);
@@ -67,25 +59,6 @@ void HandleTable::erase(it_handle_t h) noexcept {
     } catch (...) {
         // the slot is lost to reuse, nothing else
     }
-}
-
-Object *HandleTable::find(it_handle_t h) const noexcept {
-    auto v = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(h));
-    std::uint64_t low = v & index_mask;
-    std::uint64_t gen = v >> index_bits;
-    if (low == 0 || gen == 0 || gen > UINT32_MAX)
-        return nullptr;
-    auto index = static_cast<std::uint32_t>(low - 1);
-    Slot *chunk = chunks_[index >> chunk_bits].load(std::memory_order_acquire);
-    if (chunk == nullptr)
-        return nullptr;
-    const Slot &slot = chunk[index % chunk_size];
-    if (slot.gen.load(std::memory_order_acquire) != gen)
-        return nullptr;
-    Object *obj = slot.obj.load(std::memory_order_acquire);
-    if (slot.gen.load(std::memory_order_acquire) != gen)
-        return nullptr;
-    return obj;
 }
 
 it_status_t status_of_errno(int err, it_status_t fallback) noexcept {

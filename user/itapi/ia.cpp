@@ -109,11 +109,6 @@ void Ia::unlink(Object *obj) noexcept {
     objects.erase(obj->pos);
 }
 
-Ep *Ia::ep_of_qp(std::uint32_t qp_handle) {
-    auto it = eps_by_qp.find(qp_handle);
-    return it != eps_by_qp.end() ? it->second : nullptr;
-}
-
 void Ia::add_source(int fd, std::function<void()> handler) {
     auto src = std::make_shared<Source>(Source{fd, std::move(handler)});
     {

@@ -12,6 +12,14 @@
 // lock; destroying an object while another thread uses it is the
 // consumer's error (IT-API: destructors are not thread-safe).
 //
+// Posts take no lock of the EP's: the document's "efficiently thread-safe"
+// model makes the consumer serialise the posts to one EP (Documentation/
+// itapi.rst, "Thread safety"). A send-queue post and a receive post touch
+// disjoint state and may run at the same time. What a post shares with the
+// completion side, the EP's shadow rings, is a one-producer, one-consumer
+// ring each (the retired counters), and an EP a completion names is kept
+// alive by its DTO SEVD's lock, which the EP's destructor takes.
+//
 // Locks, outermost first: Ia::lock; the lock of a DTO EVD (an AEVD's before
 // its members'); Ia::map_lock; Ep::lock; the lock of any other EVD (CM_REQ,
 // CM_MSG, SOFTWARE); Ia::async_lock; the AFF SEVD's; the UNAFF SEVD's. A function that queues a
@@ -77,10 +85,14 @@ struct Object {
     it_context_t context{};
 };
 
-// The process-wide handle table: up to 2^24 live objects.
+// The process-wide handle table: up to 2^24 live objects. A lookup is
+// inline: it is on every post and every dequeue.
 class HandleTable {
 public:
-    static HandleTable &instance();
+    static HandleTable &instance() noexcept {
+        static HandleTable table;
+        return table;
+    }
 
     // A handle for @obj (stored in obj->handle); nullptr if the table is full.
     it_handle_t insert(Object *obj);
@@ -90,10 +102,14 @@ public:
     // The live object of @h, or nullptr. No lock.
     Object *find(it_handle_t h) const noexcept;
 
+    // handle = generation << index_bits | (index + 1): never null, and a
+    // retired handle differs from every later one of its slot for 2^32
+    // reuses.
     static constexpr unsigned index_bits = 24;
     static constexpr unsigned chunk_bits = 10;
     static constexpr std::size_t chunk_size = std::size_t{1} << chunk_bits;
     static constexpr std::size_t max_chunks = std::size_t{1} << (index_bits - chunk_bits);
+    static constexpr std::uint64_t index_mask = (std::uint64_t{1} << index_bits) - 1;
 
 private:
     struct Slot {
@@ -108,8 +124,30 @@ private:
     std::size_t used_ = 0;            // slots handed out so far
 };
 
-// The object of type T that @h names, or nullptr.
-template <class T> T *lookup(const void *h) noexcept {
+inline Object *HandleTable::find(it_handle_t h) const noexcept {
+    auto v = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(h));
+    std::uint64_t low = v & index_mask;
+    std::uint64_t gen = v >> index_bits;
+    if (low == 0 || gen == 0 || gen > UINT32_MAX)
+        return nullptr;
+    auto index = static_cast<std::uint32_t>(low - 1);
+    Slot *chunk = chunks_[index >> chunk_bits].load(std::memory_order_acquire);
+    if (chunk == nullptr)
+        return nullptr;
+    const Slot &slot = chunk[index % chunk_size];
+    // the generation, the object, the generation again: an erase() in
+    // between (which changes the generation first) makes it fail
+    if (slot.gen.load(std::memory_order_acquire) != gen)
+        return nullptr;
+    Object *obj = slot.obj.load(std::memory_order_acquire);
+    if (slot.gen.load(std::memory_order_acquire) != gen)
+        return nullptr;
+    return obj;
+}
+
+// The object of type T that @h names, or nullptr. Inlined: every post and
+// dequeue looks up its handles.
+template <class T> [[gnu::always_inline]] inline T *lookup(const void *h) noexcept {
     Object *o = HandleTable::instance().find(const_cast<void *>(h));
     return o != nullptr && o->type == T::kind ? static_cast<T *>(o) : nullptr;
 }
@@ -144,8 +182,9 @@ struct Ia : Object {
     viaduct::DeviceAttributes attr;
 
     // Objects of this IA in creation order (it_ia_free frees them in
-    // reverse), EPs by their QP's handle (completions and async events name
-    // QPs), S-RQs by theirs. Under @lock.
+    // reverse), EPs by their QP's handle (asynchronous events name QPs;
+    // completions find theirs in their SEVD, Evd::eps), S-RQs by theirs.
+    // Under @lock.
     std::mutex lock;
     std::list<Object *> objects;
     std::mutex map_lock; // the maps below; held while the EPs found are used
@@ -182,9 +221,6 @@ struct Ia : Object {
     // table is full (IT_ERR_RESOURCES). unlink() undoes it.
     bool adopt(Object *obj);
     void unlink(Object *obj) noexcept;
-
-    // The EP whose QP is @qp_handle, or nullptr. The caller holds @map_lock.
-    Ep *ep_of_qp(std::uint32_t qp_handle);
 
     // The progress thread: it reads the device's asynchronous events (and
     // turns them into AFF/UNAFF events and broken connections) and calls
@@ -284,6 +320,29 @@ struct Evd : Object {
     std::atomic<bool> moderated_sleeper{false};
     bool cq_broken = false; // the CQ overflowed: every EP on it is broken
 
+    // DTO stream: the EPs whose queues complete on the CQ, by their QP's
+    // handle (a completion names its QP), and the last one found. An EP
+    // is added at creation and removed by its destructor, both under
+    // @lock: an EP found under it lives until it is released.
+    std::unordered_map<std::uint32_t, Ep *> eps;
+    std::uint32_t last_qp = 0;
+    Ep *last_ep = nullptr;
+    Ep *ep_of_qp(std::uint32_t qp_handle) noexcept {
+        if (last_ep != nullptr && last_qp == qp_handle)
+            return last_ep;
+        auto it = eps.find(qp_handle);
+        if (it == eps.end())
+            return nullptr;
+        last_qp = qp_handle;
+        last_ep = it->second;
+        return last_ep;
+    }
+    void forget_ep(std::uint32_t qp_handle) noexcept {
+        eps.erase(qp_handle);
+        if (last_qp == qp_handle)
+            last_ep = nullptr;
+    }
+
     // Readable when this EVD (or for an AEVD, any member) has an event to
     // notify: an epoll descriptor over the CQ channel and @event_fd. Given
     // out by it_evd_create with IT_EVD_CREATE_FD.
@@ -296,15 +355,34 @@ struct Evd : Object {
 // Queues @ev (a DTO completion, evd field set) with its notification bit;
 // the caller holds evd.lock and checked the room.
 void evd_push(Evd &evd, const it_event_t &ev, bool notify) noexcept;
+
 // The same in two steps, the event built in place: the slot at the tail,
-// then its queueing.
-it_event_t &evd_tail(Evd &evd) noexcept;
-void evd_commit(Evd &evd, bool notify) noexcept;
+// then its queueing. (head < size and count <= size: no division.)
+inline Evd::Entry &evd_tail_entry(Evd &e) noexcept {
+    std::size_t i = e.head + e.count;
+    if (i >= e.queue.size())
+        i -= e.queue.size();
+    return e.queue[i];
+}
+
+inline it_event_t &evd_tail(Evd &e) noexcept {
+    return evd_tail_entry(e).ev;
+}
+
+inline void evd_commit(Evd &e, bool notify) noexcept {
+    evd_tail_entry(e).notify = notify;
+    e.count++;
+    if (notify)
+        e.notify_count++;
+    e.aevd_notified = false;
+}
 
 // Takes the completions of a DTO SEVD's CQ into its queue (while there is
 // room), translated into IT-API events; an error completion breaks its EP's
-// connection. The caller holds evd.lock.
-void evd_fill(Evd &evd);
+// connection. With @direct (the caller's event; the queue must be empty)
+// the first completion is translated straight into it and not queued:
+// returns whether it was. The caller holds evd.lock.
+bool evd_fill(Evd &evd, it_event_t *direct = nullptr);
 
 // The CQ of a DTO SEVD overflowed: the SEVD is overflowed for good, every
 // EP on it is broken (and cannot be reset), and SEVD_ENQUEUE_FAILURE is
@@ -345,6 +423,9 @@ struct Lmr : Object {
 
     Pz *pz;
     std::optional<viaduct::MemoryRegion> mr;
+    // mr's STag, as posts put it in their SGEs: read without a lock while
+    // it_lmr_modify may re-register (a post of the old one fails on it)
+    std::atomic<std::uint32_t> lkey{0};
     // A relative LMR with remote rights: the type-1 window, bound zero-based
     // over the whole region, whose STag is the rmr_context.
     std::optional<viaduct::MemoryWindow> rel_mw;
@@ -379,6 +460,10 @@ struct Rmr : Object {
     it_addr_mode_t addr_mode = IT_ADDR_MODE_ABSOLUTE;
     it_rmr_context_t context = 0; // network byte order
 };
+
+// An RMR's link or unlink moved it (or the peer's Send with Invalidate
+// did): its LMR and (narrow) EP references go. Caller holds rmr.lock.
+void rmr_let_go(Rmr &rmr) noexcept;
 
 // ----------------------------------------------------------------------------
 // Endpoints and shared receive queues
@@ -441,17 +526,23 @@ struct Ep : Object {
     // Send queue: slots in post order; a completion retires its WR and
     // every earlier one (completion suppression). Receive queue likewise
     // (receives complete in order); with an S-RQ, its shadow is used.
-    std::mutex sq_lock, rq_lock;
+    // The posts to a queue are the consumer's to serialise (see the top of
+    // this file); @sq_posted and @rq_posted are theirs. A shadow has a
+    // power of two slots (a mask, not a division, finds a WR's), of which
+    // at most @sq_limit (max_request_dtos) and @rq_limit (max_rcv_dtos)
+    // are in use.
     std::vector<WrShadow> sq, rq;
-    std::uint64_t sq_posted = 0, rq_posted = 0;              // under sq_lock, rq_lock
+    std::uint64_t sq_mask = 0, rq_mask = 0;
+    std::uint64_t sq_limit = 0, rq_limit = 0;
+    std::uint64_t sq_posted = 0, rq_posted = 0;
     std::atomic<std::uint64_t> sq_retired{0}, rq_retired{0}; // by the DTO SEVDs
     std::size_t qp_max_msg = 0;                              // the QP's message size limit
-    // Scratch SGE arrays of max segments, filled by posts under sq_lock and
-    // rq_lock: posting allocates nothing.
+    // Scratch SGE arrays of max segments, filled by posts: posting
+    // allocates nothing.
     std::vector<viaduct::Sge> sq_sge, rq_sge;
     // The core's wr_id is epoch << 48 | sequence: completions of WRs posted
     // before an it_ep_reset are recognised and dropped.
-    std::uint16_t epoch = 0;
+    std::atomic<std::uint16_t> epoch{0};
     std::atomic<std::uint32_t> narrow_rmrs{0}; // narrow RMRs linked through it (EP_BUSY)
 };
 

@@ -81,6 +81,7 @@ it_status_t register_lmr(Lmr &lmr, Pz &pz, it_mem_priv_t privs) {
             unmap_mr(ia, lmr.context_stag, &lmr);
         lmr.rel_mw = std::move(mw);
         lmr.mr = std::move(mr);
+        lmr.lkey.store(lmr.mr->lkey(), std::memory_order_relaxed);
         lmr.context_stag = context_stag;
         lmr.privs = privs;
         map_mr(ia, lmr.mr->stag(), &lmr);
@@ -307,6 +308,7 @@ it_status_t it_lmr_modify(it_lmr_handle_t lmr_handle, it_lmr_param_mask_t mask,
     if (in_place) {
         try {
             lmr->mr->modify(pz->pd, mr_access(privs, has_mw(ia)));
+            lmr->lkey.store(lmr->mr->lkey(), std::memory_order_relaxed);
         } catch (const viaduct::Error &e) {
             return e.errnum() == EACCES ? IT_ERR_ACCESS
                                         : status_of_errno(e.errnum(), IT_ERR_INVALID_PRIVS);

@@ -15,56 +15,24 @@
 #include <arpa/inet.h>
 #include <cerrno>
 
+#include "dto.hpp"
 #include "internal.hpp"
 
 namespace itapi {
 
 namespace {
 
-constexpr unsigned epoch_shift = 48;
-constexpr std::uint64_t seq_mask = (std::uint64_t{1} << epoch_shift) - 1;
+// The helpers of the posting and completion paths are always inlined: a
+// call and its return are dear where they are emulated (under QEMU TCG a
+// return is an indirect jump, looked up each time).
 
-std::uint64_t make_wr_id(const Ep &ep, std::uint64_t seq) noexcept {
-    return (std::uint64_t{ep.epoch} << epoch_shift) | (seq & seq_mask);
-}
-
-bool same_epoch(const Ep &ep, std::uint64_t wr_id) noexcept {
-    return (wr_id >> epoch_shift) == ep.epoch;
-}
-
-it_dto_status_t dto_status(const viaduct::Completion &c) noexcept {
-    using S = viaduct::WcStatus;
-    bool mm =
-        c.opcode == viaduct::WcOpcode::BindWindow || c.opcode == viaduct::WcOpcode::LocalInvalidate;
-    switch (c.status) {
-    case S::Success:
-        return IT_DTO_SUCCESS;
-    case S::Flushed:
-        return IT_DTO_ERR_FLUSHED;
-    case S::LocalLengthError:
-        return IT_DTO_ERR_LOCAL_LENGTH;
-    case S::LocalProtectionError:
-        return mm ? IT_RMR_OPERATION_FAILED : IT_DTO_ERR_LOCAL_PROTECTION;
-    case S::RemoteAccessError:
-        return IT_DTO_ERR_REMOTE_ACCESS;
-    case S::RemoteOperationError:
-    case S::RemoteInvalidRequest:
-        return IT_DTO_ERR_REMOTE_RESPONDER;
-    case S::TransportError:
-    case S::RemoteTerminated:
-        return IT_DTO_ERR_TRANSPORT;
-    case S::LocalQpOperationError:
-    case S::GeneralError:
-        break;
-    }
-    return mm ? IT_RMR_OPERATION_FAILED : IT_DTO_ERR_LOCAL_EP;
-}
-
-// LMR triplets as SGEs, into @out (at least @n long).
-it_status_t to_sges(const it_lmr_triplet_t *segs, std::size_t n, viaduct::Sge *out) noexcept {
+// LMR triplets as SGEs, into @out (at least @n long). The kernel checks
+// each against its STag's bounds and rights when the WR executes.
+[[gnu::always_inline]] inline it_status_t to_sges(const it_lmr_triplet_t *segs, std::size_t n,
+                                                  viaduct::Sge *out) noexcept {
     for (std::size_t i = 0; i < n; i++) {
         Lmr *l = lookup<Lmr>(segs[i].lmr);
-        if (l == nullptr || !l->mr)
+        if (l == nullptr)
             return IT_ERR_INVALID_LMR;
         if (segs[i].length > UINT32_MAX)
             return IT_ERR_INVALID_LENGTH;
@@ -72,7 +40,8 @@ it_status_t to_sges(const it_lmr_triplet_t *segs, std::size_t n, viaduct::Sge *o
             l->addr_mode == IT_ADDR_MODE_RELATIVE
                 ? reinterpret_cast<std::uintptr_t>(l->addr) + std::uint64_t{segs[i].addr.rel}
                 : reinterpret_cast<std::uintptr_t>(segs[i].addr.abs);
-        out[i] = {addr, static_cast<std::uint32_t>(segs[i].length), l->mr->lkey()};
+        out[i] = {addr, static_cast<std::uint32_t>(segs[i].length),
+                  l->lkey.load(std::memory_order_relaxed)};
     }
     return IT_SUCCESS;
 }
@@ -94,9 +63,7 @@ it_status_t post_error(const std::exception &e) noexcept {
 // A post to a NONOPERATIONAL EP is flushed: a QP that was closing when the
 // connection ended may have gone back to Idle, where it would keep the WR.
 // Once it is in Error it stays there until it_ep_reset: not asked again.
-void flush_idle_qp(Ep &ep) noexcept {
-    if (ep.qp_in_error.load(std::memory_order_acquire))
-        return;
+void flush_idle_qp_slow(Ep &ep) noexcept {
     try {
         viaduct::QpState st = ep.qp->query().state;
         if (st == viaduct::QpState::Idle) {
@@ -110,9 +77,14 @@ void flush_idle_qp(Ep &ep) noexcept {
     }
 }
 
+[[gnu::always_inline]] inline void flush_idle_qp(Ep &ep) noexcept {
+    if (!ep.qp_in_error.load(std::memory_order_acquire))
+        flush_idle_qp_slow(ep);
+}
+
 // The EP of a send-queue post, checked; posting is allowed when CONNECTED
 // and, to be flushed, NONOPERATIONAL.
-it_status_t sq_ep(it_ep_handle_t h, Ep *&ep) noexcept {
+[[gnu::always_inline]] inline it_status_t sq_ep(it_ep_handle_t h, Ep *&ep) noexcept {
     ep = lookup<Ep>(h);
     if (ep == nullptr)
         return IT_ERR_INVALID_EP;
@@ -128,27 +100,28 @@ it_status_t sq_ep(it_ep_handle_t h, Ep *&ep) noexcept {
 }
 
 // IT_NOTIFY_FLAG needs IT_COMPLETION_FLAG; @allowed lists the rest.
-bool flags_ok(it_dto_flags_t f, int allowed) noexcept {
+[[gnu::always_inline]] inline bool flags_ok(it_dto_flags_t f, int allowed) noexcept {
     if ((f & ~allowed) != 0)
         return false;
     return (f & IT_NOTIFY_FLAG) == 0 || (f & IT_COMPLETION_FLAG) != 0;
 }
 
-// Posts @wr on @ep's send queue with @sh in its slot; the caller holds
-// ep.sq_lock.
-it_status_t post_sq(Ep &ep, viaduct::SendWr &wr, const WrShadow &sh) noexcept {
+// Posts @wr on @ep's send queue with @sh in its slot. The slot is written
+// before the WR is posted, so its completion finds it.
+[[gnu::always_inline]] inline it_status_t post_sq(Ep &ep, viaduct::SendWr &wr,
+                                                  const WrShadow &sh) noexcept {
     std::uint64_t seq = ep.sq_posted;
-    if (seq - ep.sq_retired.load(std::memory_order_acquire) >= ep.sq.size())
+    if (seq - ep.sq_retired.load(std::memory_order_acquire) >= ep.sq_limit)
         return IT_ERR_TOO_MANY_POSTS;
-    ep.sq[seq % ep.sq.size()] = sh;
-    wr.wr_id = make_wr_id(ep, seq);
+    ep.sq[seq & ep.sq_mask] = sh;
+    wr.wr_id = make_wr_id(ep.epoch.load(std::memory_order_relaxed), seq);
     wr.signaled = (sh.flags & IT_COMPLETION_FLAG) != 0;
     wr.read_fence = wr.read_fence || (sh.flags & IT_BARRIER_FENCE_FLAG) != 0;
     bool notify = (sh.flags & IT_NOTIFY_FLAG) != 0;
     if (notify)
         notify_posted(*ep.ia);
     try {
-        if (!ep.qp->try_post_send(wr)) {
+        if (!ep.qp->try_post_send(std::span<const viaduct::SendWr>(&wr, 1))) {
             if (notify)
                 notify_unposted(*ep.ia);
             return IT_ERR_TOO_MANY_POSTS;
@@ -167,10 +140,10 @@ constexpr int sq_flags =
 
 // Send, Send with Invalidate, RDMA Write and Read: they differ in the
 // opcode, the segment limit and the remote fields.
-it_status_t post_dto(it_ep_handle_t ep_handle, const it_lmr_triplet_t *segs, std::size_t n,
-                     it_dto_cookie_t cookie, it_dto_flags_t flags, viaduct::SendOp op,
-                     it_event_type_t event, std::uint64_t remote_addr,
-                     std::uint32_t remote_stag) noexcept {
+[[gnu::always_inline]] inline it_status_t
+post_dto(it_ep_handle_t ep_handle, const it_lmr_triplet_t *segs, std::size_t n,
+         it_dto_cookie_t cookie, it_dto_flags_t flags, viaduct::SendOp op, it_event_type_t event,
+         std::uint64_t remote_addr, std::uint32_t remote_stag) noexcept {
     Ep *ep;
     if (it_status_t st = sq_ep(ep_handle, ep); st != IT_SUCCESS)
         return st;
@@ -183,7 +156,6 @@ it_status_t post_dto(it_ep_handle_t ep_handle, const it_lmr_triplet_t *segs, std
                                                          : ep->attr.max_send_segments;
     if (n > max || n > ep->sq_sge.size() || (n > 0 && segs == nullptr))
         return IT_ERR_INVALID_NUM_SEGMENTS;
-    std::lock_guard guard(ep->sq_lock);
     if (it_status_t st = to_sges(segs, n, ep->sq_sge.data()); st != IT_SUCCESS)
         return st;
     viaduct::SendWr wr;
@@ -199,6 +171,8 @@ it_status_t post_dto(it_ep_handle_t ep_handle, const it_lmr_triplet_t *segs, std
     return post_sq(*ep, wr, sh);
 }
 
+} // namespace
+
 // An RMR's link or unlink moved it: its LMR and (narrow) EP references.
 void rmr_let_go(Rmr &rmr) noexcept {
     if (!rmr.linked)
@@ -212,109 +186,6 @@ void rmr_let_go(Rmr &rmr) noexcept {
     rmr.lmr_handle = nullptr;
     rmr.ep = nullptr;
     rmr.ep_handle = nullptr;
-}
-
-// A completion of a DTO SEVD's CQ as an IT-API event; the caller holds
-// evd.lock and ia.map_lock.
-void translate(Evd &evd, const viaduct::Completion &c) {
-    Ia &ia = *evd.ia;
-    Ep *ep = ia.ep_of_qp(c.qp_handle);
-    if (ep == nullptr)
-        return; // its EP was freed: the document lets events go with it
-    WrShadow sh;
-    // built in the queue's tail slot (the caller checked the room), only
-    // the DTO member: a DTO SEVD gives out nothing else
-    it_dto_cmpl_event_t &d = evd_tail(evd).dto_cmpl;
-    d = {};
-    bool notify = !c.ok();
-    if (c.is_recv()) {
-        if (ep->srq != nullptr) {
-            Srq &srq = *ep->srq;
-            std::lock_guard guard(srq.lock);
-            auto slot = static_cast<std::uint32_t>(c.wr_id);
-            if (slot >= srq.shadow.size())
-                return;
-            sh = srq.shadow[slot];
-            srq.free_slots.push_back(slot); // reserved: never allocates
-        } else {
-            if (!same_epoch(*ep, c.wr_id))
-                return; // posted before it_ep_reset
-            std::uint64_t seq = c.wr_id & seq_mask;
-            sh = ep->rq[seq % ep->rq.size()];
-            ep->rq_retired.store(seq + 1, std::memory_order_release);
-        }
-        d.event_number = IT_DTO_RC_RECV_CMPL_EVENT;
-        if ((c.flags & VIADUCT_WC_F_SOLICITED) != 0)
-            notify = true;
-        if (c.has_invalidated()) {
-            // the peer's Send with Invalidate unlinked one of ours
-            auto it = ia.mr_by_index.find(c.invalidated_stag >> 8);
-            if (it != ia.mr_by_index.end()) {
-                d.unlinked_mr_handle = it->second->handle;
-                if (it->second->type == Kind::Rmr) {
-                    auto *rmr = static_cast<Rmr *>(it->second);
-                    std::lock_guard guard(rmr->lock);
-                    if (ntohl(rmr->context) == c.invalidated_stag)
-                        rmr_let_go(*rmr);
-                }
-            }
-        }
-    } else {
-        if (!same_epoch(*ep, c.wr_id))
-            return;
-        std::uint64_t seq = c.wr_id & seq_mask;
-        sh = ep->sq[seq % ep->sq.size()];
-        // this WR and every earlier one are complete
-        ep->sq_retired.store(seq + 1, std::memory_order_release);
-        d.event_number = sh.event;
-    }
-    if ((sh.flags & IT_NOTIFY_FLAG) != 0) {
-        notify = true;
-        ia.notify_pending.fetch_sub(1);
-    }
-    d.evd = handle_of<it_evd_handle_t>(&evd);
-    d.ep = handle_of<it_ep_handle_t>(ep);
-    d.cookie = sh.cookie;
-    d.dto_status = dto_status(c);
-    d.transferred_length = c.ok() ? c.byte_len : 0;
-    evd_commit(evd, notify);
-    // an error breaks the connection; a flush is the consequence of one
-    if (!c.ok() && c.status != viaduct::WcStatus::Flushed)
-        ep_break(*ep);
-}
-
-} // namespace
-
-void evd_fill(Evd &evd) {
-    // after an overflow too: the completions before it are still read
-    if (!evd.cq)
-        return;
-    // raw CQEs, translated one by one: nothing is initialised for a poll
-    // that finds nothing (a consumer polling by dequeueing)
-    viaduct_cqe cs[16];
-    for (;;) {
-        std::size_t room = std::min<std::size_t>(evd.queue.size() - evd.count, 16);
-        if (room == 0)
-            return;
-        std::size_t n;
-        try {
-            n = evd.cq->poll(std::span<viaduct_cqe>(cs, room));
-        } catch (const viaduct::Error &e) {
-            if (e.errnum() != EIO)
-                throw;
-            evd_dto_overflow(evd); // every CQE before the overflow was read
-            return;
-        }
-        if (n == 0)
-            return;
-        {
-            std::lock_guard maps(evd.ia->map_lock);
-            for (std::size_t i = 0; i < n; i++)
-                translate(evd, viaduct::to_completion(cs[i]));
-        }
-        if (n < room)
-            return;
-    }
 }
 
 } // namespace itapi
@@ -397,7 +268,7 @@ it_status_t it_post_recv(it_handle_t handle, const it_lmr_triplet_t *local_segme
         if (notify)
             notify_posted(*srq.ia);
         try {
-            if (!srq.srq->try_post_recv(wr)) {
+            if (!srq.srq->try_post_recv(std::span<const viaduct::RecvWr>(&wr, 1))) {
                 if (notify)
                     notify_unposted(*srq.ia);
                 return IT_ERR_TOO_MANY_POSTS;
@@ -424,20 +295,19 @@ it_status_t it_post_recv(it_handle_t handle, const it_lmr_triplet_t *local_segme
         flush_idle_qp(ep);
     if (num_segments > ep.attr.max_rcv_segments || num_segments > ep.rq_sge.size())
         return IT_ERR_INVALID_NUM_SEGMENTS;
-    std::lock_guard guard(ep.rq_lock);
     std::uint64_t seq = ep.rq_posted;
-    if (seq - ep.rq_retired.load(std::memory_order_acquire) >= ep.rq.size())
+    if (seq - ep.rq_retired.load(std::memory_order_acquire) >= ep.rq_limit)
         return IT_ERR_TOO_MANY_POSTS;
     if (it_status_t st = to_sges(local_segments, num_segments, ep.rq_sge.data()); st != IT_SUCCESS)
         return st;
-    ep.rq[seq % ep.rq.size()] = sh;
+    ep.rq[seq & ep.rq_mask] = sh;
     viaduct::RecvWr wr;
-    wr.wr_id = make_wr_id(ep, seq);
+    wr.wr_id = make_wr_id(ep.epoch.load(std::memory_order_relaxed), seq);
     wr.sge = std::span<const viaduct::Sge>(ep.rq_sge.data(), num_segments);
     if (notify)
         notify_posted(*ep.ia);
     try {
-        if (!ep.qp->try_post_recv(wr)) {
+        if (!ep.qp->try_post_recv(std::span<const viaduct::RecvWr>(&wr, 1))) {
             if (notify)
                 notify_unposted(*ep.ia);
             return IT_ERR_TOO_MANY_POSTS;
@@ -484,7 +354,6 @@ it_status_t it_rmr_link(it_rmr_handle_t rmr_handle, it_lmr_handle_t lmr_handle, 
         return IT_ERR_INVALID_LENGTH;
     if (start < base || start - base > lmr->length || length > lmr->length - (start - base))
         return IT_ERR_RANGE;
-    std::lock_guard guard(ep->sq_lock);
     std::lock_guard rguard(rmr->lock);
     if (rmr->linked && rmr->rmr_type == IT_RMR_TYPE_NARROW)
         return IT_ERR_INVALID_RMR; // unlink it first
@@ -497,7 +366,8 @@ it_status_t it_rmr_link(it_rmr_handle_t rmr_handle, it_lmr_handle_t lmr_handle, 
         acc |= viaduct::access::remote_write;
     if (addr_mode == IT_ADDR_MODE_RELATIVE)
         acc |= viaduct::access::zero_based;
-    ep->sq_sge[0] = {start, static_cast<std::uint32_t>(length), lmr->mr->lkey()};
+    ep->sq_sge[0] = {start, static_cast<std::uint32_t>(length),
+                     lmr->lkey.load(std::memory_order_relaxed)};
     viaduct::SendWr wr;
     wr.opcode = viaduct::SendOp::BindWindow;
     wr.sge = std::span<const viaduct::Sge>(ep->sq_sge.data(), 1);
@@ -552,7 +422,6 @@ it_status_t it_rmr_unlink(it_rmr_handle_t rmr_handle, it_ep_handle_t ep_handle,
         allowed |= IT_UNLINK_FENCE_FLAG;
     if (!flags_ok(dto_flags, allowed))
         return IT_ERR_INVALID_DTO_FLAGS;
-    std::lock_guard guard(ep->sq_lock);
     std::lock_guard rguard(rmr->lock);
     if (!rmr->linked)
         return IT_ERR_INVALID_RMR;
@@ -567,7 +436,7 @@ it_status_t it_rmr_unlink(it_rmr_handle_t rmr_handle, it_ep_handle_t ep_handle,
         // a type-1 window is unbound by a bind of length 0
         Lmr *lmr = lookup<Lmr>(rmr->lmr_handle) == rmr->lmr ? rmr->lmr : nullptr;
         ep->sq_sge[0] = {reinterpret_cast<std::uintptr_t>(rmr->addr), 0,
-                         lmr != nullptr ? lmr->mr->lkey() : 0};
+                         lmr != nullptr ? lmr->lkey.load(std::memory_order_relaxed) : 0};
         wr.opcode = viaduct::SendOp::BindWindow;
         wr.sge = std::span<const viaduct::Sge>(ep->sq_sge.data(), 1);
     }

@@ -4,7 +4,8 @@
  * link and unlink, S7 completion suppression, S8 EVD thresholds,
  * notification, aggregates and fd mode on real completions, S9 the DTO
  * SEVD overflow, S10 an S-RQ shared by two EPs with its low watermark,
- * and the moderated wakeups of a waiter with a threshold.
+ * and the moderated wakeups of a waiter with a threshold; and, in the one
+ * process of the local run, the send queue's bookkeeping on a flushed EP.
  * Both halves of each scenario run in their own process (server, client);
  * the server tells the client when to go on with messages of its own, so
  * that nothing depends on timing.
@@ -789,7 +790,138 @@ static void moderated_client(uint16_t port)
 	fx_close(&f);
 }
 
+/* ------------------------------- posts and completions on a flushed EP */
+
+/* An EP on f's PZ and SEVDs taking @max_req send WRs, NONOPERATIONAL after
+ * a connection to a port of our own nobody listens on was refused: what
+ * is posted to it completes at once, flushed, and nothing goes on the
+ * wire. */
+static it_ep_handle_t flushed_ep(struct fx *f, size_t max_req)
+{
+	it_ep_attributes_t a;
+	it_path_t path = path_to(own_ip, 0);
+	it_conn_qual_t q;
+	it_ep_handle_t ep = NULL;
+
+	memset(&a, 0, sizeof(a));
+	a.max_dto_payload_size = 4096;
+	a.max_request_dtos = max_req;
+	a.max_rcv_dtos = 4;
+	a.max_send_segments = 1;
+	a.max_rcv_segments = 1;
+	a.srv.rc.hard_hi_watermark = IT_HARD_HI_WATERMARK_DISABLE;
+	if (it_ep_rc_create(f->pz, f->req, f->rcv, f->cm, IT_EP_NO_FLAG, &a, &ep) != IT_SUCCESS)
+		bail("it_ep_rc_create");
+	memset(&q, 0, sizeof(q));
+	q.type = IT_IANA_PORT;
+	q.conn_qual.port = htons(18994);
+	IS(it_ep_connect(ep, &path, NULL, &q, IT_CONNECT_FLAG_TWO_WAY, NULL, 0), IT_SUCCESS);
+	expect_event(f->cm, IT_CM_MSG_CONN_NONPEER_REJECT_EVENT, "flushed EP: the port is closed");
+	if (ep_state(ep) != IT_EP_STATE_NONOPERATIONAL)
+		bail("the refused EP is not NONOPERATIONAL");
+	return ep;
+}
+
+/* it_evd_dequeue until an event comes (a bound for a hang: LONG_US). */
+static it_status_t dequeue(it_evd_handle_t evd, it_event_t *ev)
+{
+	struct timespec ms = { 0, 1000 * 1000 };
+	it_status_t st;
+	uint64_t waited = 0;
+
+	memset(ev, 0, sizeof(*ev));
+	while ((st = it_evd_dequeue(evd, ev)) == IT_ERR_QUEUE_EMPTY && waited < LONG_US) {
+		nanosleep(&ms, NULL);
+		waited += 1000;
+	}
+	return st;
+}
+
+/* Dequeues @n events of @evd: Send completions of @ep, flushed, cookies
+ * @first, @first + 1, ...; false at the first that is not. */
+static int flushed_in_order(it_evd_handle_t evd, it_ep_handle_t ep, it_dto_cookie_t first,
+			    int n)
+{
+	it_event_t ev;
+
+	for (int i = 0; i < n; i++) {
+		if (dequeue(evd, &ev) != IT_SUCCESS ||
+		    ev.event_number != IT_DTO_SEND_CMPL_EVENT || ev.dto_cmpl.evd != evd ||
+		    ev.dto_cmpl.ep != ep || ev.dto_cmpl.cookie != first + (it_dto_cookie_t)i ||
+		    ev.dto_cmpl.dto_status != IT_DTO_ERR_FLUSHED ||
+		    ev.dto_cmpl.transferred_length != 0 || ev.dto_cmpl.unlinked_mr_handle != NULL) {
+			diag("event %d: %s, cookie %llu, %s", i,
+			     ev.event_number ? viaduct_it_event_str(ev.event_number) : "nothing",
+			     (unsigned long long)ev.dto_cmpl.cookie,
+			     viaduct_it_dto_status_str(ev.dto_cmpl.dto_status));
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/*
+ * The send queue's bookkeeping without a peer: an EP takes max_request_dtos
+ * WRs not yet reaped, not the larger power of two its shadow ring has;
+ * completions come back in post order with their cookies, whether a
+ * dequeue translates one straight from the CQ or takes it from the
+ * SEVD's queue, also as the ring wraps; a completion of a freed EP is
+ * dropped while the other EPs' on the same SEVD still come.
+ */
+static void posts_local(void)
+{
+	struct fx f;
+	it_ep_handle_t ep, gone;
+	it_lmr_triplet_t s;
+	it_event_t ev;
+	int i, round, fine;
+
+	fx_open(&f, 4096, IT_PRIV_NONE, 0, 0);
+	ep = flushed_ep(&f, 5);
+	s = seg(&f, 0, 8);
+	for (i = 1; i <= 5; i++)
+		IS(it_post_send(ep, &s, 1, (it_dto_cookie_t)i, IT_COMPLETION_FLAG), IT_SUCCESS);
+	IS(it_post_send(ep, &s, 1, 6, IT_COMPLETION_FLAG), IT_ERR_TOO_MANY_POSTS);
+	ok(flushed_in_order(f.req, ep, 1, 5), "5 flushed Sends dequeued in post order");
+	IS(it_evd_dequeue(f.req, &ev), IT_ERR_QUEUE_EMPTY);
+	fine = 1;
+	for (round = 1; round <= 4 && fine; round++) {
+		for (i = 0; i < 5; i++)
+			fine = fine && it_post_send(ep, &s, 1, (it_dto_cookie_t)(10 * round + i),
+						    IT_COMPLETION_FLAG) == IT_SUCCESS;
+		fine = fine && it_post_send(ep, &s, 1, 99, IT_COMPLETION_FLAG) ==
+				       IT_ERR_TOO_MANY_POSTS;
+		fine = fine && flushed_in_order(f.req, ep, (it_dto_cookie_t)(10 * round), 5);
+	}
+	ok(fine, "4 more rounds of 5 around the shadow ring: full at 5, in order");
+	/* some reaped: at least as many posts again as were reaped (a
+	 * completion the SEVD has taken from the CQ and queued frees its
+	 * slot too, so perhaps more) */
+	for (i = 0; i < 5; i++)
+		IS(it_post_send(ep, &s, 1, (it_dto_cookie_t)(100 + i), IT_COMPLETION_FLAG),
+		   IT_SUCCESS);
+	ok(flushed_in_order(f.req, ep, 100, 2), "2 of 5 reaped");
+	IS(it_post_send(ep, &s, 1, 105, IT_COMPLETION_FLAG), IT_SUCCESS);
+	IS(it_post_send(ep, &s, 1, 106, IT_COMPLETION_FLAG), IT_SUCCESS);
+	ok(flushed_in_order(f.req, ep, 102, 5), "the other 3 and the 2 posted since, in order");
+
+	/* a freed EP's completion, after one of its own was the last taken */
+	gone = flushed_ep(&f, 4);
+	IS(it_post_send(gone, &s, 1, 200, IT_COMPLETION_FLAG), IT_SUCCESS);
+	ok(flushed_in_order(f.req, gone, 200, 1), "the second EP's Send");
+	IS(it_post_send(gone, &s, 1, 201, IT_COMPLETION_FLAG), IT_SUCCESS);
+	IS(it_ep_free(gone), IT_SUCCESS);
+	IS(it_post_send(ep, &s, 1, 300, IT_COMPLETION_FLAG), IT_SUCCESS);
+	IS(it_post_send(ep, &s, 1, 301, IT_COMPLETION_FLAG), IT_SUCCESS);
+	ok(flushed_in_order(f.req, ep, 300, 2),
+	   "after it_ep_free of the other EP, the first EP's Sends come, its own dropped");
+	IS(it_evd_dequeue(f.req, &ev), IT_ERR_QUEUE_EMPTY);
+	IS(it_ep_free(ep), IT_SUCCESS);
+	fx_close(&f);
+}
+
 const struct scenario dataplane_scenarios[] = {
+	{ "posts and completions on a flushed EP", NULL, NULL, posts_local },
 	{ "S6 RMR link and unlink, stale context", s6_server, s6_client, NULL },
 	{ "S7 completion suppression and the marker", s7_server, s7_client, NULL },
 	{ "S8 EVD threshold, notification, AEVD, fd", s8_server, s8_client, NULL },

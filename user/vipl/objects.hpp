@@ -169,17 +169,19 @@ struct WorkQueue {
 
     // Records a native completion; writes the descriptor, Done last.
     void complete(const viaduct::Completion &c);
-    void complete_locked(const viaduct::Completion &c); // under @mu
+    // The members marked always_inline make up VipPostSend/VipSendDone and
+    // friends: each call and return is dear under binary translation.
+    [[gnu::always_inline]] void complete_locked(const viaduct::Completion &c); // under @mu
     // Takes what the own native CQ holds (not a VIPL CQ's), under @mu;
     // false if the CQ failed (overflow: the caller raises the error with
     // @mu released).
-    bool poll_own();
+    [[gnu::always_inline]] bool poll_own();
     // The region of memory handle @mh now, or nothing; under @mu.
-    std::optional<MemBounds> bounds(std::uint32_t mh);
+    [[gnu::always_inline]] std::optional<MemBounds> bounds(std::uint32_t mh);
     // Completes the entry of @seq with @bits (VIP_STATUS_* errors).
-    void finish(Entry &e, std::uint32_t bits, std::uint32_t length, std::uint32_t extra,
-                std::uint32_t imm);
-    void advance();
+    [[gnu::always_inline]] void finish(Entry &e, std::uint32_t bits, std::uint32_t length,
+                                       std::uint32_t extra, std::uint32_t imm);
+    [[gnu::always_inline]] void advance();
 };
 
 struct Conn;

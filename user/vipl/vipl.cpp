@@ -32,25 +32,9 @@ constexpr std::uint32_t max_data_segments = 252;
 constexpr std::uint64_t max_transfer = std::uint64_t{4} << 20;
 constexpr auto wait_slice = 100ms;
 
-Registry &registry() {
-    static Registry *r = new Registry; // used by threads until exit
-    return *r;
-}
-
 Registry::Registry() {
     indexes_.push_back(std::make_unique<Index>(64));
     index_.store(indexes_.back().get(), std::memory_order_release);
-}
-
-std::size_t Registry::home(const void *h, std::size_t n) noexcept {
-    // objects are 16-byte aligned: the bits above, scattered (Fibonacci)
-    const std::uint64_t x = (reinterpret_cast<std::uintptr_t>(h) >> 4) * 0x9e3779b97f4a7c15ull;
-    return static_cast<std::size_t>(x >> 32) & (n - 1);
-}
-
-const Object *Registry::tombstone() noexcept {
-    static const char mark = 0; // an address that is no object's
-    return reinterpret_cast<const Object *>(&mark);
 }
 
 void Registry::index_insert(const Object *o) {
@@ -128,20 +112,7 @@ std::shared_ptr<Object> Registry::find(const void *h, Kind k) {
     return it->second;
 }
 
-Object *Registry::peek(const void *h, Kind k) {
-    if (!h || h == tombstone())
-        return nullptr;
-    const auto &slots = index_.load(std::memory_order_acquire)->slots;
-    const std::size_t n = slots.size();
-    std::size_t i = home(h, n);
-    for (std::size_t probes = 0; probes < n; probes++, i = (i + 1) & (n - 1)) {
-        const Object *o = slots[i].load(std::memory_order_acquire);
-        if (o == h)
-            return o->kind == k ? const_cast<Object *>(o) : nullptr;
-        if (!o)
-            break;
-    }
-    // Not in the index: no handle, or one a rebuild moved. The map decides.
+Object *Registry::peek_locked(const void *h, Kind k) {
     std::lock_guard<std::mutex> g(mu);
     auto it = map.find(h);
     return it != map.end() && it->second->kind == k ? it->second.get() : nullptr;
@@ -223,8 +194,8 @@ void async_error(Vi &vi, VIP_ERROR_CODE code, VIP_DESCRIPTOR *desc, bool recv) {
 
 // ---------------------------------------------------------------- queues
 
-void WorkQueue::finish(Entry &e, std::uint32_t bits, std::uint32_t length, std::uint32_t extra,
-                       std::uint32_t imm) {
+inline void WorkQueue::finish(Entry &e, std::uint32_t bits, std::uint32_t length,
+                              std::uint32_t extra, std::uint32_t imm) {
     VIP_CONTROL_SEGMENT &cs = e.desc->CS;
     if (recv)
         cs.Length = bits ? 0 : length;
@@ -236,7 +207,7 @@ void WorkQueue::finish(Entry &e, std::uint32_t bits, std::uint32_t length, std::
     e.done = true;
 }
 
-void WorkQueue::advance() {
+inline void WorkQueue::advance() {
     while (delivered < q.size() && q[delivered].done) {
         if (cq)
             cq->push(vi, recv);
@@ -249,7 +220,7 @@ void WorkQueue::complete(const viaduct::Completion &c) {
     complete_locked(c);
 }
 
-void WorkQueue::complete_locked(const viaduct::Completion &c) {
+inline void WorkQueue::complete_locked(const viaduct::Completion &c) {
     if (c.wr_id == barrier_id) {
         barrier = true;
         return;
@@ -300,7 +271,7 @@ void dispatch(Nic &nic, WorkQueue *owner, std::span<const viaduct::Completion> c
         dispatch(nic, owner, c);
 }
 
-std::optional<MemBounds> WorkQueue::bounds(std::uint32_t mh) {
+inline std::optional<MemBounds> WorkQueue::bounds(std::uint32_t mh) {
     Nic &nic = *vi->nic;
     // read before the region: a change after it makes the next post look again
     const std::uint64_t gen = nic.mem_gen.load(std::memory_order_acquire);
@@ -317,20 +288,25 @@ std::optional<MemBounds> WorkQueue::bounds(std::uint32_t mh) {
 
 // Moves what a native CQ holds onto the work queues. No system call.
 // VipSendDone and friends call this on every turn of a polling loop, so
-// the buffer is of raw CQEs, which cost nothing to set up (32 Completions
-// would be zeroed on every call), translated one at a time.
-bool WorkQueue::poll_own() {
-    std::array<viaduct_cqe, 32> buf;
+// the buffer is left uninitialised (16 Completions would be zeroed on every
+// call); poll() writes the first n.
+union CompletionBuf {
+    CompletionBuf() {}
+    viaduct::Completion at[16];
+};
+
+inline bool WorkQueue::poll_own() {
+    CompletionBuf buf;
     for (;;) {
         std::size_t n;
         try {
-            n = ncq->cq.poll(std::span<viaduct_cqe>(buf));
+            n = ncq->cq.poll(std::span<viaduct::Completion>(buf.at));
         } catch (const viaduct::Error &) {
             return false;
         }
         for (std::size_t i = 0; i < n; i++)
-            complete_locked(viaduct::to_completion(buf[i]));
-        if (n < buf.size())
+            complete_locked(buf.at[i]);
+        if (n < std::size(buf.at))
             return true;
     }
 }
@@ -348,18 +324,18 @@ void cq_failed(Nic &nic, WorkQueue *owner, Cq *cq) {
 // A VIPL CQ's native CQ: its completions are of any queue on it, each
 // completed under that queue's mutex.
 void drain(Nic &nic, NativeCq &ncq, Cq *cq) {
-    std::array<viaduct_cqe, 32> buf;
+    CompletionBuf buf;
     for (;;) {
         std::size_t n;
         try {
-            n = ncq.cq.poll(std::span<viaduct_cqe>(buf));
+            n = ncq.cq.poll(std::span<viaduct::Completion>(buf.at));
         } catch (const viaduct::Error &) {
             cq_failed(nic, nullptr, cq);
             return;
         }
         for (std::size_t i = 0; i < n; i++)
-            dispatch(nic, nullptr, viaduct::to_completion(buf[i]));
-        if (n < buf.size())
+            dispatch(nic, nullptr, buf.at[i]);
+        if (n < std::size(buf.at))
             return;
     }
 }
@@ -382,7 +358,7 @@ void drain(WorkQueue &wq) {
 // and takes the head in the same turn: one lock per call. A queue on a
 // VIPL CQ polls that first, without its mutex: the CQ's completions
 // belong to other queues too, which are completed under their own.
-VIP_RETURN done(WorkQueue &wq, VIP_DESCRIPTOR **out) {
+[[gnu::always_inline]] inline VIP_RETURN done(WorkQueue &wq, VIP_DESCRIPTOR **out) {
     std::unique_lock<std::mutex> g(wq.mu, std::defer_lock);
     if (wq.cq) {
         drain(wq);
@@ -563,10 +539,10 @@ std::shared_ptr<Vi> vi_of(VIP_VI_HANDLE h) {
 std::shared_ptr<Cq> cq_of(VIP_CQ_HANDLE h) {
     return std::static_pointer_cast<Cq>(registry().find(h, Kind::Cq));
 }
-Vi *vi_peek(VIP_VI_HANDLE h) {
+[[gnu::always_inline]] inline Vi *vi_peek(VIP_VI_HANDLE h) {
     return static_cast<Vi *>(registry().peek(h, Kind::Vi));
 }
-Cq *cq_peek(VIP_CQ_HANDLE h) {
+[[gnu::always_inline]] inline Cq *cq_peek(VIP_CQ_HANDLE h) {
     return static_cast<Cq *>(registry().peek(h, Kind::Cq));
 }
 
@@ -1169,7 +1145,8 @@ VIP_RETURN VipSetViAttributes(VIP_VI_HANDLE ViHandle, VIP_VI_ATTRIBUTES *ViAttri
 // Everything a post reads of the VI (its tag, attributes, QP, the region
 // cache) is read under the work queue's mutex, which VipSetViAttributes
 // holds to change them; the native QP takes no lock of its own.
-static VIP_RETURN post(Vi &vi, WorkQueue &wq, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
+[[gnu::always_inline]] static inline VIP_RETURN post(Vi &vi, WorkQueue &wq, VIP_DESCRIPTOR *d,
+                                                     VIP_MEM_HANDLE mh) {
     if (!d)
         return VIP_INVALID_PARAMETER;
     const auto at = reinterpret_cast<std::uintptr_t>(d);

@@ -362,11 +362,13 @@ TEST(ViplRegistry, PeekFindsLiveHandlesOnly) {
         EXPECT_EQ(r.peek(o.get(), o->kind), nullptr) << "a stale handle";
         EXPECT_EQ(r.find(o.get(), o->kind), nullptr);
     }
-    int junk = 0;
+    // memory of the program's, as large as an object (the compiler sees the
+    // inlined lookup compare it with the index's pointers)
+    alignas(Object) unsigned char junk[sizeof(Object)] = {};
     EXPECT_EQ(r.peek(nullptr, Kind::Vi), nullptr);
-    EXPECT_EQ(r.peek(&junk, Kind::Vi), nullptr) << "a foreign handle";
+    EXPECT_EQ(r.peek(junk, Kind::Vi), nullptr) << "a foreign handle";
     // removing what is not there changes nothing
-    r.remove(&junk);
+    r.remove(junk);
     r.remove(removed.front().get());
     for (const auto &o : live)
         EXPECT_EQ(r.peek(o.get(), o->kind), o.get());

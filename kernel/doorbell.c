@@ -109,7 +109,8 @@ static int worker_fn(void *data)
 			continue;
 		}
 
-		idle_ns = (u64)READ_ONCE(poll_idle_us) * NSEC_PER_USEC;
+		idle_ns = (u64)(READ_ONCE(w->idle_us) ?:
+				READ_ONCE(poll_idle_us)) * NSEC_PER_USEC;
 		if (ktime_get_ns() - last_work < idle_ns) {
 			cpu_relax();
 			cond_resched();
@@ -162,6 +163,7 @@ int vd_doorbell_worker_start(struct vd_doorbell_worker *w, const char *name)
 	xa_init(&w->clients);
 	init_waitqueue_head(&w->wait);
 	atomic_set(&w->kick, 0);
+	w->idle_us = 0;
 	w->task = NULL;
 
 	task = kthread_run(worker_fn, w, "vd_db/%s", name);

@@ -56,6 +56,8 @@ struct vd_doorbell_worker {
 	struct task_struct *task;	/* NULL once stopped */
 	wait_queue_head_t wait;
 	atomic_t kick;
+	/* polling without work before sleeping; 0: the module's poll_idle_us */
+	unsigned int idle_us;
 };
 
 int vd_doorbell_worker_start(struct vd_doorbell_worker *w, const char *name);

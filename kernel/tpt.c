@@ -46,9 +46,11 @@ static void vd_mr_free(struct vd_mr *mr)
 
 /*
  * A release may drop the last reference to another region (a window's
- * binding puts its region, a fast registration its sources), which queues
- * that one here again: take those in this run too, so that a flush_work()
- * that waited for this run sees every chained release done.
+ * binding puts its region, a fast registration its sources), which adds
+ * that one to the list again: this run takes those too, and the work item
+ * does not queue itself for them (vd_mr_release_later()), so that a
+ * flush_work() that waited for this run sees every chained release done
+ * and nothing of the table's still queued.
  */
 static void vd_tpt_release_work(struct work_struct *work)
 {
@@ -343,7 +345,14 @@ static void vd_mr_release_later(struct kref *ref)
 	struct vd_mr *mr = container_of(ref, struct vd_mr, ref);
 	struct vd_tpt *tpt = mr->tpt;
 
-	if (llist_add(&mr->release_node, &tpt->release_list))
+	/*
+	 * A chained release, from the work item's own run, is taken by that
+	 * run: queued again, the work item could still be waiting to run
+	 * when vd_tpt_uninit()'s flush_work() returned, and then run on a
+	 * freed table.
+	 */
+	if (llist_add(&mr->release_node, &tpt->release_list) &&
+	    current_work() != &tpt->release_work)
 		schedule_work(&tpt->release_work);
 }
 

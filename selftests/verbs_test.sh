@@ -68,6 +68,21 @@ with_port() {
 	cmd=("${args[@]}")
 }
 
+# rping_teardown_race RC OUTPUT-FILE: 0 if a program that exited RC
+# lost rping's own race at its end: its CM thread acknowledges the
+# DISCONNECTED event, which lets main() destroy the id and then the event
+# channel; should main() get there before the thread is back in
+# rdma_get_cm_event(), that call fails (EINVAL on viaduct, which knows the
+# channel is gone; a closed or freed descriptor on rdma-core) and the
+# thread exits with status 255, after every ping was done and verified.
+# Seen once, on a host running five test VMs on two cores.
+rping_teardown_race() {
+	[ "$1" -eq 255 ] &&
+		grep -q 'DISCONNECT EVENT' "$2" &&
+		[ "$(tail -n 1 "$2")" = "rdma_get_cm_event: Invalid argument" ] &&
+		! grep -qiE 'mismatch|error|fail' "$2"
+}
+
 # run DESCRIPTION SERVER-NS SERVER-CMD... -- CLIENT-NS CLIENT-CMD...
 # Starts the server, then the client; both must exit 0 within a minute.
 # With EXPECT (EXPECT_S) set, the client's (server's) output must contain it.
@@ -96,6 +111,16 @@ run() {
 	rc_c=$?
 	wait "$srv"
 	rc_s=$?
+	if [[ " ${scmd[*]} $* " == *" rping "* ]]; then
+		local side rc_var out_var
+		for side in c s; do
+			rc_var=rc_$side out_var=out_$side
+			if rping_teardown_race "${!rc_var}" "${!out_var}"; then
+				echo "# $desc: rping's CM thread lost its own teardown race ($side side): taken as passed"
+				printf -v "$rc_var" 0
+			fi
+		done
+	fi
 	if [ -n "${EXPECT:-}" ] && [ $rc_c -eq 0 ] && ! grep -qF -- "$EXPECT" "$out_c"; then
 		echo "# $desc: the client did not print '$EXPECT'"
 		rc_c=1

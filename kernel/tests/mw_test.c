@@ -428,10 +428,14 @@ static void mw_test_ref_outlives(struct kunit *test)
 	/* the binding's reference keeps the region's pages */
 	KUNIT_EXPECT_EQ(test, atomic_read(&f->tpt.nr_alive), 2);
 	vd_mr_put(inst);
-	/* the binding's release puts the region, which queues it again */
-	flush_work(&f->tpt.release_work);
+	/*
+	 * The binding's release puts the region: the same run releases it,
+	 * and leaves the work item neither queued nor running (else the
+	 * table's teardown could free it under a run still to come).
+	 */
 	flush_work(&f->tpt.release_work);
 	KUNIT_EXPECT_EQ(test, atomic_read(&f->tpt.nr_alive), 0);
+	KUNIT_EXPECT_EQ(test, work_busy(&f->tpt.release_work), 0U);
 }
 
 static struct kunit_case mw_test_cases[] = {

@@ -395,6 +395,7 @@ void close_nic(Nic &nic) {
     {
         std::unique_lock<std::shared_mutex> g(nic.mem_mu);
         nic.mems.clear();
+        nic.mem_gen.fetch_add(1, std::memory_order_release);
     }
     children.clear();
 }
@@ -661,8 +662,9 @@ VIP_RETURN VipDisconnect(VIP_VI_HANDLE ViHandle) {
                 bool idle_sq;
                 {
                     std::lock_guard<std::mutex> g(vi->sq.mu);
-                    idle_sq = std::all_of(vi->sq.q.begin(), vi->sq.q.end(),
-                                          [](const auto &e) { return e.done; });
+                    idle_sq = true;
+                    for (std::size_t i = 0; i < vi->sq.q.size(); i++)
+                        idle_sq = idle_sq && vi->sq.q[i].done;
                 }
                 // a graceful close waits until the peer has placed
                 // everything: the answer to a zero-length Read posted

@@ -76,22 +76,8 @@ struct DescCheck {
     std::uint64_t total = 0; // sum of their lengths
 };
 
-// @segs is the number of 16-byte segments readable after the control
-// segment (the registered bytes there), so that a SegCount beyond the
-// region is a format error and nothing past it is read.
-DescCheck check_send(const VIP_DESCRIPTOR &d, unsigned segs, unsigned max_sge,
-                     std::uint64_t max_transfer, bool rdma_read_ok) noexcept;
-DescCheck check_recv(const VIP_DESCRIPTOR &d, unsigned segs, unsigned max_sge) noexcept;
-
-// The status error bits of a native completion status.
-std::uint32_t status_bits(viaduct::WcStatus s) noexcept;
-
 // The reliability levels that are one of the three.
 bool valid_reliability(unsigned level) noexcept;
-
-} // namespace vipl
-
-namespace vipl {
 
 // Data segment @k (0-based, counting the address segment) of a descriptor:
 // the segments follow the control segment contiguously, however many.
@@ -99,6 +85,98 @@ inline const VIP_DATA_SEGMENT *segment(const VIP_DESCRIPTOR &d, unsigned k) noex
     return reinterpret_cast<const VIP_DATA_SEGMENT *>(reinterpret_cast<const std::byte *>(&d) +
                                                       sizeof(VIP_CONTROL_SEGMENT) +
                                                       sizeof(VIP_DATA_SEGMENT) * k);
+}
+
+// The checks of a post and the status of a completion are on the data
+// path: inline, so that each costs no call.
+
+// @segs is the number of 16-byte segments readable after the control
+// segment (the registered bytes there), so that a SegCount beyond the
+// region is a format error and nothing past it is read.
+[[gnu::always_inline]] inline DescCheck check_send(const VIP_DESCRIPTOR &d, unsigned segs,
+                                                   unsigned max_sge, std::uint64_t max_transfer,
+                                                   bool rdma_read_ok) noexcept {
+    DescCheck c;
+    const unsigned op = d.CS.Control & VIP_CONTROL_OP_MASK;
+    const bool rdma = op == VIP_CONTROL_OP_RDMAWRITE || op == VIP_CONTROL_OP_RDMAREAD;
+    c.op = op == VIP_CONTROL_OP_RDMAWRITE  ? VIP_STATUS_OP_RDMA_WRITE
+           : op == VIP_CONTROL_OP_RDMAREAD ? VIP_STATUS_OP_RDMA_READ
+                                           : VIP_STATUS_OP_SEND;
+    if ((d.CS.Control & VIP_CONTROL_RESERVED) || op == VIP_CONTROL_OP_RESERVED ||
+        d.CS.Reserved != 0 || (op == VIP_CONTROL_OP_RDMAREAD && !rdma_read_ok)) {
+        c.error = VIP_STATUS_FORMAT_ERROR;
+        return c;
+    }
+    if (d.CS.SegCount > segs || (rdma && d.CS.SegCount < 1)) {
+        c.error = VIP_STATUS_FORMAT_ERROR;
+        return c;
+    }
+    if (rdma && d.DS[0].Remote.Reserved != 0) {
+        c.error = VIP_STATUS_FORMAT_ERROR;
+        return c;
+    }
+    c.nds = d.CS.SegCount - (rdma ? 1u : 0u);
+    if (c.nds > max_sge) {
+        c.error = VIP_STATUS_LENGTH_ERROR;
+        return c;
+    }
+    // an RDMA Read lands in one local segment on viaduct
+    if (op == VIP_CONTROL_OP_RDMAREAD && c.nds != 1) {
+        c.error = VIP_STATUS_FORMAT_ERROR;
+        return c;
+    }
+    for (unsigned i = 0; i < c.nds; i++)
+        c.total += segment(d, i + (rdma ? 1u : 0u))->Length;
+    if (c.total != d.CS.Length || c.total > max_transfer)
+        c.error = VIP_STATUS_LENGTH_ERROR;
+    return c;
+}
+
+[[gnu::always_inline]] inline DescCheck check_recv(const VIP_DESCRIPTOR &d, unsigned segs,
+                                                   unsigned max_sge) noexcept {
+    DescCheck c;
+    c.op = VIP_STATUS_OP_RECEIVE;
+    if ((d.CS.Control & VIP_CONTROL_RESERVED) ||
+        (d.CS.Control & VIP_CONTROL_OP_MASK) != VIP_CONTROL_OP_SENDRECV || d.CS.Reserved != 0 ||
+        d.CS.SegCount > segs) {
+        c.error = VIP_STATUS_FORMAT_ERROR;
+        return c;
+    }
+    c.nds = d.CS.SegCount;
+    if (c.nds > max_sge) {
+        c.error = VIP_STATUS_LENGTH_ERROR;
+        return c;
+    }
+    for (unsigned i = 0; i < c.nds; i++)
+        c.total += segment(d, i)->Length;
+    return c;
+}
+
+// The status error bits of a native completion status.
+[[gnu::always_inline]] inline std::uint32_t status_bits(viaduct::WcStatus s) noexcept {
+    using viaduct::WcStatus;
+    switch (s) {
+    case WcStatus::Success:
+        return 0;
+    case WcStatus::Flushed:
+        return VIP_STATUS_DESC_FLUSHED_ERROR;
+    case WcStatus::LocalLengthError:
+        return VIP_STATUS_LENGTH_ERROR;
+    case WcStatus::LocalQpOperationError:
+        return VIP_STATUS_FORMAT_ERROR;
+    case WcStatus::LocalProtectionError:
+        return VIP_STATUS_PROTECTION_ERROR;
+    case WcStatus::RemoteAccessError:
+        return VIP_STATUS_RDMA_PROT_ERROR;
+    case WcStatus::RemoteOperationError:
+    case WcStatus::RemoteInvalidRequest:
+        return VIP_STATUS_REMOTE_DESC_ERROR;
+    case WcStatus::TransportError:
+    case WcStatus::RemoteTerminated:
+    case WcStatus::GeneralError:
+        break;
+    }
+    return VIP_STATUS_TRANSPORT_ERROR;
 }
 
 } // namespace vipl

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // The objects behind VIPL's handles. A handle is the address of one of
-// these; every call looks it up in a registry first, so a stale or foreign
-// handle is VIP_INVALID_PARAMETER, never a crash, and the object lives as
-// long as a call uses it.
+// these; every call looks it up in a registry first (vipl_api.hpp), so a
+// stale or foreign handle is VIP_INVALID_PARAMETER, never a crash. The
+// calls that may sleep, create or destroy hold a reference for the call;
+// the data path (post, Done, VipCQDone) looks up without one, so that a
+// post costs no atomic operation beyond its work queue's mutex.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -56,9 +59,20 @@ struct Mem {
 };
 
 // A completion queue of the native core and the channel it sleeps on.
+// A work queue's own one is polled only under that queue's mutex, so it
+// takes no lock of its own (@single_threaded); a VIPL CQ's is polled by
+// the Done calls of every queue on it and keeps the core's lock.
 struct NativeCq {
-    NativeCq(const viaduct::Device &dev, std::uint32_t entries)
-        : channel(dev), cq(dev, entries, &channel) {}
+    NativeCq(const viaduct::Device &dev, std::uint32_t entries, bool single_threaded = false)
+        : channel(dev), cq(dev, config(entries, channel, single_threaded)) {}
+    static viaduct::CqConfig config(std::uint32_t entries, const viaduct::CompletionChannel &ch,
+                                    bool single_threaded) {
+        viaduct::CqConfig c;
+        c.entries = entries;
+        c.channel = &ch;
+        c.single_threaded = single_threaded;
+        return c;
+    }
     viaduct::CompletionChannel channel;
     viaduct::CompletionQueue cq;
 };
@@ -81,7 +95,47 @@ struct Notifier {
     void shutdown();
 };
 
+// The bounds and tag of a registered region at the moment they were read,
+// for the checks of a post: no reference is taken, nothing outlives the
+// check.
+struct MemBounds {
+    std::uint64_t addr = 0;
+    std::uint64_t length = 0;
+    const Ptag *ptag = nullptr;
+};
+
+// Descriptors per work queue; the send ring has room for the trailing
+// Reads of Reliable Reception too.
+constexpr std::uint32_t queue_depth = 256;
+
+// The descriptors of a work queue in posting order, at most queue_depth
+// of them, in room allocated with the queue (a deque allocates and frees
+// a chunk every few posts). push_back() needs size() < queue_depth.
+template <class T> class DescRing {
+public:
+    bool empty() const noexcept { return n_ == 0; }
+    std::size_t size() const noexcept { return n_; }
+    T &operator[](std::size_t i) noexcept { return (*a_)[(head_ + i) % queue_depth]; }
+    const T &operator[](std::size_t i) const noexcept { return (*a_)[(head_ + i) % queue_depth]; }
+    T &front() noexcept { return (*this)[0]; }
+    T &back() noexcept { return (*this)[n_ - 1]; }
+    void push_back(const T &v) noexcept {
+        (*this)[n_] = v;
+        n_++;
+    }
+    void pop_front() noexcept {
+        head_ = (head_ + 1) % queue_depth;
+        n_--;
+    }
+
+private:
+    std::unique_ptr<std::array<T, queue_depth>> a_ = std::make_unique<std::array<T, queue_depth>>();
+    std::size_t head_ = 0, n_ = 0;
+};
+
 // A work queue: the descriptors posted, in order, until Done dequeues them.
+// Everything here is under @mu, but for what is set before the VI has a
+// handle and @barrier.
 struct WorkQueue {
     struct Entry {
         VIP_DESCRIPTOR *desc = nullptr;
@@ -94,7 +148,7 @@ struct WorkQueue {
     Vi *vi = nullptr;
     bool recv = false;
     std::mutex mu;
-    std::deque<Entry> q;
+    DescRing<Entry> q;
     std::uint64_t head_seq = 0; // sequence number of q.front()
     std::uint64_t next_seq = 0;
     std::size_t delivered = 0;     // done entries at the front already put on the CQ
@@ -107,12 +161,27 @@ struct WorkQueue {
     static constexpr std::uint64_t barrier_id = ~std::uint64_t{0};
     std::atomic<bool> barrier{false};
 
+    // The region of the last post's memory handle, valid while the NIC's
+    // mem_gen is @region_gen (0: nothing cached).
+    std::uint64_t region_gen = 0;
+    std::uint32_t region_handle = 0;
+    MemBounds region;
+
     // Records a native completion; writes the descriptor, Done last.
     void complete(const viaduct::Completion &c);
+    // The members marked always_inline make up VipPostSend/VipSendDone and
+    // friends: each call and return is dear under binary translation.
+    [[gnu::always_inline]] void complete_locked(const viaduct::Completion &c); // under @mu
+    // Takes what the own native CQ holds (not a VIPL CQ's), under @mu;
+    // false if the CQ failed (overflow: the caller raises the error with
+    // @mu released).
+    [[gnu::always_inline]] bool poll_own();
+    // The region of memory handle @mh now, or nothing; under @mu.
+    [[gnu::always_inline]] std::optional<MemBounds> bounds(std::uint32_t mh);
     // Completes the entry of @seq with @bits (VIP_STATUS_* errors).
-    void finish(Entry &e, std::uint32_t bits, std::uint32_t length, std::uint32_t extra,
-                std::uint32_t imm);
-    void advance();
+    [[gnu::always_inline]] void finish(Entry &e, std::uint32_t bits, std::uint32_t length,
+                                       std::uint32_t extra, std::uint32_t imm);
+    [[gnu::always_inline]] void advance();
 };
 
 struct Conn;
@@ -124,6 +193,9 @@ struct Vi : Object {
     VIP_VI_ATTRIBUTES attrs{};
     std::shared_ptr<Ptag> ptag;
     std::unique_ptr<viaduct::QueuePair> qp;
+    // The data segments a descriptor may have on @qp, send and receive:
+    // @qp's caps, read once (both change only under sq.mu and rq.mu).
+    unsigned send_sge = 0, recv_sge = 0;
     WorkQueue sq, rq;
 
     std::mutex cm_mu; // conn, peer request
@@ -233,6 +305,9 @@ struct Nic : Object {
 
     std::shared_mutex mem_mu;
     std::map<std::uint32_t, std::shared_ptr<Mem>> mems;
+    // Moves on (under mem_mu, written) whenever a region goes or changes its
+    // tag, so that what a work queue cached of one is read again.
+    std::atomic<std::uint64_t> mem_gen{1};
     std::shared_mutex vi_mu;
     std::unordered_map<std::uint32_t, Vi *> vis; // by QP handle
 
@@ -245,13 +320,7 @@ struct Nic : Object {
         return it == mems.end() ? nullptr : it->second;
     }
     // The bounds and tag of the moment of region @handle (VipSetMemAttributes
-    // changes the tag under @mem_mu), for the checks of a post: no
-    // reference is taken, nothing outlives the check.
-    struct MemBounds {
-        std::uint64_t addr = 0;
-        std::uint64_t length = 0;
-        const Ptag *ptag = nullptr;
-    };
+    // changes the tag under @mem_mu).
     std::optional<MemBounds> mem_bounds(std::uint32_t handle) {
         std::shared_lock<std::shared_mutex> g(mem_mu);
         auto it = mems.find(handle);

@@ -24,9 +24,6 @@ namespace vipl {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-// Descriptors per work queue; the send ring has room for the trailing
-// Reads of Reliable Reception too.
-constexpr std::uint32_t queue_depth = 256;
 // Data segments per descriptor: the guide's minimum (5.4), which the
 // device's SGE limit meets; every VI's slots hold that many (4 KiB each).
 constexpr std::uint32_t max_data_segments = 252;
@@ -35,23 +32,72 @@ constexpr std::uint32_t max_data_segments = 252;
 constexpr std::uint64_t max_transfer = std::uint64_t{4} << 20;
 constexpr auto wait_slice = 100ms;
 
-Registry &registry() {
-    static Registry *r = new Registry; // used by threads until exit
-    return *r;
+Registry::Registry() {
+    indexes_.push_back(std::make_unique<Index>(64));
+    index_.store(indexes_.back().get(), std::memory_order_release);
+}
+
+void Registry::index_insert(const Object *o) {
+    auto &slots = index_.load(std::memory_order_relaxed)->slots;
+    const std::size_t n = slots.size();
+    for (std::size_t i = home(o, n);; i = (i + 1) & (n - 1)) {
+        const Object *at = slots[i].load(std::memory_order_relaxed);
+        if (at == nullptr)
+            filled_++;
+        if (at == nullptr || at == tombstone()) {
+            // the object is complete before a reader can find it
+            slots[i].store(o, std::memory_order_release);
+            return;
+        }
+    }
+}
+
+// A new index of @n slots holding what the map holds. One of the current
+// size is rebuilt in place (a reader that misses an object meanwhile asks
+// the map); a larger one replaces it.
+void Registry::index_rebuild(std::size_t n) {
+    Index *cur = index_.load(std::memory_order_relaxed);
+    if (n == cur->slots.size()) {
+        for (auto &s : cur->slots)
+            s.store(nullptr, std::memory_order_relaxed);
+    } else {
+        indexes_.push_back(std::make_unique<Index>(n));
+        index_.store(indexes_.back().get(), std::memory_order_release);
+    }
+    filled_ = 0;
+    for (const auto &[h, o] : map)
+        index_insert(o.get());
 }
 
 void Registry::add(const std::shared_ptr<Object> &o) {
-    std::unique_lock<std::shared_mutex> g(mu);
-    map[o.get()] = o;
+    std::lock_guard<std::mutex> g(mu);
+    if (!map.insert_or_assign(o.get(), o).second)
+        return; // already there, and in the index
+    const std::size_t n = index_.load(std::memory_order_relaxed)->slots.size();
+    // at most 3/4 of the slots filled (live or tombstones), a quarter live
+    // after a rebuild
+    if (4 * (filled_ + 1) > 3 * n)
+        index_rebuild(4 * map.size() > n ? 2 * n : n);
+    else
+        index_insert(o.get());
 }
 
 void Registry::remove(const void *h) {
     std::shared_ptr<Object> keep; // destroyed outside the lock
-    std::unique_lock<std::shared_mutex> g(mu);
+    std::unique_lock<std::mutex> g(mu);
     auto it = map.find(h);
-    if (it != map.end()) {
-        keep = std::move(it->second);
-        map.erase(it);
+    if (it == map.end())
+        return;
+    keep = std::move(it->second);
+    map.erase(it);
+    auto &slots = index_.load(std::memory_order_relaxed)->slots;
+    const std::size_t n = slots.size();
+    for (std::size_t i = home(h, n); slots[i].load(std::memory_order_relaxed);
+         i = (i + 1) & (n - 1)) {
+        if (slots[i].load(std::memory_order_relaxed) == h) {
+            slots[i].store(tombstone(), std::memory_order_release);
+            break;
+        }
     }
     g.unlock();
 }
@@ -59,11 +105,17 @@ void Registry::remove(const void *h) {
 std::shared_ptr<Object> Registry::find(const void *h, Kind k) {
     if (!h)
         return nullptr;
-    std::shared_lock<std::shared_mutex> g(mu);
+    std::lock_guard<std::mutex> g(mu);
     auto it = map.find(h);
     if (it == map.end() || it->second->kind != k)
         return nullptr;
     return it->second;
+}
+
+Object *Registry::peek_locked(const void *h, Kind k) {
+    std::lock_guard<std::mutex> g(mu);
+    auto it = map.find(h);
+    return it != map.end() && it->second->kind == k ? it->second.get() : nullptr;
 }
 
 std::chrono::milliseconds until(Clock::time_point deadline) {
@@ -142,8 +194,8 @@ void async_error(Vi &vi, VIP_ERROR_CODE code, VIP_DESCRIPTOR *desc, bool recv) {
 
 // ---------------------------------------------------------------- queues
 
-void WorkQueue::finish(Entry &e, std::uint32_t bits, std::uint32_t length, std::uint32_t extra,
-                       std::uint32_t imm) {
+inline void WorkQueue::finish(Entry &e, std::uint32_t bits, std::uint32_t length,
+                              std::uint32_t extra, std::uint32_t imm) {
     VIP_CONTROL_SEGMENT &cs = e.desc->CS;
     if (recv)
         cs.Length = bits ? 0 : length;
@@ -155,7 +207,7 @@ void WorkQueue::finish(Entry &e, std::uint32_t bits, std::uint32_t length, std::
     e.done = true;
 }
 
-void WorkQueue::advance() {
+inline void WorkQueue::advance() {
     while (delivered < q.size() && q[delivered].done) {
         if (cq)
             cq->push(vi, recv);
@@ -164,11 +216,15 @@ void WorkQueue::advance() {
 }
 
 void WorkQueue::complete(const viaduct::Completion &c) {
+    std::lock_guard<std::mutex> g(mu);
+    complete_locked(c);
+}
+
+inline void WorkQueue::complete_locked(const viaduct::Completion &c) {
     if (c.wr_id == barrier_id) {
         barrier = true;
         return;
     }
-    std::lock_guard<std::mutex> g(mu);
     const std::uint64_t seq = c.wr_id >> 1;
     const bool trailing = c.wr_id & 1;
     if (seq < head_seq || seq >= next_seq)
@@ -215,39 +271,106 @@ void dispatch(Nic &nic, WorkQueue *owner, std::span<const viaduct::Completion> c
         dispatch(nic, owner, c);
 }
 
-// Moves what the native CQ holds onto the work queues. No system call.
+inline std::optional<MemBounds> WorkQueue::bounds(std::uint32_t mh) {
+    Nic &nic = *vi->nic;
+    // read before the region: a change after it makes the next post look again
+    const std::uint64_t gen = nic.mem_gen.load(std::memory_order_acquire);
+    if (gen == region_gen && mh == region_handle)
+        return region;
+    auto b = nic.mem_bounds(mh);
+    if (b) {
+        region_gen = gen;
+        region_handle = mh;
+        region = *b;
+    }
+    return b;
+}
+
+// Moves what a native CQ holds onto the work queues. No system call.
 // VipSendDone and friends call this on every turn of a polling loop, so
-// the buffer is of raw CQEs, which cost nothing to set up (32 Completions
-// would be zeroed on every call), translated one at a time.
-void drain(Nic &nic, NativeCq &ncq, WorkQueue *owner, Cq *cq = nullptr) {
-    std::array<viaduct_cqe, 32> buf;
+// the buffer is left uninitialised (16 Completions would be zeroed on every
+// call); poll() writes the first n.
+union CompletionBuf {
+    CompletionBuf() {}
+    viaduct::Completion at[16];
+};
+
+inline bool WorkQueue::poll_own() {
+    CompletionBuf buf;
     for (;;) {
         std::size_t n;
         try {
-            n = ncq.cq.poll(std::span<viaduct_cqe>(buf));
+            n = ncq->cq.poll(std::span<viaduct::Completion>(buf.at));
         } catch (const viaduct::Error &) {
-            VIP_ERROR_DESCRIPTOR ed{};
-            ed.CQHandle = cq;
-            ed.ViHandle = owner ? owner->vi : nullptr;
-            ed.ResourceCode = cq ? VIP_RESOURCE_CQ : VIP_RESOURCE_VI;
-            ed.ErrorCode = VIP_ERROR_CATASTROPHIC;
-            nic.raise(ed);
+            return false;
+        }
+        for (std::size_t i = 0; i < n; i++)
+            complete_locked(buf.at[i]);
+        if (n < std::size(buf.at))
+            return true;
+    }
+}
+
+// The CQ of @owner (its own) or @cq overflowed: the VI or CQ is lost.
+void cq_failed(Nic &nic, WorkQueue *owner, Cq *cq) {
+    VIP_ERROR_DESCRIPTOR ed{};
+    ed.CQHandle = cq;
+    ed.ViHandle = owner ? owner->vi : nullptr;
+    ed.ResourceCode = cq ? VIP_RESOURCE_CQ : VIP_RESOURCE_VI;
+    ed.ErrorCode = VIP_ERROR_CATASTROPHIC;
+    nic.raise(ed);
+}
+
+// A VIPL CQ's native CQ: its completions are of any queue on it, each
+// completed under that queue's mutex.
+void drain(Nic &nic, NativeCq &ncq, Cq *cq) {
+    CompletionBuf buf;
+    for (;;) {
+        std::size_t n;
+        try {
+            n = ncq.cq.poll(std::span<viaduct::Completion>(buf.at));
+        } catch (const viaduct::Error &) {
+            cq_failed(nic, nullptr, cq);
             return;
         }
         for (std::size_t i = 0; i < n; i++)
-            dispatch(nic, owner, viaduct::to_completion(buf[i]));
-        if (n < buf.size())
+            dispatch(nic, nullptr, buf.at[i]);
+        if (n < std::size(buf.at))
             return;
     }
 }
 
 void drain(WorkQueue &wq) {
-    drain(*wq.vi->nic, *wq.ncq, wq.cq ? nullptr : &wq, wq.cq.get());
+    if (wq.cq) {
+        drain(*wq.vi->nic, *wq.ncq, wq.cq.get());
+        return;
+    }
+    bool ok;
+    {
+        std::lock_guard<std::mutex> g(wq.mu);
+        ok = wq.poll_own();
+    }
+    if (!ok)
+        cq_failed(*wq.vi->nic, &wq, nullptr);
 }
 
-VIP_RETURN done(WorkQueue &wq, VIP_DESCRIPTOR **out) {
-    drain(wq);
-    std::lock_guard<std::mutex> g(wq.mu);
+// The Done calls. A queue with a CQ of its own polls it under its mutex
+// and takes the head in the same turn: one lock per call. A queue on a
+// VIPL CQ polls that first, without its mutex: the CQ's completions
+// belong to other queues too, which are completed under their own.
+[[gnu::always_inline]] inline VIP_RETURN done(WorkQueue &wq, VIP_DESCRIPTOR **out) {
+    std::unique_lock<std::mutex> g(wq.mu, std::defer_lock);
+    if (wq.cq) {
+        drain(wq);
+        g.lock();
+    } else {
+        g.lock();
+        if (!wq.poll_own()) {
+            g.unlock();
+            cq_failed(*wq.vi->nic, &wq, nullptr);
+            g.lock();
+        }
+    }
     if (wq.q.empty()) {
         *out = nullptr;
         return VIP_DESCRIPTOR_ERROR;
@@ -264,6 +387,9 @@ VIP_RETURN done(WorkQueue &wq, VIP_DESCRIPTOR **out) {
     return err ? VIP_DESCRIPTOR_ERROR : VIP_SUCCESS;
 }
 
+// The Wait calls: Done, then sleep on the CQ's channel. The own CQ is
+// polled only by done() (under the queue's mutex), so the sleep arms the
+// CQ and looks once more instead of polling in CompletionQueue::wait().
 VIP_RETURN wait(WorkQueue &wq, Clock::time_point deadline, VIP_DESCRIPTOR **out) {
     std::array<viaduct::Completion, 16> buf;
     for (;;) {
@@ -273,8 +399,26 @@ VIP_RETURN wait(WorkQueue &wq, Clock::time_point deadline, VIP_DESCRIPTOR **out)
         auto left = until(deadline);
         if (left == 0ms)
             return VIP_TIMEOUT;
-        std::size_t n = wq.ncq->cq.wait(buf, std::min<std::chrono::milliseconds>(left, wait_slice));
-        dispatch(*wq.vi->nic, wq.cq ? nullptr : &wq, std::span(buf.data(), n));
+        const auto slice = std::min<std::chrono::milliseconds>(left, wait_slice);
+        if (wq.cq) {
+            std::size_t n = wq.ncq->cq.wait(buf, slice);
+            dispatch(*wq.vi->nic, nullptr, std::span(buf.data(), n));
+            continue;
+        }
+        bool armed = true;
+        try {
+            wq.ncq->cq.arm();
+        } catch (const viaduct::Error &) {
+            armed = false; // overflowed: done() reported it; look again after the slice
+        }
+        if (armed) {
+            // a completion that came before the arm took effect fires nothing
+            r = done(wq, out);
+            if (r != VIP_NOT_DONE)
+                return r;
+        }
+        // an event of an earlier arm only makes the loop look again
+        wq.ncq->channel.wait(slice);
     }
 }
 
@@ -395,6 +539,12 @@ std::shared_ptr<Vi> vi_of(VIP_VI_HANDLE h) {
 std::shared_ptr<Cq> cq_of(VIP_CQ_HANDLE h) {
     return std::static_pointer_cast<Cq>(registry().find(h, Kind::Cq));
 }
+[[gnu::always_inline]] inline Vi *vi_peek(VIP_VI_HANDLE h) {
+    return static_cast<Vi *>(registry().peek(h, Kind::Vi));
+}
+[[gnu::always_inline]] inline Cq *cq_peek(VIP_CQ_HANDLE h) {
+    return static_cast<Cq *>(registry().peek(h, Kind::Cq));
+}
 
 std::shared_ptr<Ptag> ptag_of(Nic &nic, VIP_PROTECTION_HANDLE h) {
     if (!h)
@@ -448,6 +598,12 @@ std::unique_ptr<viaduct::QueuePair> make_qp(Nic &nic, Vi &vi, const VIP_VI_ATTRI
     // mutex (WorkQueue::mu), so the native QP need not lock again.
     cfg.single_threaded = true;
     return std::make_unique<viaduct::QueuePair>(ptag.pd, cfg);
+}
+
+// What the slots of @vi's QP hold, at most what post()'s SGE array holds.
+void set_sges(Vi &vi) {
+    vi.send_sge = std::min(vi.qp->caps().max_send_sge, max_data_segments);
+    vi.recv_sge = std::min(vi.qp->caps().max_recv_sge, max_data_segments);
 }
 
 VIP_RETURN resource(const viaduct::Error &e) {
@@ -668,6 +824,7 @@ VIP_RETURN VipDeregisterMem(VIP_NIC_HANDLE NicHandle, VIP_PVOID VirtualAddress,
             return VIP_INVALID_PARAMETER;
         mem = std::move(it->second);
         nic->mems.erase(it);
+        nic->mem_gen.fetch_add(1, std::memory_order_release);
         mem->ptag->users--;
     }
     return VIP_SUCCESS;
@@ -723,6 +880,7 @@ VIP_RETURN VipSetMemAttributes(VIP_NIC_HANDLE NicHandle, VIP_PVOID Address,
         ptag->users++;
         mem->ptag->users--;
         mem->ptag = std::move(ptag);
+        nic->mem_gen.fetch_add(1, std::memory_order_release);
     }
     mem->rdma_write = MemAttribs->EnableRdmaWrite != 0;
     mem->rdma_read = MemAttribs->EnableRdmaRead != 0;
@@ -784,10 +942,10 @@ VIP_RETURN VipResizeCQ(VIP_CQ_HANDLE CQHandle, VIP_ULONG EntryCount) {
 }
 
 VIP_RETURN VipCQDone(VIP_CQ_HANDLE CQHandle, VIP_VI_HANDLE *ViHandle, VIP_BOOLEAN *RecvQueue) {
-    auto cq = cq_of(CQHandle);
+    Cq *cq = cq_peek(CQHandle);
     if (!cq || !ViHandle || !RecvQueue)
         return VIP_INVALID_PARAMETER;
-    drain(*cq->nic, *cq->ncq, nullptr, cq.get());
+    drain(*cq->nic, *cq->ncq, cq);
     std::lock_guard<std::mutex> g(cq->entries_mu);
     if (cq->items.empty())
         return VIP_NOT_DONE;
@@ -866,11 +1024,12 @@ VIP_RETURN VipCreateVi(VIP_NIC_HANDLE NicHandle, VIP_VI_ATTRIBUTES *ViAttribs,
             wq->recv = recv;
             wq->cq = cq;
             if (!cq)
-                wq->own =
-                    std::make_unique<NativeCq>(*nic->dev, recv ? queue_depth : 2 * queue_depth);
+                wq->own = std::make_unique<NativeCq>(
+                    *nic->dev, recv ? queue_depth : 2 * queue_depth, /*single_threaded=*/true);
             wq->ncq = cq ? cq->ncq.get() : wq->own.get();
         }
         vi->qp = make_qp(*nic, *vi, vi->attrs, *ptag);
+        set_sges(*vi);
         ptag->users++;
         if (scq)
             scq->users++;
@@ -963,6 +1122,7 @@ VIP_RETURN VipSetViAttributes(VIP_VI_HANDLE ViHandle, VIP_VI_ATTRIBUTES *ViAttri
             auto qp = make_qp(*vi->nic, *vi, *ViAttribs, *ptag);
             unhook_vi(*vi);
             vi->qp = std::move(qp);
+            set_sges(*vi);
             std::unique_lock<std::shared_mutex> w(vi->nic->vi_mu);
             vi->nic->vis[vi->qp->handle()] = vi.get();
             ptag->users++;
@@ -982,35 +1142,37 @@ VIP_RETURN VipSetViAttributes(VIP_VI_HANDLE ViHandle, VIP_VI_ATTRIBUTES *ViAttri
 
 // ---------------------------------------------------------------- posting
 
-static VIP_RETURN post(Vi &vi, WorkQueue &wq, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh) {
+// Everything a post reads of the VI (its tag, attributes, QP, the region
+// cache) is read under the work queue's mutex, which VipSetViAttributes
+// holds to change them; the native QP takes no lock of its own.
+[[gnu::always_inline]] static inline VIP_RETURN post(Vi &vi, WorkQueue &wq, VIP_DESCRIPTOR *d,
+                                                     VIP_MEM_HANDLE mh) {
     if (!d)
         return VIP_INVALID_PARAMETER;
     const auto at = reinterpret_cast<std::uintptr_t>(d);
-    const auto mem = vi.nic->mem_bounds(mh);
+    std::unique_lock<std::mutex> g(wq.mu);
+    const auto mem = wq.bounds(mh);
     // The descriptor must lie in the region its handle names, of the VI's
     // tag: otherwise it is not touched at all (Post Descriptor Error).
     if (at % VIP_DESCRIPTOR_ALIGNMENT || !mem || mem->ptag != vi.ptag.get() || at < mem->addr ||
         at + sizeof(VIP_CONTROL_SEGMENT) > mem->addr + mem->length) {
+        g.unlock();
         async_error(vi, VIP_ERROR_POST_DESC, d, wq.recv);
         return VIP_SUCCESS;
     }
-    const unsigned segs = static_cast<unsigned>(std::min<std::uint64_t>(
-        (mem->addr + mem->length - at - sizeof(VIP_CONTROL_SEGMENT)) / sizeof(VIP_DATA_SEGMENT),
-        0xffff));
-    // what the slots hold, at most what the SGE array below holds
-    const unsigned max_sge = std::min(vi.qp->caps().max_send_sge, max_data_segments);
-    const unsigned max_recv_sge = std::min(vi.qp->caps().max_recv_sge, max_data_segments);
-    const bool rr = !wq.recv && vi.attrs.ReliabilityLevel == VIP_SERVICE_RELIABLE_RECEPTION;
-    DescCheck c = wq.recv ? check_recv(*d, segs, max_recv_sge)
-                          : check_send(*d, segs, max_sge, vi.attrs.MaxTransferSize, true);
-    std::atomic_ref<VIP_UINT32>(d->CS.Status).store(0, std::memory_order_relaxed);
-
-    std::unique_lock<std::mutex> g(wq.mu);
     if (wq.q.size() >= queue_depth) {
         g.unlock();
         async_error(vi, VIP_ERROR_VI_OVERRUN, d, wq.recv);
         return VIP_SUCCESS;
     }
+    const unsigned segs = static_cast<unsigned>(std::min<std::uint64_t>(
+        (mem->addr + mem->length - at - sizeof(VIP_CONTROL_SEGMENT)) / sizeof(VIP_DATA_SEGMENT),
+        0xffff));
+    const bool rr = !wq.recv && vi.attrs.ReliabilityLevel == VIP_SERVICE_RELIABLE_RECEPTION;
+    DescCheck c = wq.recv ? check_recv(*d, segs, vi.recv_sge)
+                          : check_send(*d, segs, vi.send_sge, vi.attrs.MaxTransferSize, true);
+    std::atomic_ref<VIP_UINT32>(d->CS.Status).store(0, std::memory_order_relaxed);
+
     const std::uint64_t seq = wq.next_seq++;
     wq.q.push_back({d, c.op, rr && c.op != VIP_STATUS_OP_RDMA_READ, false, 0});
     auto local_error = [&](std::uint32_t bits) {
@@ -1076,9 +1238,11 @@ static VIP_RETURN post(Vi &vi, WorkQueue &wq, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE 
     return VIP_SUCCESS;
 }
 
+// The data path looks its VI up with Registry::peek(): no lock, no
+// reference (see Registry).
 VIP_RETURN VipPostSend(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR *DescriptorPtr,
                        VIP_MEM_HANDLE MemoryHandle) {
-    auto vi = vi_of(ViHandle);
+    Vi *vi = vi_peek(ViHandle);
     if (!vi)
         return VIP_INVALID_PARAMETER;
     return post(*vi, vi->sq, DescriptorPtr, MemoryHandle);
@@ -1086,21 +1250,21 @@ VIP_RETURN VipPostSend(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR *DescriptorPtr,
 
 VIP_RETURN VipPostRecv(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR *DescriptorPtr,
                        VIP_MEM_HANDLE MemoryHandle) {
-    auto vi = vi_of(ViHandle);
+    Vi *vi = vi_peek(ViHandle);
     if (!vi)
         return VIP_INVALID_PARAMETER;
     return post(*vi, vi->rq, DescriptorPtr, MemoryHandle);
 }
 
 VIP_RETURN VipSendDone(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR **DescriptorPtr) {
-    auto vi = vi_of(ViHandle);
+    Vi *vi = vi_peek(ViHandle);
     if (!vi || !DescriptorPtr)
         return VIP_INVALID_PARAMETER;
     return done(vi->sq, DescriptorPtr);
 }
 
 VIP_RETURN VipRecvDone(VIP_VI_HANDLE ViHandle, VIP_DESCRIPTOR **DescriptorPtr) {
-    auto vi = vi_of(ViHandle);
+    Vi *vi = vi_peek(ViHandle);
     if (!vi || !DescriptorPtr)
         return VIP_INVALID_PARAMETER;
     return done(vi->rq, DescriptorPtr);

@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// VIPL without a device: the pure parts, the header, and bad handles.
+// VIPL without a device: the pure parts, the header, the handle registry
+// and bad handles.
+#include <atomic>
 #include <cstddef>
+#include <deque>
 #include <set>
+#include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "internal.hpp"
+#include "vipl_api.hpp"
 
 using namespace vipl;
 
@@ -323,4 +329,85 @@ TEST(ViplApi, BadHandles) {
     EXPECT_EQ(VipOpenNic("VINIC0", nullptr), VIP_INVALID_PARAMETER);
     EXPECT_EQ(VipOpenNic("VINICx", &nic), VIP_INVALID_PARAMETER);
     EXPECT_EQ(nic, nullptr);
+}
+
+// The registry's lock-free lookup (peek, the data path's) answers what the
+// locked one (find) answers, through the tombstones of removed handles, the
+// index's rebuilds and its growth.
+TEST(ViplRegistry, PeekFindsLiveHandlesOnly) {
+    Registry r;
+    std::vector<std::shared_ptr<Object>> live, removed; // removed: kept, so no address comes back
+    for (int round = 0; round < 40; round++) {
+        for (int i = 0; i < 40; i++) {
+            auto o = std::make_shared<Object>(i % 2 ? Kind::Vi : Kind::Cq);
+            r.add(o);
+            live.push_back(o);
+        }
+        for (int i = 0; i < 30; i++) {
+            const std::size_t k =
+                (static_cast<std::size_t>(i) * 7 + static_cast<std::size_t>(round)) % live.size();
+            r.remove(live[k].get());
+            removed.push_back(live[k]);
+            live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+        }
+    }
+    EXPECT_GT(r.index_size(), 4 * live.size()) << "the index grew with the live handles";
+    for (const auto &o : live) {
+        const Kind other = o->kind == Kind::Vi ? Kind::Cq : Kind::Vi;
+        EXPECT_EQ(r.peek(o.get(), o->kind), o.get());
+        EXPECT_EQ(r.peek(o.get(), other), nullptr) << "a handle of another kind";
+        EXPECT_EQ(r.find(o.get(), o->kind), o);
+    }
+    for (const auto &o : removed) {
+        EXPECT_EQ(r.peek(o.get(), o->kind), nullptr) << "a stale handle";
+        EXPECT_EQ(r.find(o.get(), o->kind), nullptr);
+    }
+    // memory of the program's, as large as an object (the compiler sees the
+    // inlined lookup compare it with the index's pointers)
+    alignas(Object) unsigned char junk[sizeof(Object)] = {};
+    EXPECT_EQ(r.peek(nullptr, Kind::Vi), nullptr);
+    EXPECT_EQ(r.peek(junk, Kind::Vi), nullptr) << "a foreign handle";
+    // removing what is not there changes nothing
+    r.remove(junk);
+    r.remove(removed.front().get());
+    for (const auto &o : live)
+        EXPECT_EQ(r.peek(o.get(), o->kind), o.get());
+}
+
+// A live handle is never refused while other threads add and remove
+// handles (and so rebuild and grow the index) around it.
+TEST(ViplRegistry, PeekDuringChurn) {
+    Registry r;
+    std::vector<std::shared_ptr<Object>> fixed;
+    for (int i = 0; i < 16; i++) {
+        fixed.push_back(std::make_shared<Object>(Kind::Vi));
+        r.add(fixed.back());
+    }
+    std::atomic<bool> stop{false};
+    std::atomic<long> lookups{0}, misses{0};
+    std::thread reader([&] {
+        while (!stop.load(std::memory_order_relaxed)) {
+            for (const auto &o : fixed)
+                if (r.peek(o.get(), Kind::Vi) != o.get())
+                    misses.fetch_add(1, std::memory_order_relaxed);
+            lookups.fetch_add(1, std::memory_order_relaxed);
+        }
+    });
+    std::deque<std::shared_ptr<Object>> churn;
+    for (int i = 0; i < 200000; i++) {
+        auto o = std::make_shared<Object>(Kind::Cq);
+        r.add(o);
+        churn.push_back(o);
+        if (churn.size() > 300 || i % 3 == 0) {
+            r.remove(churn.front().get());
+            churn.pop_front();
+        }
+    }
+    // the reader looks a few times at least (on a loaded machine it may
+    // have been scheduled only now)
+    while (lookups.load() < 2)
+        std::this_thread::yield();
+    stop = true;
+    reader.join();
+    EXPECT_EQ(misses.load(), 0);
 }

@@ -78,6 +78,16 @@ LiveSet &live_events() {
     return *s;
 }
 
+// A thread may be inside rdma_get_cm_event() (blocked, or about to
+// block) when another destroys the channel: rping's main() does so while
+// its CM thread waits for the next event. The channel lives on, its
+// descriptors open, until that call returns (on rdma-core the blocked
+// system call keeps the file); new calls on it get EINVAL at once.
+std::mutex &channel_life_lock() {
+    static auto *m = new std::mutex;
+    return *m;
+}
+
 struct Id;
 
 struct Event {
@@ -95,6 +105,15 @@ struct EventChannel {
     rdma_event_channel ch{}; // ch.fd: the epoll set
     int efd = -1;            // readable while @synth is not empty
     std::mutex lock;
+    // Held by a reader while it takes an event from the kernel and
+    // translates it, so that rdma_destroy_id() finds every event of its
+    // id either counted as handed out or not yet read (then dropped).
+    std::mutex read_lock;
+    // Under channel_life_lock(): rdma_get_cm_event() calls inside, and
+    // whether rdma_destroy_event_channel() was called; the last of
+    // them deletes the channel.
+    int callers = 0;
+    bool destroyed = false;
     std::deque<Event *> synth;
     std::map<std::string, std::unique_ptr<viaduct::CmChannel>> natives; // by device
     std::map<std::string, Context *> contexts;
@@ -447,6 +466,7 @@ void synthesize(Id *id, rdma_cm_event_type type, int status) {
 
 Event *next_event(EventChannel &ec, bool block) {
     for (;;) {
+        std::unique_lock<std::mutex> reading(ec.read_lock);
         {
             std::lock_guard<std::mutex> guard(ec.lock);
             if (!ec.synth.empty()) {
@@ -469,6 +489,7 @@ Event *next_event(EventChannel &ec, bool block) {
             if (std::optional<viaduct::CmEvent> nev = c->read(std::chrono::milliseconds(0)))
                 if (Event *e = translate(ec, ctx, std::move(*nev)))
                     return e;
+        reading.unlock();
         if (!block)
             throw viaduct::Error(EAGAIN, "no event");
         epoll_event ev;
@@ -643,11 +664,18 @@ VV_EXPORT rdma_event_channel *rdma_create_event_channel(void) {
 }
 
 VV_EXPORT void rdma_destroy_event_channel(rdma_event_channel *c) {
+    std::unique_lock<std::mutex> g(channel_life_lock());
     if (!is_ec(c)) {
         errno = EINVAL;
         return;
     }
-    delete to_ec(c);
+    EventChannel *ec = to_ec(c);
+    live_channels().remove(ec); // new calls get EINVAL
+    ec->destroyed = true;
+    if (ec->callers)
+        return; // the last rdma_get_cm_event() inside deletes it
+    g.unlock();
+    delete ec;
 }
 
 VV_EXPORT int rdma_create_id(rdma_event_channel *channel, rdma_cm_id **out, void *context,
@@ -680,11 +708,16 @@ VV_EXPORT int rdma_destroy_id(rdma_cm_id *cid) {
     }
     Id *id = to_id(cid);
     {
+        // No event of the id is being read meanwhile: each was handed out
+        // (counted, waited for below) or is dropped when read.
+        std::lock_guard<std::mutex> reading(id->channel->read_lock);
+        for (auto &[ctx, handle] : id->registered)
+            id->channel->remove_id(ctx, handle);
+    }
+    {
         std::unique_lock<std::mutex> g(id->lock);
         id->cv.wait(g, [&] { return id->outstanding == 0; });
     }
-    for (auto &[ctx, handle] : id->registered)
-        id->channel->remove_id(ctx, handle);
     id->native.reset();
     id->listeners.clear();
     // The PD the id made for itself (rdma_create_qp() without one), once
@@ -955,11 +988,30 @@ VV_EXPORT int rdma_init_qp_attr(rdma_cm_id *cid, ibv_qp_attr *attr, int *mask) {
 }
 
 VV_EXPORT int rdma_get_cm_event(rdma_event_channel *channel, rdma_cm_event **event) {
-    return guarded(-1, [&] {
-        EventChannel &ec = *checked_ec(channel);
-        *event = &next_event(ec, !nonblocking(ec.ch.fd))->ev;
+    EventChannel *ec;
+    {
+        std::lock_guard<std::mutex> g(channel_life_lock());
+        if (!is_ec(channel)) {
+            errno = EINVAL;
+            return -1;
+        }
+        ec = to_ec(channel);
+        ec->callers++;
+    }
+    int ret = guarded(-1, [&] {
+        *event = &next_event(*ec, !nonblocking(ec->ch.fd))->ev;
         return 0;
     });
+    const int err = errno;
+    bool last;
+    {
+        std::lock_guard<std::mutex> g(channel_life_lock());
+        last = --ec->callers == 0 && ec->destroyed;
+    }
+    if (last)
+        delete ec;
+    errno = err;
+    return ret;
 }
 
 VV_EXPORT int rdma_ack_cm_event(rdma_cm_event *event) {

@@ -9,7 +9,7 @@ set -euo pipefail
 pkgs=(
 	# the VM and the test kernel
 	qemu-system-x86 linux-source-6.12 linux-headers-amd64
-	build-essential bc bison flex libelf-dev libssl-dev cpio kmod dwarves
+	build-essential bc bison flex libelf-dev libssl-dev cpio kmod dwarves patch
 	rsync python3 perl xz-utils util-linux coreutils
 	# RDMA userspace and network tools (used inside the guest over 9p)
 	rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest

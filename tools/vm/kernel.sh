@@ -8,7 +8,9 @@
 #   tools/vm/kernel.sh --builddir F   prints where flavour F lives (no build)
 #
 # The source is Debian's linux-source-6.12 tarball, extracted once into
-# ${VIADUCT_CACHE:-$HOME/.cache/viaduct}. Each flavour is built with O= into
+# ${VIADUCT_CACHE:-$HOME/.cache/viaduct}, with the patches of
+# tools/vm/patches applied in order (Documentation/testing.rst says why each
+# is there; the source dir's name carries a hash of them). Each flavour is built with O= into
 # its own directory named after the package version and a hash of the config
 # fragments (and a recipe number), so editing a fragment starts a fresh build
 # and an unchanged one costs nothing. A finished build carries a stamp file;
@@ -35,6 +37,25 @@ usage() {
 	exit 2
 }
 
+# The patches, in the order they are applied.
+patches() {
+	local p
+	for p in "$here"/patches/*.patch; do
+		[[ -e $p ]] && echo "$p"
+	done
+	return 0
+}
+
+# A hash of the patches' diffs (not of their descriptions, so that editing
+# a description rebuilds nothing): part of the source and build dirs' names.
+patch_key() {
+	local list p
+	list=$(patches)
+	[[ -n $list ]] || { echo none; return; }
+	# shellcheck disable=SC2086 # plain paths without spaces
+	for p in $list; do sed -n '/^--- /,$p' "$p"; done | sha256sum | cut -c1-8
+}
+
 pkg_version() {
 	local v
 	v=$(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null) || true
@@ -45,9 +66,9 @@ pkg_version() {
 # Prints the extracted source dir, extracting it under a lock if needed.
 srcdir() {
 	[[ -r $tarball ]] || die "$tarball missing (run tools/vm/deps.sh)"
-	local ver top dir
+	local ver top dir p
 	ver=$(pkg_version)
-	top=$cache/src-$ver
+	top=$cache/src-$ver-p$(patch_key)
 	dir=$top/$pkg
 	mkdir -p "$cache"
 	if [[ ! -e $top/.extracted ]]; then
@@ -59,6 +80,11 @@ srcdir() {
 			mkdir -p "$top.tmp"
 			tar -C "$top.tmp" -xf "$tarball"
 			[[ -f $top.tmp/$pkg/Makefile ]] || die "unexpected tarball layout"
+			for p in $(patches); do
+				log "applying $(basename "$p")"
+				patch -d "$top.tmp/$pkg" -p1 -N -s <"$p" ||
+					die "$(basename "$p") does not apply to $pkg $ver"
+			done
 			rm -rf "$top"
 			mv "$top.tmp" "$top"
 			touch "$top/.extracted"
@@ -79,7 +105,8 @@ fragments() {
 builddir() {
 	local flavour=$1 key
 	# shellcheck disable=SC2046 # fragments are plain paths without spaces
-	key=$( (echo "recipe=$recipe"; cat $(fragments "$flavour")) | sha256sum | cut -c1-12)
+	key=$( (echo "recipe=$recipe patches=$(patch_key)"; cat $(fragments "$flavour")) |
+		sha256sum | cut -c1-12)
 	echo "$cache/build-$(pkg_version)-$flavour-$key"
 }
 

@@ -228,7 +228,16 @@ dp_pair() {
 	fi
 	wait "$spid" 2>/dev/null || src=$?
 	((rc != 0 || src == 0)) || rc=$src
-	((rc == 0)) || echo "exit status $rc" >>"$dp/$name.out"
+	if ((rc != 0)); then
+		echo "exit status $rc" >>"$dp/$name.out"
+		# what both hosts' TCP had, for whoever reads a failed step
+		{
+			echo "--- TCP sockets after the failure (h2, the server's host; then h1)"
+			ip netns exec h2 ss -tan 2>&1 | head -n 40
+			echo "---"
+			ip netns exec h1 ss -tan 2>&1 | head -n 40
+		} >>"$dp/$name.out"
+	fi
 	return "$rc"
 }
 

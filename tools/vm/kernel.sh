@@ -10,11 +10,12 @@
 # The source is Debian's linux-source-6.12 tarball, extracted once into
 # ${VIADUCT_CACHE:-$HOME/.cache/viaduct}, with the patches of
 # tools/vm/patches applied in order (Documentation/testing.rst says why each
-# is there; the source dir's name carries a hash of them). Each flavour is built with O= into
-# its own directory named after the package version and a hash of the config
-# fragments (and a recipe number), so editing a fragment starts a fresh build
-# and an unchanged one costs nothing. A finished build carries a stamp file;
-# a build that was interrupted is redone from its kept objects.
+# is there). Each flavour is built with O= into its own directory named
+# after the package version and a hash of the config fragments, of the
+# patches (which the source dir's name carries too) and a recipe number, so
+# editing a fragment starts a fresh build and an unchanged one costs
+# nothing. A finished build carries a stamp file; a build that was
+# interrupted is redone from its kept objects.
 #
 # Progress goes to stderr (one line a minute), so that
 # "kdir=$(tools/vm/kernel.sh normal | tail -n1)" is all a caller needs.

@@ -369,6 +369,7 @@ perftest_step() {
 			return 1
 		say "$name: perftest -R listen race (refused before its server listened again); once more"
 		mv "$dp/$name.out" "$dp/$name.refused.out"
+		mv "$dp/$name.srv" "$dp/$name.refused.srv"
 	done
 }
 

@@ -137,24 +137,6 @@ TEST_F_TIMEOUT(mem, send_inv_unknown_stag_refused, XF_TIMEOUT_S)
 #define FR_IOVA		0x7700000000ULL
 #define FR_ACCESS	XF_ACCESS
 
-static int alloc_fr(int fd, __u32 pd, __u32 max_pages, __u32 *stag)
-{
-	struct viaduct_alloc_mr r = {
-		.pd_handle = pd, .max_pages = max_pages, .key = 0x11,
-	};
-	int ret = vd_ioctl(fd, VIADUCT_IOCTL_ALLOC_MR, &r);
-
-	if (ret)
-		return ret;
-	*stag = r.stag;
-	return (int)r.handle;
-}
-
-static __u32 with_key(__u32 stag, __u8 key)
-{
-	return (stag & ~VIADUCT_STAG_KEY_MASK) | key;
-}
-
 /*
  * Side @s registers @n SGEs of its buffer in its fast-register MR
  * @frstag under key FR_KEY at FR_IOVA and waits for the completion.
@@ -162,13 +144,8 @@ static __u32 with_key(__u32 stag, __u8 key)
 static void fast_reg(struct __test_metadata *_metadata, struct xf_side *s,
 		     __u32 frstag, const struct xf_sge *sg, int n, __u8 want)
 {
-	struct viaduct_cqe cqe;
-
-	xf_post_send_imm_q(s, &s->q, 700, VIADUCT_OP_FAST_REG,
-			   VIADUCT_SQE_SIGNALED, sg, n, with_key(frstag, FR_KEY),
-			   FR_IOVA, FR_ACCESS);
-	XF_EXPECT_CQE(&s->q.scq, 700, want, &cqe);
-	EXPECT_EQ(VIADUCT_WC_FAST_REG, cqe.opcode);
+	xf_fast_reg(_metadata, s, xf_with_key(frstag, FR_KEY), FR_IOVA,
+		    FR_ACCESS, sg, n, want);
 }
 
 static void local_inv(struct __test_metadata *_metadata, struct xf_side *s,
@@ -211,9 +188,9 @@ TEST_F_TIMEOUT(mem, alloc_mr_args, XF_TIMEOUT_S)
 	EXPECT_TRUE(self->b.attr.caps & VIADUCT_DEV_CAP_SEND_INV);
 	EXPECT_TRUE(self->b.attr.caps & VIADUCT_DEV_CAP_FAST_REG);
 	EXPECT_TRUE(self->b.attr.caps & VIADUCT_DEV_CAP_LOCAL_FENCE);
-	EXPECT_EQ(-EINVAL, alloc_fr(self->b.fd, self->b.pd, 0, &stag));
-	EXPECT_EQ(-EINVAL, alloc_fr(self->b.fd, self->b.pd, 0xffffffffU, &stag));
-	EXPECT_EQ(-ENOENT, alloc_fr(self->b.fd, self->b.pd + 100, 4, &stag));
+	EXPECT_EQ(-EINVAL, xf_alloc_fr(self->b.fd, self->b.pd, 0, &stag));
+	EXPECT_EQ(-EINVAL, xf_alloc_fr(self->b.fd, self->b.pd, 0xffffffffU, &stag));
+	EXPECT_EQ(-ENOENT, xf_alloc_fr(self->b.fd, self->b.pd + 100, 4, &stag));
 	r.reserved[1] = 1;
 	EXPECT_EQ(-EINVAL, vd_ioctl(self->b.fd, VIADUCT_IOCTL_ALLOC_MR, &r));
 	r.reserved[1] = 0;
@@ -240,11 +217,11 @@ TEST_F_TIMEOUT(mem, fast_reg_write_invalidate_write, XF_TIMEOUT_S)
 	__u32 fr = 0, stag, len = 2 * PG;
 	int h, i;
 
-	h = alloc_fr(self->b.fd, self->b.pd, 4, &fr);
+	h = xf_alloc_fr(self->b.fd, self->b.pd, 4, &fr);
 	ASSERT_LT(0, h);
 	memset(self->b.buf, 0xee, 8 * PG);
 	fast_reg(_metadata, &self->b, fr, list, 2, VIADUCT_WC_SUCCESS);
-	stag = with_key(fr, FR_KEY);
+	stag = xf_with_key(fr, FR_KEY);
 
 	/* 2 pages from offset 1000 of the registration: across the seam */
 	write_then_mark(_metadata, self, stag, FR_IOVA + 1000, len, 7);
@@ -272,10 +249,10 @@ TEST_F_TIMEOUT(mem, fast_reg_invalidate_then_write_refused, XF_TIMEOUT_S)
 	__u32 fr = 0, stag;
 	int h, i;
 
-	h = alloc_fr(self->b.fd, self->b.pd, 2, &fr);
+	h = xf_alloc_fr(self->b.fd, self->b.pd, 2, &fr);
 	ASSERT_LT(0, h);
 	fast_reg(_metadata, &self->b, fr, &list, 1, VIADUCT_WC_SUCCESS);
-	stag = with_key(fr, FR_KEY);
+	stag = xf_with_key(fr, FR_KEY);
 	write_then_mark(_metadata, self, stag, FR_IOVA + 8, 64, 9);
 	EXPECT_EQ(0, memcmp(self->b.buf + 4 * PG + 8, self->a.buf, 64));
 
@@ -305,10 +282,10 @@ TEST_F_TIMEOUT(mem, send_inv_fast_reg, XF_TIMEOUT_S)
 	__u32 fr = 0, stag;
 	int h, i;
 
-	h = alloc_fr(self->b.fd, self->b.pd, 1, &fr);
+	h = xf_alloc_fr(self->b.fd, self->b.pd, 1, &fr);
 	ASSERT_LT(0, h);
 	fast_reg(_metadata, &self->b, fr, &list, 1, VIADUCT_WC_SUCCESS);
-	stag = with_key(fr, FR_KEY);
+	stag = xf_with_key(fr, FR_KEY);
 
 	for (i = 0; i < 2; i++) {
 		__u8 se = i ? VIADUCT_SQE_SOLICITED : 0;
@@ -352,11 +329,11 @@ TEST_F_TIMEOUT(mem, read_inv_and_local_fence, XF_TIMEOUT_S)
 	struct viaduct_sqe *e;
 	struct viaduct_sge *sge;
 
-	ASSERT_LT(0, alloc_fr(self->a.fd, self->a.pd, 64, &fr));
+	ASSERT_LT(0, xf_alloc_fr(self->a.fd, self->a.pd, 64, &fr));
 	memset(self->a.buf, 0, 64 * PG);
 	xf_fill(self->b.buf + 12345, len, 31);
 	fast_reg(_metadata, &self->a, fr, &list, 1, VIADUCT_WC_SUCCESS);
-	stag = with_key(fr, FR_KEY);
+	stag = xf_with_key(fr, FR_KEY);
 
 	/* the sink is named by the fast-register STag */
 	e = vd_sq_slot(&self->a.q, self->a.q.sq_prod);
@@ -412,7 +389,7 @@ static void bad_list(struct __test_metadata *_metadata,
 	struct viaduct_async_event ev;
 	__u32 fr = 0;
 
-	ASSERT_LT(0, alloc_fr(self->b.fd, self->b.pd, c->max_pages, &fr));
+	ASSERT_LT(0, xf_alloc_fr(self->b.fd, self->b.pd, c->max_pages, &fr));
 	fast_reg(_metadata, &self->b, fr, c->sg, c->n, c->status);
 	ASSERT_EQ(0, vd_wait_async(self->b.fd, VIADUCT_EVENT_QP_FATAL,
 				   self->b.q.c.handle, &ev, XF_WAIT_MS))
@@ -870,7 +847,7 @@ TEST_F_TIMEOUT(mem, mw_args, XF_TIMEOUT_S)
 				     b_addr(self, 0) - 1, 8, RR_, 1, NULL));
 	EXPECT_EQ(0, bind_call(self->b.fd, mw, mr_stag, b_addr(self, 0), 8,
 			       RR_, 0x33, &stag));
-	EXPECT_EQ(with_key(mw_stag, 0x33), stag);
+	EXPECT_EQ(xf_with_key(mw_stag, 0x33), stag);
 	/* the region is in use by the window; the PD by both */
 	EXPECT_EQ(-EBUSY, vd_destroy(self->b.fd, VIADUCT_IOCTL_DEREG_MR, mr));
 	EXPECT_EQ(0, vd_destroy(self->b.fd, VIADUCT_IOCTL_DEALLOC_MW, mw));
@@ -909,7 +886,7 @@ TEST_F_TIMEOUT(mem, mw_type1_write_read, XF_TIMEOUT_S)
 	EXPECT_EQ(0, memcmp(self->a.buf, self->b.buf + MW_OFF, MW_LEN));
 
 	/* bound again through the send queue: zero based, read only */
-	stag2 = with_key(mw_stag, 0x45);
+	stag2 = xf_with_key(mw_stag, 0x45);
 	bind_wr(_metadata, &self->b, stag2, mr_stag, b_addr(self, MW_OFF + 8),
 		64, RR_ | VIADUCT_ACCESS_ZERO_BASED, VIADUCT_WC_SUCCESS);
 	read_through(_metadata, self, stag2, 0, 64, VIADUCT_WC_SUCCESS);
@@ -944,7 +921,7 @@ TEST_F_TIMEOUT(mem, mw_type2_send_inv, XF_TIMEOUT_S)
 			      VIADUCT_ACCESS_LOCAL_WRITE, &mr);
 	mw = alloc_mw(self->b.fd, self->b.pd, VIADUCT_MW_TYPE_2, &mw_stag);
 	ASSERT_LT(0, mw);
-	stag = with_key(mw_stag, 0x55);
+	stag = xf_with_key(mw_stag, 0x55);
 	bind_wr(_metadata, &self->b, stag, mr_stag, b_addr(self, MW_OFF),
 		MW_LEN, RR_ | RW_, VIADUCT_WC_SUCCESS);
 
@@ -986,7 +963,7 @@ TEST_F_TIMEOUT(mem, mw_type2_local_inv, XF_TIMEOUT_S)
 	mr_stag = bind_region(_metadata, &self->b, VIADUCT_ACCESS_MW_BIND, &mr);
 	mw = alloc_mw(self->b.fd, self->b.pd, VIADUCT_MW_TYPE_2, &mw_stag);
 	ASSERT_LT(0, mw);
-	stag = with_key(mw_stag, 0x56);
+	stag = xf_with_key(mw_stag, 0x56);
 	bind_wr(_metadata, &self->b, stag, mr_stag, b_addr(self, MW_OFF), 100,
 		RR_, VIADUCT_WC_SUCCESS);
 	xf_fill(self->b.buf + MW_OFF, 100, 9);
@@ -995,7 +972,7 @@ TEST_F_TIMEOUT(mem, mw_type2_local_inv, XF_TIMEOUT_S)
 	EXPECT_EQ(0, memcmp(self->a.buf, self->b.buf + MW_OFF, 100));
 	local_inv(_metadata, &self->b, stag, VIADUCT_WC_SUCCESS);
 	/* INVALID again: it binds again (a VALID one would not) */
-	stag = with_key(mw_stag, 0x57);
+	stag = xf_with_key(mw_stag, 0x57);
 	bind_wr(_metadata, &self->b, stag, mr_stag, b_addr(self, MW_OFF), 100,
 		RR_, VIADUCT_WC_SUCCESS);
 	local_inv(_metadata, &self->b, stag, VIADUCT_WC_SUCCESS);
@@ -1106,7 +1083,7 @@ TEST_F_TIMEOUT(mem, mw_type2_other_qp_refused, XF_TIMEOUT_S)
 			      VIADUCT_ACCESS_LOCAL_WRITE, &mr);
 	mw = alloc_mw(self->b.fd, self->b.pd, VIADUCT_MW_TYPE_2, &mw_stag);
 	ASSERT_LT(0, mw);
-	stag = with_key(mw_stag, 0x64);
+	stag = xf_with_key(mw_stag, 0x64);
 	bind_wr(_metadata, &self->b, stag, mr_stag, b_addr(self, MW_OFF),
 		MW_LEN, RW_, VIADUCT_WC_SUCCESS);
 
@@ -1154,7 +1131,7 @@ static void bad_bind(struct __test_metadata *_metadata, FIXTURE_DATA(mem) *self,
 		mr_stag = self->b.stag;
 	mw = alloc_mw(self->b.fd, self->b.pd, type, &mw_stag);
 	ASSERT_LT(0, mw);
-	stag = with_key(mw_stag, 0x70);
+	stag = xf_with_key(mw_stag, 0x70);
 	post_bind_q(&self->b, &self->b.q, 801, stag, mr_stag,
 		    b_addr(self, 0) + off, len, access, nsge);
 	XF_EXPECT_CQE(&self->b.q.scq, 801, want, &cqe);
@@ -1267,9 +1244,9 @@ TEST_F_TIMEOUT(mem, mw_bind_type2_twice, XF_TIMEOUT_S)
 	mr_stag = bind_region(_metadata, &self->b, MWB, &mr);
 	mw = alloc_mw(self->b.fd, self->b.pd, VIADUCT_MW_TYPE_2, &mw_stag);
 	ASSERT_LT(0, mw);
-	bind_wr(_metadata, &self->b, with_key(mw_stag, 1), mr_stag,
+	bind_wr(_metadata, &self->b, xf_with_key(mw_stag, 1), mr_stag,
 		b_addr(self, 0), 64, RR_, VIADUCT_WC_SUCCESS);
-	bind_wr(_metadata, &self->b, with_key(mw_stag, 2), mr_stag,
+	bind_wr(_metadata, &self->b, xf_with_key(mw_stag, 2), mr_stag,
 		b_addr(self, 0), 64, RR_, VIADUCT_WC_LOC_PROT_ERR);
 }
 

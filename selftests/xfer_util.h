@@ -403,6 +403,42 @@ static inline int xf_zc_set(long v)
 		(unsigned long long)(id), (cqe)->vendor_err);			\
 } while (0)
 
+/* A fast-register MR of PD @pd for up to @max_pages pages: its handle, *@stag. */
+static inline int xf_alloc_fr(int fd, __u32 pd, __u32 max_pages, __u32 *stag)
+{
+	struct viaduct_alloc_mr r = {
+		.pd_handle = pd, .max_pages = max_pages, .key = 0x11,
+	};
+	int ret = vd_ioctl(fd, VIADUCT_IOCTL_ALLOC_MR, &r);
+
+	if (ret)
+		return ret;
+	*stag = r.stag;
+	return (int)r.handle;
+}
+
+/* @stag with the key @key. */
+static inline __u32 xf_with_key(__u32 stag, __u8 key)
+{
+	return (stag & ~VIADUCT_STAG_KEY_MASK) | key;
+}
+
+/*
+ * Side @s registers @n SGEs of its buffer in a fast-register MR under
+ * @stag (its key included) at @iova with @access, by a FAST_REG WR (wr_id
+ * 700) on its QP, and waits for the completion: @want.
+ */
+static inline void xf_fast_reg(struct __test_metadata *_metadata, struct xf_side *s, __u32 stag,
+			       __u64 iova, __u32 access, const struct xf_sge *sg, int n, __u8 want)
+{
+	struct viaduct_cqe cqe;
+
+	xf_post_send_imm_q(s, &s->q, 700, VIADUCT_OP_FAST_REG, VIADUCT_SQE_SIGNALED, sg, n, stag,
+			   iova, access);
+	XF_EXPECT_CQE(&s->q.scq, 700, want, &cqe);
+	EXPECT_EQ(VIADUCT_WC_FAST_REG, cqe.opcode);
+}
+
 /*
  * The two sides of a transfer suite, each up in its namespace, joined by
  * a veth pair; *@up says the namespaces exist (for xf_pair_down()).

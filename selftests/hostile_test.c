@@ -14,8 +14,9 @@
  *     asynchronous event (QP_ACCESS_ERR for tagged-buffer and protection
  *     errors, QP_FATAL for the others) with the code as its detail;
  *   - the Write before the violation is placed, nothing behind it is, the
- *     posted receive is flushed, and the canary pages around each of the
- *     registered regions are untouched;
+ *     posted receive is flushed (or fails with the status the violation
+ *     gives it), and the canary pages around each of the registered
+ *     regions are untouched;
  *   - a new QP of the same context is then connected to the same peer and
  *     placed data: the host still serves new connections.
  *
@@ -395,6 +396,8 @@ static void hp_expect(struct __test_metadata *_metadata, FIXTURE_DATA(hp) *self,
 		ASSERT_EQ(1U, vd_cring_wait(&self->a.q.rcq, &cqe, 1, XF_WAIT_MS));
 		EXPECT_EQ(100U, cqe.wr_id);
 		EXPECT_EQ(recv_status, cqe.status);
+		/* a failed receive names no invalidation */
+		EXPECT_FALSE(cqe.flags & VIADUCT_WC_F_INVALIDATED);
 	}
 	hp_check_memory(_metadata, self, 1);
 	hp_still_serves(_metadata, self);
@@ -450,6 +453,19 @@ static size_t hp_untagged(struct rx_stream *s, __u8 ddp, __u8 rdmap, __u32 qn, _
 	return st_fpdu(s, h, sizeof(h), payload, len);
 }
 
+/* A Send with Invalidate (RDMAP opcode 4) naming @stag, one segment. */
+static size_t hp_send_inv(struct rx_stream *s, __u32 stag, __u32 msn,
+			  const unsigned char *payload, size_t len)
+{
+	unsigned char h[18] = { 0 };
+
+	h[0] = 0x41;			/* L, DDP version 1 */
+	h[1] = 0x44;			/* RDMAP version 1, Send with Invalidate */
+	put32(h + 2, stag);		/* Invalidate STag */
+	put32(h + 10, msn);		/* QN 0, MO 0 */
+	return st_fpdu(s, h, sizeof(h), payload, len);
+}
+
 /* An RDMA Read Request (MSN 1) for @size bytes of @stag at @to. */
 static size_t hp_read_req(struct rx_stream *s, __u32 msn, __u32 stag, __u64 to, __u32 size)
 {
@@ -501,6 +517,80 @@ HP_CASE(write_to_wraps, 0x1103, HP_DDP, VIADUCT_WC_FLUSHED,
 	W(RW, ~0ULL - 15, 100))
 HP_CASE(read_to_wraps, 0x0104, HP_RREQ, VIADUCT_WC_FLUSHED,
 	hp_read_req(s, 1, RW, ~0ULL - 15, 100))
+/*
+ * 0x0109: a Send with Invalidate naming a plain MR (R0), which no peer may
+ * invalidate; the receive fails (REM_INV_REQ_ERR), R0 stays valid (the new
+ * connection of hp_still_serves() writes through it). No payload: a failed
+ * receive's bytes are undefined, and hp_check_memory() wants it untouched.
+ */
+HP_CASE(send_inv_plain_mr, 0x0109, HP_DDP, VIADUCT_WC_REM_INV_REQ_ERR,
+	hp_send_inv(s, RW, 1, NULL, 0))
+
+#define HP_FR_OFF	(64 * PG)	/* the fast-register pages, in a's own buffer */
+#define HP_FR_LEN	(2 * PG)
+#define HP_FR_BYTE	0x5a
+#define HP_FR_IOVA	0x7700000000ULL
+#define HP_RECV2_OFF	(HP_RECV_OFF + 2 * PG)	/* receive 101, for the epilogue's Send */
+
+/*
+ * 0x1100: an STag the peer invalidated itself. Once the connection is up,
+ * a registers two pages of its own buffer (filled with HP_FR_BYTE) in a
+ * fast-register MR of its PD. The peer writes 32 bytes through the STag
+ * (placed: the registration works), invalidates it with a Send with
+ * Invalidate that takes receive 100 (which completes naming the STag),
+ * then writes through it again: refused, nothing of it in the pages, and
+ * nothing behind it placed (a Write into R0 and a Send with the next MSN
+ * for receive 101, which is flushed).
+ */
+TEST_F_TIMEOUT(hp, invalidated_stag, XF_TIMEOUT_S)
+{
+	struct xf_sge list = { HP_FR_OFF, HP_FR_LEN }, d = { HP_RECV2_OFF, HP_RECV_LEN };
+	unsigned char *pages = self->a.buf + HP_FR_OFF;
+	struct rx_stream *s = &self->st;
+	struct viaduct_cqe cqe;
+	__u32 fr = 0, stag;
+	size_t sent, bad;
+
+	hp_post_recv(self);
+	xf_post_recv(&self->a, 101, &d, 1);
+	hp_connect(_metadata, self);
+	/* the Reply alone first: the FAST_REG WR goes on the established QP */
+	ASSERT_EQ(0, rx_write_all(self->fd, s->p, s->len));
+	sent = s->len;
+	hp_established(_metadata, &self->a, self->a.id);
+	ASSERT_LT(0, xf_alloc_fr(self->a.fd, self->a.pd, 2, &fr));
+	stag = xf_with_key(fr, 0x42);
+	memset(pages, HP_FR_BYTE, HP_FR_LEN);
+	xf_fast_reg(_metadata, &self->a, stag, HP_FR_IOVA, XF_ACCESS, &list, 1,
+		    VIADUCT_WC_SUCCESS);
+
+	hp_prologue(self);
+	st_write(s, stag, HP_FR_IOVA + 8, self->src, 32);
+	hp_send_inv(s, stag, 1, self->src + 64, 48);
+	bad = st_write(s, stag, HP_FR_IOVA + PG, self->src + 128, 64);
+	st_write(s, RW, hp_to(self, HP_RW, PG), self->src, 300);
+	st_send(s, 2, 0, 1, self->src, 64);
+	ASSERT_EQ(0, rx_write_all(self->fd, s->p + sent, s->len - sent));
+
+	ASSERT_EQ(1U, vd_cring_wait(&self->a.q.rcq, &cqe, 1, XF_WAIT_MS));
+	EXPECT_EQ(100U, cqe.wr_id);
+	EXPECT_EQ(VIADUCT_WC_SUCCESS, cqe.status);
+	EXPECT_EQ(48U, cqe.byte_len);
+	EXPECT_TRUE(cqe.flags & VIADUCT_WC_F_INVALIDATED);
+	EXPECT_EQ(stag, cqe.invalidated_stag);
+	EXPECT_EQ(0, memcmp(self->a.buf + HP_RECV_OFF, self->src + 64, 48));
+	/* for hp_check_memory(): receive 100 was used rightly */
+	memset(self->a.buf + HP_RECV_OFF, 0, 48);
+	hp_expect(_metadata, self, bad, 0x1100, HP_DDP, 0xff);
+
+	ASSERT_EQ(1U, vd_cring_wait(&self->a.q.rcq, &cqe, 1, XF_WAIT_MS));
+	EXPECT_EQ(101U, cqe.wr_id);
+	EXPECT_EQ(VIADUCT_WC_FLUSHED, cqe.status);
+	EXPECT_TRUE(hp_all(self->a.buf + HP_RECV2_OFF, HP_RECV_LEN, 0));
+	EXPECT_TRUE(hp_all(pages, 8, HP_FR_BYTE));
+	EXPECT_EQ(0, memcmp(pages + 8, self->src, 32));
+	EXPECT_TRUE(hp_all(pages + 40, HP_FR_LEN - 40, HP_FR_BYTE));
+}
 
 /* --- Operations: opcodes, versions, flags, queues -------------------- */
 

@@ -466,8 +466,9 @@ static size_t hp_send_inv(struct rx_stream *s, __u32 stag, __u32 msn,
 	return st_fpdu(s, h, sizeof(h), payload, len);
 }
 
-/* An RDMA Read Request (MSN 1) for @size bytes of @stag at @to. */
-static size_t hp_read_req(struct rx_stream *s, __u32 msn, __u32 stag, __u64 to, __u32 size)
+/* An RDMA Read Request, DDP control @ddp, for @size bytes of @stag at @to. */
+static size_t hp_read_req_ddp(struct rx_stream *s, __u8 ddp, __u32 msn, __u32 stag, __u64 to,
+			      __u32 size)
 {
 	unsigned char r[28];
 
@@ -476,7 +477,13 @@ static size_t hp_read_req(struct rx_stream *s, __u32 msn, __u32 stag, __u64 to, 
 	put32(r + 12, size);
 	put32(r + 16, stag);
 	put64(r + 20, to);
-	return hp_untagged(s, 0x41, 0x41, 1, msn, r, sizeof(r));
+	return hp_untagged(s, ddp, 0x41, 1, msn, r, sizeof(r));
+}
+
+/* An RDMA Read Request (one segment, L set) for @size bytes of @stag at @to. */
+static size_t hp_read_req(struct rx_stream *s, __u32 msn, __u32 stag, __u64 to, __u32 size)
+{
+	return hp_read_req_ddp(s, 0x41, msn, stag, to, size);
 }
 
 #define W(stag, to, len) st_write(s, stag, to, self->src, len)
@@ -622,6 +629,13 @@ HP_CASE(read_request_with_payload, 0x0207, HP_RREQ, VIADUCT_WC_FLUSHED,
 		put64(r + 20, hp_to(self, HP_RW, 0));
 		hp_untagged(s, 0x41, 0x41, 1, 1, r, sizeof(r));
 	})
+
+/*
+ * 0x0207 as well: a Read Request with the L flag clear (DDP control 0x01),
+ * for 64 bytes of R0, which it may read: a Read Request is one segment.
+ */
+HP_CASE(read_request_not_last, 0x0207, HP_RREQ, VIADUCT_WC_FLUSHED,
+	hp_read_req_ddp(s, 0x01, 1, RW, hp_to(self, HP_RW, 0), 64))
 
 /* --- Untagged queues: MSN, receives, lengths ------------------------- */
 

@@ -693,6 +693,29 @@ HP_CASE(empty_ulpdu, 0x2003, HP_NOHDR, VIADUCT_WC_FLUSHED,
 	st_fpdu(s, NULL, 0, NULL, 0))
 
 /*
+ * DDP tagged 0x1101: the largest ULPDU MPA can frame (ULPDU_Length 65535:
+ * a Write of 65521 bytes, 65544 bytes on the wire with pad and CRC) aimed
+ * at R0 (8 KiB). viaduct's receive buffer holds exactly one such FPDU
+ * (VD_TP_BUF_SIZE). Its headers parse, so the early check of a partial
+ * FPDU lets it pass; the bounds are checked against the TPT once it is
+ * whole and its CRC verified (rx.c uses nothing of an FPDU before), so
+ * the whole frame is read and the answer is the RFC 5041 bounds error,
+ * with the segment length 65535. Nothing of it is placed.
+ */
+HP_CASE(oversized_ulpdu, 0x1101, HP_DDP, VIADUCT_WC_FLUSHED,
+	{
+		size_t len = 65535 - 14;
+		unsigned char *big = malloc(len);
+
+		ASSERT_NE(NULL, big);
+		xf_fill(big, len, 5);
+		st_write(s, RW, hp_to(self, HP_RW, 0), big, len);
+		free(big);
+		ASSERT_EQ(0xff, s->p[bad]);
+		ASSERT_EQ(0xff, s->p[bad + 1]);
+	})
+
+/*
  * A flood of small frames: 20000 zero-length Writes and a Send. All are
  * taken, in order, the QP stays in RTS, nothing comes back.
  */

@@ -20,6 +20,19 @@
  *   - a new QP of the same context is then connected to the same peer and
  *     placed data: the host still serves new connections.
  *
+ * The classes, each with its own test: STags unknown, wrongly keyed,
+ * deregistered, of another PD, or invalidated by the peer's own Send with
+ * Invalidate (a fast-register MR that a registers once connected: the
+ * Reply goes first, the rest of the stream once the FAST_REG WR
+ * completed), and a plain MR the peer may not invalidate; every missing
+ * right; offsets beyond either end and TOs wrapping 2^64; Read Responses
+ * nobody asked for, unknown opcodes, a T flag on a Send, bad RDMAP and
+ * DDP versions, bad queue numbers, Read Requests with payload or with the
+ * L flag clear, or beyond IRD; MSNs out of window, bad MO, Sends longer
+ * than or without a receive; bad CRC, a length beyond the frame,
+ * truncated and empty ULPDUs, the largest ULPDU MPA can frame (65535
+ * bytes) beyond its region; a flood of small frames.
+ *
  * The MPA negotiation cases (oversized private data, bad revision, markers
  * requested, bad key) answer viaduct's Request with a bad Reply: the
  * connection must end with CONNECT_ERROR and the socket closed. A stalled

@@ -242,42 +242,78 @@ ibv_wc_opcode to_wc_opcode(std::uint8_t op) {
     }
 }
 
+// The QP number of a completion's QP handle, from the table: slow path of
+// qp_num_of(). Cached in @cq when the QP completes into @cq, so that the
+// cache only ever names a QP that ibv_destroy_qp() clears it of; a handle
+// whose QP does not complete into @cq came from a QP destroyed since (the
+// kernel reuses handles), and has no number.
+[[gnu::noinline]] std::uint32_t qp_num_lookup(Cq &cq, std::uint32_t handle) {
+    Context &ctx = *to_ctx(cq.cq.context);
+    std::shared_lock<std::shared_mutex> guard(ctx.qps_lock);
+    auto it = ctx.qps_by_handle.find(handle);
+    if (it == ctx.qps_by_handle.end())
+        return 0;
+    const Qp &qp = *it->second;
+    if (qp.send_cq != &cq && qp.recv_cq != &cq)
+        return 0;
+    cq.last_qp.store(std::uint64_t{handle} << 32 | qp.qp.qp_num, std::memory_order_release);
+    return qp.qp.qp_num;
+}
+
+[[gnu::always_inline]] inline std::uint32_t qp_num_of(Cq &cq, std::uint32_t handle) {
+    const std::uint64_t last = cq.last_qp.load(std::memory_order_acquire);
+    if (static_cast<std::uint32_t>(last >> 32) == handle) [[likely]]
+        return static_cast<std::uint32_t>(last);
+    return qp_num_lookup(cq, handle);
+}
+
+// Every member of @w, each written once.
+[[gnu::always_inline]] inline void to_wc(Cq &cq, const viaduct_cqe &c, ibv_wc &w) {
+    unsigned flags = 0;
+    std::uint32_t extra = 0; // imm_data or invalidated_rkey
+    if (c.flags & VIADUCT_WC_F_IMMEDIATE) {
+        flags = IBV_WC_WITH_IMM;
+        extra = htonl(c.imm_data);
+    } else if (c.flags & VIADUCT_WC_F_INVALIDATED) {
+        flags = IBV_WC_WITH_INV;
+        extra = c.invalidated_stag;
+    }
+    w.wr_id = c.wr_id;
+    w.status = to_status(c.status);
+    w.opcode = to_wc_opcode(c.opcode);
+    w.vendor_err = c.vendor_err;
+    w.byte_len = c.byte_len;
+    w.invalidated_rkey = extra;
+    w.qp_num = qp_num_of(cq, c.qp_handle);
+    w.src_qp = 0;
+    w.wc_flags = flags;
+    w.pkey_index = 0;
+    w.slid = 0;
+    w.sl = 0;
+    w.dlid_path_bits = 0;
+}
+
+// CQEs polled at a time into the stack, then translated into the caller's
+// ibv_wc. Left uninitialised: a poll that finds nothing (a program spinning
+// on ibv_poll_cq()) costs the ring's look and nothing more.
+constexpr std::size_t poll_max = 16;
+
 int poll_cq(ibv_cq *ibcq, int num, ibv_wc *wc) {
     Cq &cq = *to_cq(ibcq);
-    Context &ctx = *to_ctx(ibcq->context);
     if (num <= 0)
         return 0;
-    std::array<viaduct_cqe, 32> buf;
+    viaduct_cqe buf[poll_max];
     int done = 0;
     try {
-        while (done < num) {
-            std::size_t want =
-                std::min<std::size_t>(buf.size(), static_cast<std::size_t>(num - done));
-            std::size_t n = cq.native->poll(std::span(buf.data(), want));
-            if (n == 0)
-                break;
-            std::shared_lock<std::shared_mutex> guard(ctx.qps_lock);
-            for (std::size_t i = 0; i < n; ++i) {
-                const viaduct_cqe &c = buf[i];
-                ibv_wc &w = wc[done++];
-                std::memset(&w, 0, sizeof(w));
-                w.wr_id = c.wr_id;
-                w.status = to_status(c.status);
-                w.opcode = to_wc_opcode(c.opcode);
-                w.vendor_err = c.vendor_err;
-                w.byte_len = c.byte_len;
-                if (c.flags & VIADUCT_WC_F_IMMEDIATE) {
-                    w.wc_flags |= IBV_WC_WITH_IMM;
-                    w.imm_data = htonl(c.imm_data);
-                } else if (c.flags & VIADUCT_WC_F_INVALIDATED) {
-                    w.wc_flags |= IBV_WC_WITH_INV;
-                    w.invalidated_rkey = c.invalidated_stag;
-                }
-                if (auto it = ctx.qps_by_handle.find(c.qp_handle); it != ctx.qps_by_handle.end())
-                    w.qp_num = it->second->qp.qp_num;
-            }
-            if (n < want)
-                break;
+        for (;;) {
+            const std::size_t want =
+                std::min<std::size_t>(poll_max, static_cast<std::size_t>(num - done));
+            const std::size_t n = cq.native->poll(std::span<viaduct_cqe>(buf, want));
+            for (std::size_t i = 0; i < n; ++i)
+                to_wc(cq, buf[i], wc[done + static_cast<int>(i)]);
+            done += static_cast<int>(n);
+            if (n < want || done == num)
+                return done;
         }
     } catch (...) {
         if (done)
@@ -285,7 +321,6 @@ int poll_cq(ibv_cq *ibcq, int num, ibv_wc *wc) {
         errno = errno_of_current_exception();
         return -1;
     }
-    return done;
 }
 
 int req_notify_cq(ibv_cq *ibcq, int solicited_only) {
@@ -1350,6 +1385,13 @@ VV_EXPORT int ibv_destroy_qp(ibv_qp *ibqp) {
         std::unique_lock<std::shared_mutex> guard(ctx.qps_lock);
         ctx.qps_by_handle.erase(ibqp->handle);
         ctx.qps_by_qpn.erase(ibqp->qp_num);
+        // Its CQs forget its number: a QP made later may get its handle.
+        // (Under the lock, which every fill of the caches holds shared.)
+        for (Cq *cq : {qp->send_cq, qp->recv_cq}) {
+            const std::uint64_t last = cq->last_qp.load(std::memory_order_relaxed);
+            if (static_cast<std::uint32_t>(last >> 32) == ibqp->handle)
+                cq->last_qp.store(0, std::memory_order_release);
+        }
     }
     qp->pd->users--;
     qp->send_cq->users--;

@@ -198,7 +198,7 @@ int query_device_ex(ibv_context *c, const ibv_query_device_ex_input *input,
 
 // --- Completion queues --------------------------------------------------
 
-ibv_wc_status to_status(std::uint8_t s) {
+constexpr ibv_wc_status to_status(std::uint8_t s) {
     switch (s) {
     case VIADUCT_WC_SUCCESS:
         return IBV_WC_SUCCESS;
@@ -225,7 +225,7 @@ ibv_wc_status to_status(std::uint8_t s) {
     }
 }
 
-ibv_wc_opcode to_wc_opcode(std::uint8_t op) {
+constexpr ibv_wc_opcode to_wc_opcode(std::uint8_t op) {
     switch (op) {
     case VIADUCT_WC_SEND:
         return IBV_WC_SEND;
@@ -241,6 +241,21 @@ ibv_wc_opcode to_wc_opcode(std::uint8_t op) {
         return IBV_WC_RECV;
     }
 }
+
+// Both over every byte a CQE may carry: a completion's translation takes a
+// load each, with no bounds check or branch (each branch ends a block of
+// code that QEMU TCG translates and enters on its own).
+template <class T, class F> constexpr std::array<std::uint8_t, 256> byte_table(F f) {
+    std::array<std::uint8_t, 256> t{};
+    for (unsigned i = 0; i < t.size(); ++i) {
+        const T v = f(static_cast<std::uint8_t>(i));
+        t[i] = static_cast<std::uint8_t>(v);
+    }
+    return t;
+}
+constexpr auto status_table = byte_table<ibv_wc_status>(to_status);
+constexpr auto wc_opcode_table = byte_table<ibv_wc_opcode>(to_wc_opcode);
+static_assert(IBV_WC_GENERAL_ERR < 256 && IBV_WC_RECV_RDMA_WITH_IMM < 256);
 
 // The QP number of a completion's QP handle, from the table: slow path of
 // qp_num_of(). Cached in @cq when the QP completes into @cq, so that the
@@ -269,24 +284,18 @@ ibv_wc_opcode to_wc_opcode(std::uint8_t op) {
 
 // Every member of @w, each written once.
 [[gnu::always_inline]] inline void to_wc(Cq &cq, const viaduct_cqe &c, ibv_wc &w) {
-    unsigned flags = 0;
-    std::uint32_t extra = 0; // imm_data or invalidated_rkey
-    if (c.flags & VIADUCT_WC_F_IMMEDIATE) {
-        flags = IBV_WC_WITH_IMM;
-        extra = htonl(c.imm_data);
-    } else if (c.flags & VIADUCT_WC_F_INVALIDATED) {
-        flags = IBV_WC_WITH_INV;
-        extra = c.invalidated_stag;
-    }
+    const bool imm = (c.flags & VIADUCT_WC_F_IMMEDIATE) != 0;
+    const bool inv = !imm && (c.flags & VIADUCT_WC_F_INVALIDATED) != 0;
     w.wr_id = c.wr_id;
-    w.status = to_status(c.status);
-    w.opcode = to_wc_opcode(c.opcode);
+    w.status = static_cast<ibv_wc_status>(status_table[c.status]);
+    w.opcode = static_cast<ibv_wc_opcode>(wc_opcode_table[c.opcode]);
     w.vendor_err = c.vendor_err;
     w.byte_len = c.byte_len;
-    w.invalidated_rkey = extra;
+    // imm_data or invalidated_rkey (a union)
+    w.invalidated_rkey = imm ? htonl(c.imm_data) : inv ? c.invalidated_stag : 0;
     w.qp_num = qp_num_of(cq, c.qp_handle);
     w.src_qp = 0;
-    w.wc_flags = flags;
+    w.wc_flags = (imm ? unsigned{IBV_WC_WITH_IMM} : 0u) | (inv ? unsigned{IBV_WC_WITH_INV} : 0u);
     w.pkey_index = 0;
     w.slid = 0;
     w.sl = 0;

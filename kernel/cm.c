@@ -64,7 +64,8 @@ static void cm_id_free(struct kref *ref)
 		vd_cm_id_put(id->parent);
 	vd_cm_channel_put(id->ch);
 	mutex_destroy(&id->lock);
-	kfree(id->spare);
+	while (id->reserved)
+		kfree(id->reserve[--id->reserved]);
 	kfree(id);
 }
 
@@ -114,10 +115,16 @@ struct vd_cm_id *vd_cm_id_create(const struct vd_cm_owner *owner,
 	id = kzalloc(sizeof(*id), GFP_KERNEL_ACCOUNT);
 	if (!id)
 		return ERR_PTR(-ENOMEM);
-	id->spare = kzalloc(sizeof(*id->spare), GFP_KERNEL_ACCOUNT);
-	if (!id->spare) {
-		kfree(id);
-		return ERR_PTR(-ENOMEM);
+	/* every event the id will raise: none is allocated when raised */
+	for (; id->reserved < VD_CM_ID_EVENTS; id->reserved++) {
+		id->reserve[id->reserved] =
+			kmalloc(sizeof(struct vd_cm_event), GFP_KERNEL_ACCOUNT);
+		if (!id->reserve[id->reserved]) {
+			while (id->reserved)
+				kfree(id->reserve[--id->reserved]);
+			kfree(id);
+			return ERR_PTR(-ENOMEM);
+		}
 	}
 	kref_init(&id->ref);
 	mutex_init(&id->lock);
@@ -202,22 +209,20 @@ void vd_cm_disarm_timeout(struct vd_cm_id *id)
 
 /*
  * An event must not get lost (its id would wait for it), yet most are
- * raised by what a peer does: no __GFP_NOFAIL. Each id holds a reserve
- * event from its creation; an allocation that fails takes it, and the
- * next one that succeeds puts a new one in its place.
+ * raised by what a peer does, where an allocation may fail and
+ * __GFP_NOFAIL has no place. So none is allocated then: an id is created
+ * with room for every event it can raise (VD_CM_ID_EVENTS, each kind at
+ * most once, for its state machine never goes back to IDLE after an
+ * event), charged to its creator, and each event takes one. An id found
+ * to raise more is a bug in the state machine: it warns, and the event is
+ * allocated as a last resort.
  */
 static struct vd_cm_event *cm_event_alloc(struct vd_cm_id *id)
 {
-	struct vd_cm_event *e = kzalloc(sizeof(*e), GFP_KERNEL), *r;
-
-	if (!e)
-		return xchg(&id->spare, NULL);
-	if (!READ_ONCE(id->spare)) {
-		r = kzalloc(sizeof(*r), GFP_KERNEL);
-		if (r && cmpxchg(&id->spare, NULL, r))
-			kfree(r);
-	}
-	return e;
+	lockdep_assert_held(&id->lock);
+	if (!WARN_ON_ONCE(!id->reserved))
+		return id->reserve[--id->reserved];
+	return kmalloc(sizeof(struct vd_cm_event), GFP_KERNEL);
 }
 
 /**
@@ -231,7 +236,7 @@ static struct vd_cm_event *cm_event_alloc(struct vd_cm_id *id)
  * The event carries the id's handle and user data (a CONNECT_REQUEST: the
  * listener's user data and its handle as listen_handle), the addresses,
  * the peer's IRD/ORD and the negotiated (a CONNECT_REQUEST: requested)
- * CRC, P2P and MPA revision. The event is allocated without __GFP_NOFAIL
+ * CRC, P2P and MPA revision. The event was allocated with the id
  * (cm_event_alloc()); the channel never drops it (vd_cm_channel_push()).
  *
  * Context: Process context.
@@ -248,6 +253,7 @@ void vd_cm_report(struct vd_cm_id *id, u32 type, int status,
 				    id->handle, type);
 		return;
 	}
+	memset(e, 0, sizeof(*e));
 	INIT_LIST_HEAD(&e->ch_node);
 	e->ev.type = type;
 	e->ev.handle = id->handle;

@@ -25,6 +25,12 @@
 #include "mpa.h"
 
 #define VD_CM_TIMEOUT_MS	30000	/* connect, close: default */
+/*
+ * The most events one id raises in its life, each at most once: its
+ * CONNECT_REQUEST (an id a listener made), the outcome of its connection
+ * (ESTABLISHED, REJECTED or an error), DISCONNECTED and DEVICE_REMOVED.
+ */
+#define VD_CM_ID_EVENTS		4
 #define VD_CM_REQ_TIMEOUT_MS	10000	/* passive: the MPA request must come */
 
 /* The largest MPA request or reply: the header and 512 bytes of data. */
@@ -50,7 +56,9 @@ struct vd_cm_id {
 	struct vd_cm_owner owner;
 	struct vd_cm_channel *ch;	/* referenced */
 	struct list_head unacked;	/* under @ch->lock */
-	struct vd_cm_event *spare;	/* reserve: cm_event_alloc() */
+	/* the events the id can still raise, allocated with it: cm.c */
+	struct vd_cm_event *reserve[VD_CM_ID_EVENTS];
+	unsigned int reserved;		/* of @reserve, under @lock */
 	u64 user_data;
 	u32 handle;			/* 0 until published */
 	bool active;

@@ -85,20 +85,29 @@ static void vd_frmr_list_drop(struct vd_frmr_list *l)
  * Checks the SGEs through the TPT and collects their pages. Every SGE but
  * the first starts on a page boundary and every one but the last ends on
  * one, so that the pages, in order, hold the bytes without a gap.
+ *
+ * The page array is sized by what the SGEs can span, not by the slot's
+ * capacity: a slot of a million pages registering one page costs one
+ * entry, not 8 MiB. It is charged to the active memory cgroup (the QP
+ * creator's: tx_local_op() sets it) and stays with the registration.
  */
 static u8 vd_frmr_list_build(struct vd_tpt *tpt, struct vd_pd *pd, u32 qpn,
 			     u32 rights, u32 max_pages,
 			     const struct viaduct_sge *sge, u32 num_sge,
 			     struct vd_frmr_list *l)
 {
-	unsigned long n = 0;
+	unsigned long n = 0, room = 0;
 	u32 i;
 
 	memset(l, 0, sizeof(*l));
 	if (!num_sge)
 		return VIADUCT_WC_LOC_LEN_ERR;
-	l->srcs = kcalloc(num_sge, sizeof(*l->srcs), GFP_KERNEL);
-	l->pages = kvcalloc(max_pages, sizeof(*l->pages), GFP_KERNEL);
+	/* at most length / PAGE_SIZE + 2 pages per SGE; lengths are u32 */
+	for (i = 0; i < num_sge; i++)
+		room += sge[i].length / PAGE_SIZE + 2;
+	room = min_t(unsigned long, room, max_pages);
+	l->srcs = kcalloc(num_sge, sizeof(*l->srcs), GFP_KERNEL_ACCOUNT);
+	l->pages = kvcalloc(room, sizeof(*l->pages), GFP_KERNEL_ACCOUNT);
 	if (!l->srcs || !l->pages)
 		return VIADUCT_WC_GENERAL_ERR;
 
@@ -130,6 +139,8 @@ static u8 vd_frmr_list_build(struct vd_tpt *tpt, struct vd_pd *pd, u32 qpn,
 		np = vd_umem_num_pages(off, sge[i].length);
 		if (np > max_pages - n)
 			return VIADUCT_WC_LOC_LEN_ERR;
+		if (WARN_ON_ONCE(np > room - n))
+			return VIADUCT_WC_GENERAL_ERR;
 		for (k = 0; k < np; k++)
 			l->pages[n + k] = mr->umem->pages
 				[vd_umem_page_index(mr->umem->first_offset,
@@ -213,7 +224,8 @@ static u32 vd_frmr_capacity(struct vd_tpt *tpt, struct vd_pd *pd, u32 stag)
  * invalidated registration); the table's reference to the registration it
  * replaces is dropped.
  *
- * Context: Process context (it allocates and takes a mutex).
+ * Context: Process context (it allocates and takes a mutex). What it
+ * allocates is charged to the active memory cgroup.
  * Return: the CQE status: VIADUCT_WC_SUCCESS; VIADUCT_WC_LOC_QP_OP_ERR for
  * bad access bits; VIADUCT_WC_LOC_PROT_ERR if @stag is not an INVALID slot
  * of @pd or the SGEs leave a gap; VIADUCT_WC_LOC_LEN_ERR for no SGE, an
@@ -251,8 +263,8 @@ u8 vd_frmr_register(struct vd_tpt *tpt, struct vd_pd *pd, u32 qpn, u32 stag,
 		goto err_list;
 	}
 
-	view = kzalloc(sizeof(*view), GFP_KERNEL);
-	inst = kzalloc(sizeof(*inst), GFP_KERNEL);
+	view = kzalloc(sizeof(*view), GFP_KERNEL_ACCOUNT);
+	inst = kzalloc(sizeof(*inst), GFP_KERNEL_ACCOUNT);
 	if (!view || !inst) {
 		kfree(view);
 		kfree(inst);

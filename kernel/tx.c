@@ -145,8 +145,15 @@ void vd_tp_read_done(struct vd_tp *tp)
 /*
  * We found a violation (rx.c) or failed locally: build a Terminate about
  * the segment whose headers are at @bad, send it at the next FPDU
- * boundary, and move the QP to Error with @event. Only the first call
- * of a stream does anything; after a received Terminate none does.
+ * boundary, and move the QP to Error with @event. Then the stream ends as
+ * one its QP's owner ends (conn.h, struct vd_conn.end): the CM stops the
+ * transport, whose last FPDU is this Terminate, sends our FIN and waits
+ * for the peer's (DISCONNECTED), resetting the connection if it does not
+ * come in time, as the RDMA verbs draft's Terminate state has it (section
+ * 6.2.3: send the Terminate, begin the LLP Close, bound it by a timeout).
+ * A peer that sent something bad cannot keep the connection open. Only
+ * the first call of a stream does anything; after a received Terminate
+ * none does.
  */
 /* Builds the stream's Terminate (PENDING), or gives up on it (DONE). */
 static void tp_term_build(struct vd_tp *tp, u16 code, const void *bad,
@@ -192,6 +199,7 @@ void vd_tp_terminate(struct vd_tp *tp, u16 code, u32 event,
 		tp->term = VD_TP_TERM_PENDING;
 	spin_unlock_bh(&tp->lock);
 	vd_tp_queue_tx(tp);
+	tp->conn->end(tp->conn, VD_CONN_END_TERMINATE);
 }
 
 /*

@@ -189,6 +189,21 @@ static u8 tx_bind_mw(struct vd_tp *tp, const struct viaduct_sqe *sqe)
 	return vd_mw_bind_status(ret);
 }
 
+/* A Fast-Register: its page list is charged like a window's binding. */
+static u8 tx_fast_reg(struct vd_tp *tp, const struct viaduct_sqe *sqe)
+{
+	struct mem_cgroup *old = set_active_memcg(tp->qp->memcg);
+	u8 status;
+
+	status = vd_frmr_register(&tp->dev->tpt, tp->qp->pd, tp->qp->qpn,
+				  sqe->remote_stag, sqe->remote_addr,
+				  sqe->imm_data,
+				  (const struct viaduct_sge *)(sqe + 1),
+				  sqe->num_sge);
+	set_active_memcg(old);
+	return status;
+}
+
 /*
  * Local Invalidate, Fast-Register and Bind MW: executed here, in SQ order,
  * so that every later WR sees their effect. Returns the CQE status.
@@ -201,11 +216,7 @@ static u8 tx_local_op(struct vd_tp *tp, const struct viaduct_sqe *sqe)
 	if (sqe->opcode == VIADUCT_OP_BIND_MW)
 		return tx_bind_mw(tp, sqe);
 	if (sqe->opcode == VIADUCT_OP_FAST_REG)
-		return vd_frmr_register(tpt, tp->qp->pd, tp->qp->qpn,
-					sqe->remote_stag, sqe->remote_addr,
-					sqe->imm_data,
-					(const struct viaduct_sge *)(sqe + 1),
-					sqe->num_sge);
+		return tx_fast_reg(tp, sqe);
 	st = vd_tpt_invalidate_sync(tpt, sqe->remote_stag, tp->qp->pd,
 				    tp->qp->qpn, false);
 	return vd_access_wc_status(st, false);

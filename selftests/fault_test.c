@@ -6,7 +6,9 @@
  *   - the owner's device removed by netlink while RDMA Writes stream into
  *     it: its QPs enter Error with their WRs flushed, it gets
  *     VIADUCT_EVENT_DEVICE_FATAL and each CM id DEVICE_REMOVED, every
- *     destroy command still succeeds, and the peer's QP ends too;
+ *     destroy command still succeeds, and the peer's QP ends too; and
+ *     an id that went through all its events (request, established,
+ *     disconnected, removed) gets every one of them;
  *   - the peer's process killed with SIGKILL in the middle of a transfer,
  *     or exiting with its QPs connected and its memory registered;
  *   - the peer's namespace deleted (the veth pair goes, and with it the
@@ -206,6 +208,36 @@ TEST_F_TIMEOUT(fault, device_removed_mid_transfer, XF_TIMEOUT_S)
 	/* the survivor: its connection ended, everything completed */
 	ft_survivor_ends(_metadata, &self->a, FT_NRECV, FT_NWR + 1);
 	ft_all_back(_metadata, self, "after the device's removal");
+}
+
+/*
+ * Every event one id can raise, none of them lost: b's id of the
+ * connection had its CONNECT_REQUEST and ESTABLISHED; a closes gracefully
+ * (b's id: DISCONNECTED), then b's device goes (DEVICE_REMOVED). The
+ * kernel sets aside room for these four when it makes the id, so that no
+ * event of a peer's making waits on an allocation that may fail; in the
+ * debug flavour a fifth would be a warning, and panic_on_warn ends the run.
+ */
+TEST_F_TIMEOUT(fault, every_event_of_an_id_delivered, XF_TIMEOUT_S)
+{
+	struct viaduct_cm_event ev;
+	int got_conn = 0, got_listen = 0, i;
+
+	ASSERT_EQ(0, xf_disconnect(&self->a, self->a.id, 0));
+	ft_expect_cm(_metadata, &self->b, VIADUCT_CM_EVENT_DISCONNECTED, self->conn_id, &ev);
+	EXPECT_EQ(0, ev.status);
+	ft_expect_cm(_metadata, &self->a, VIADUCT_CM_EVENT_DISCONNECTED, self->a.id, &ev);
+	ASSERT_EQ(0, xf_in_ns(self->b.ns, ft_dev_del, &self->b));
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(0, xf_cm_event(&self->b, &ev, XF_WAIT_MS));
+		EXPECT_EQ(VIADUCT_CM_EVENT_DEVICE_REMOVED, ev.type);
+		got_conn += ev.handle == self->conn_id;
+		got_listen += ev.handle == self->b.id;
+	}
+	EXPECT_EQ(1, got_conn);
+	EXPECT_EQ(1, got_listen);
+	/* and nothing more */
+	EXPECT_EQ(0, vd_wait_readable(self->b.ch, 200));
 }
 
 /* A removed device's QP that was never connected is flushed as well. */

@@ -10,6 +10,7 @@
  *     5040 section 4.8 and 7, RFC 5041 section 7, RFC 5044 section 8),
  *     the copy of the offending DDP header (and Read Request) with its
  *     segment length where the RFCs call for one, and a valid CRC;
+ *   - our FIN right behind the Terminate: the stream ends there;
  *   - the QP is in Error with that code, and the application got the
  *     asynchronous event (QP_ACCESS_ERR for tagged-buffer and protection
  *     errors, QP_FATAL for the others) with the code as its detail;
@@ -386,6 +387,8 @@ static void hp_expect(struct __test_metadata *_metadata, FIXTURE_DATA(hp) *self,
 	struct peer_term t;
 
 	ASSERT_EQ(0, peer_read_terminate(self->fd, 1, &t, XF_WAIT_MS));
+	/* the Terminate is the stream's last FPDU, our FIN follows it */
+	EXPECT_EQ(0, peer_read_end(self->fd, XF_WAIT_MS)) TH_LOG("no FIN after the Terminate");
 	EXPECT_TRUE(t.crc_ok);
 	EXPECT_EQ(code, t.code) TH_LOG("Terminate 0x%04x, expected 0x%04x", t.code, code);
 	EXPECT_EQ(hdr != HP_NOHDR, t.d);

@@ -14,7 +14,10 @@
  * most of a large CQ's ring while it exists, and falls back when it goes.
  * So are the buffers of a connection's stream, which the connection
  * manager allocates in its own work for the QP: connecting a few QPs grows
- * the creator's memory.current by most of their streams' buffers.
+ * the creator's memory.current by most of their streams' buffers. So are
+ * the window bindings and fast-register page lists that the transmit work
+ * builds for Bind MW and Fast-Register work requests; a page list is as
+ * long as its registration, not as its slot's capacity.
  */
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -470,6 +473,87 @@ TEST_F_TIMEOUT(lim, window_binds_are_charged_to_the_memcg, 600)
 	EXPECT_GE(during - bar, after) TH_LOG("memory.current %lld after the windows went", after);
 	lim_cgroup_leave(root, cg, mounted);
 	free(stags);
+}
+
+#define LIM_FRS		64
+#define LIM_FR_CAP	(1U << 18)	/* a slot's pages: 2 MiB of list if sized by it */
+
+/*
+ * A Fast-Register work request builds its page list in the transmit work
+ * item; the list stays with the registration and is charged to the memory
+ * cgroup of the process that created the QP. It holds the pages the
+ * registration spans, not the slot's capacity: LIM_FRS slots of
+ * LIM_FR_CAP pages each register the whole 2 MiB buffer (512 pages, a
+ * 4 KiB list). Charged, the lists are at least LIM_FRS * 4 KiB; sized by
+ * the capacity they would be LIM_FRS * 2 MiB. The bars are half and a
+ * quarter of those.
+ */
+TEST_F_TIMEOUT(lim, fast_reg_lists_are_charged_and_sized_by_the_registration, 600)
+{
+	char root[256], cg[320], cur[400];
+	long long before, during, after, low, high;
+	struct viaduct_cqe cqe;
+	struct xf_side a, b;
+	int mounted = 0, up = 0, i;
+	__u32 stags[LIM_FRS];
+
+	ASSERT_EQ(0, lim_cgroup_enter(_metadata, root, sizeof(root), cg, sizeof(cg), cur,
+				      sizeof(cur), &mounted));
+	xf_pair_up(_metadata, &a, &b, &up);
+	xf_pair_connect(_metadata, &a, &b, 0, NULL, NULL, NULL);
+	for (i = 0; i < LIM_FRS; i++) {
+		struct viaduct_alloc_mr r = {
+			.pd_handle = b.pd, .max_pages = LIM_FR_CAP, .key = 0x11,
+		};
+
+		ASSERT_EQ(0, vd_ioctl(b.fd, VIADUCT_IOCTL_ALLOC_MR, &r)) TH_LOG("slot %d", i);
+		stags[i] = (r.stag & ~VIADUCT_STAG_KEY_MASK) | 0x66;
+	}
+
+	before = vd_read_long(cur);
+	ASSERT_LE(0, before);
+	for (i = 0; i < LIM_FRS; i++) {
+		struct viaduct_sqe *e = vd_sq_slot(&b.q, b.q.sq_prod);
+		struct viaduct_sge *g = (struct viaduct_sge *)(e + 1);
+
+		memset(e, 0, b.q.c.sq_wqe_size);
+		e->wr_id = i;
+		e->opcode = VIADUCT_OP_FAST_REG;
+		e->flags = VIADUCT_SQE_SIGNALED;
+		e->num_sge = 1;
+		e->imm_data = VIADUCT_ACCESS_LOCAL_WRITE | VIADUCT_ACCESS_REMOTE_WRITE;
+		e->remote_stag = stags[i];
+		e->remote_addr = 0x7700000000ULL;
+		g->addr = (unsigned long)b.buf;
+		g->length = b.len;
+		g->stag = b.stag;
+		b.q.sq_prod++;
+		__atomic_store_n(&b.q.db->sq_producer, b.q.sq_prod, __ATOMIC_RELEASE);
+		ASSERT_EQ(0, vd_doorbell(b.fd, b.q.c.handle, VIADUCT_DOORBELL_SQ));
+		ASSERT_EQ(1, vd_cring_wait(&b.q.scq, &cqe, 1, XF_WAIT_MS))
+			TH_LOG("no completion for fast-register %d", i);
+		ASSERT_EQ(VIADUCT_WC_SUCCESS, cqe.status) TH_LOG("fast-register %d", i);
+	}
+	during = vd_read_long(cur);
+	low = LIM_FRS * (long long)(b.len / 4096) * 8 / 2;
+	high = LIM_FRS * (long long)LIM_FR_CAP * 8 / 4;
+	EXPECT_LE(low, during - before)
+		TH_LOG("%d registrations: memory.current %lld -> %lld", LIM_FRS, before, during);
+	EXPECT_GT(high, during - before)
+		TH_LOG("%d registrations: memory.current %lld -> %lld", LIM_FRS, before, during);
+
+	vd_qp_unmap(&a.q);
+	vd_qp_unmap(&b.q);
+	xf_pair_down(&a, &b, up);
+	for (i = 0; i < 300; i++) {
+		after = vd_read_long(cur);
+		if (after <= during - low)
+			break;
+		vd_sleep_ms(100);
+	}
+	EXPECT_GE(during - low, after) TH_LOG("memory.current %lld after the registrations went",
+					      after);
+	lim_cgroup_leave(root, cg, mounted);
 }
 
 TEST_HARNESS_MAIN

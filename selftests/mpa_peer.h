@@ -234,6 +234,26 @@ static inline int rx_read_full(int fd, void *buf, size_t len, int ms)
 	return 0;
 }
 
+/*
+ * The end of what the other side sends: 0 for its FIN with nothing before
+ * it, -EPROTO if bytes came first, -ECONNRESET for a reset, -ETIMEDOUT.
+ */
+static inline int peer_read_end(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char c;
+	ssize_t n;
+
+	if (poll(&p, 1, ms) != 1)
+		return -ETIMEDOUT;
+	n = read(fd, &c, 1);
+	if (n == 0)
+		return 0;
+	if (n > 0)
+		return -EPROTO;
+	return -errno;
+}
+
 static inline int rx_write_all(int fd, const unsigned char *p, size_t len)
 {
 	while (len) {

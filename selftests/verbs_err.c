@@ -7,6 +7,12 @@
  *
  *   verbs_err local            destroy order, access rules, bad WRs,
  *                              unsupported objects, event acknowledgement
+ *   verbs_err post             posting and polling on QPs in Error (viaduct
+ *                              only: its QPs take WRs before the CM): a full
+ *                              queue, lists past the face's batch, inline
+ *                              data, bad WRs in lists at bad_wr, qp_num of
+ *                              each completion, across QPs destroyed and
+ *                              their handles given to new ones
  *   verbs_err server ADDR -p PORT  accepts, posts receives, expects the peer's
  *                              disconnect: DISCONNECTED and flushed receives
  *   verbs_err client ADDR -p PORT  connects, sends one message, disconnects
@@ -30,6 +36,7 @@
 #include <poll.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <arpa/inet.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
@@ -685,11 +692,265 @@ static int stale(const char *addr, const char *port)
 	return 0;
 }
 
+/* --- posting and polling on QPs in Error --------------------------------- */
+
+/*
+ * Takes @want completions from @cq into @wc (a flush completes in the call
+ * that caused it, so they are there at once; a few retries for safety);
+ * returns how many came, and one more call must find none.
+ */
+static int take(struct ibv_cq *cq, struct ibv_wc *wc, int want)
+{
+	struct ibv_wc extra;
+	int got = 0, tries = 0, n;
+
+	while (got < want && tries++ < 100) {
+		n = ibv_poll_cq(cq, want - got, wc + got);
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			usleep(1000);
+		got += n;
+	}
+	if (ibv_poll_cq(cq, 1, &extra) != 0)
+		return -1;
+	return got;
+}
+
+/* @n flushed completions of @qp, with wr_ids @first, @first + 1, ... */
+static int flushed(const struct ibv_wc *wc, int n, const struct ibv_qp *qp, uint64_t first)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (wc[i].wr_id != first + i || wc[i].status != IBV_WC_WR_FLUSH_ERR ||
+		    wc[i].qp_num != qp->qp_num)
+			return 0;
+	return 1;
+}
+
+static int to_error(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE);
+}
+
+#define PDEPTH 32	/* send queue of the QPs */
+#define NLIST 20	/* a list longer than the face's batch of 16 */
+
+/*
+ * The data path of the face without a peer: a QP in Error completes every
+ * WR it takes as flushed, in order, so what was posted and what the
+ * completions say can be compared exactly.
+ */
+static int post_checks(void)
+{
+	static char buf[4096];
+	struct ibv_context *ctx = open_first(), *ctx2;
+	struct ibv_qp_init_attr ia2, ia = { .qp_type = IBV_QPT_RC,
+					    .cap = { .max_send_wr = PDEPTH, .max_recv_wr = 4,
+						     .max_send_sge = 4, .max_recv_sge = 1,
+						     .max_inline_data = 64 } };
+	struct ibv_wc wc[4 * PDEPTH];
+	struct ibv_send_wr s[NLIST], one, *bad;
+	struct ibv_sge sge[4];
+	struct ibv_cq *cq, *cq2, *cq3;
+	struct ibv_qp *qa, *qb, *qx, *qy, *qz, *p1, *p2;
+	struct ibv_pd *pd, *pd2;
+	struct ibv_mr *mr;
+	uint32_t handle, xnum, inl;
+	int i, n, ret;
+
+	CHECK(ctx, "a device opens");
+	if (!ctx)
+		return 1;
+	pd = ibv_alloc_pd(ctx);
+	mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
+	cq = ibv_create_cq(ctx, 4 * PDEPTH, NULL, NULL, 0);
+	cq2 = ibv_create_cq(ctx, 4 * PDEPTH, NULL, NULL, 0);
+	ia.send_cq = cq;
+	ia.recv_cq = cq;
+	qa = pd && cq ? ibv_create_qp(pd, &ia) : NULL;
+	qb = pd && cq ? ibv_create_qp(pd, &ia) : NULL;
+	/* the QP may take more inline data than asked for: its slots' room */
+	inl = ia.cap.max_inline_data;
+	CHECK(mr && cq2 && qa && qb && inl >= 64 && inl < 1024,
+	      "PD, MR, two CQs, two QPs (%u bytes inline)", inl);
+	if (!mr || !cq2 || !qa || !qb || inl < 64 || inl >= 1024)
+		return 1;
+	for (i = 0; i < 4; i++)
+		sge[i] = (struct ibv_sge){ (uintptr_t)buf + 16 * i, 8, mr->lkey };
+	memset(&one, 0, sizeof(one));
+	one.sg_list = sge;
+	one.num_sge = 1;
+	one.opcode = IBV_WR_SEND;
+	one.send_flags = IBV_SEND_SIGNALED;
+
+	/*
+	 * A QP before the CM takes WRs as far as its queue goes (the kernel's
+	 * queue, then the ring); the next is ENOMEM at bad_wr, one WR or a list.
+	 */
+	for (n = 0, ret = 0; n < 4 * PDEPTH; n++) {
+		one.wr_id = n;
+		bad = NULL;
+		ret = ibv_post_send(qa, &one, &bad);
+		if (ret)
+			break;
+	}
+	CHECK(ret == ENOMEM && bad == &one && n >= PDEPTH && n < 4 * PDEPTH,
+	      "a full send queue: ENOMEM at bad_wr after %d WRs (%d)", n, ret);
+	s[0] = one;
+	s[0].next = &s[1];
+	s[1] = one;
+	bad = NULL;
+	ret = ibv_post_send(qa, s, &bad);
+	CHECK(ret == ENOMEM && bad == &s[0], "a list on the full queue: ENOMEM at its first WR");
+	CHECK(to_error(qa) == 0, "the QP to Error");
+	CHECK(take(cq, wc, n) == n && flushed(wc, n, qa, 0),
+	      "every WR taken before completes flushed, in order, with the QP's number");
+
+	/* One WR at a time on two QPs of one CQ: each completion names its QP. */
+	CHECK(to_error(qb) == 0, "a second QP on the CQ to Error");
+	for (i = 0; i < 6; i++) {
+		struct ibv_qp *q = i % 3 == 1 ? qb : qa;
+
+		one.wr_id = 100 + i;
+		one.send_flags = i % 2 ? IBV_SEND_SIGNALED | IBV_SEND_INLINE : 0;
+		ret = ibv_post_send(q, &one, &bad);
+		if (ret || take(cq, wc, 1) != 1 || !flushed(wc, 1, q, 100 + i))
+			break;
+	}
+	CHECK(i == 6, "single posts alternating between the QPs: each completion names its QP");
+
+	/*
+	 * A list longer than a batch: SGE lists, inline data of one and of
+	 * several SGEs, immediate data; all posted, in order.
+	 */
+	for (i = 0; i < NLIST; i++) {
+		s[i] = (struct ibv_send_wr){ .wr_id = 200 + i, .next = &s[i + 1], .sg_list = sge,
+					     .num_sge = 1 + i % 4, .opcode = IBV_WR_SEND,
+					     .send_flags = IBV_SEND_SIGNALED };
+		if (i % 3 == 1)
+			s[i].send_flags |= IBV_SEND_INLINE;
+		if (i % 5 == 2) {
+			s[i].opcode = IBV_WR_SEND_WITH_IMM;
+			s[i].imm_data = htonl(i);
+		}
+	}
+	s[NLIST - 1].next = NULL;
+	bad = NULL;
+	ret = ibv_post_send(qa, s, &bad);
+	CHECK(ret == 0 && !bad, "a list of %d WRs, some inline: posted (%d)", NLIST, ret);
+	CHECK(take(cq, wc, NLIST) == NLIST && flushed(wc, NLIST, qa, 200),
+	      "%d completions, in order, with the QP's number", NLIST);
+
+	/* A bad WR in a list: the ones before it are posted, it is bad_wr. */
+	for (i = 0; i < 3; i++) {
+		s[i] = one;
+		s[i].wr_id = 300 + i;
+		s[i].send_flags = IBV_SEND_SIGNALED;
+		s[i].next = i < 2 ? &s[i + 1] : NULL;
+	}
+	s[2].opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	ret = ibv_post_send(qa, s, &bad);
+	CHECK(ret == EINVAL && bad == &s[2] && take(cq, wc, 2) == 2 && flushed(wc, 2, qa, 300),
+	      "an atomic third in a list: EINVAL at it, the two before it complete");
+	s[2].opcode = IBV_WR_SEND;
+	s[1].send_flags |= IBV_SEND_INLINE;
+	s[1].num_sge = 4;
+	sge[3].length = inl + 1 - 24; /* one byte beyond max_inline_data */
+	ret = ibv_post_send(qa, s, &bad);
+	CHECK(ret == EINVAL && bad == &s[1] && take(cq, wc, 1) == 1 && flushed(wc, 1, qa, 300),
+	      "too much inline data second in a list: EINVAL at it, the first completes");
+	one.wr_id = 400;
+	one.send_flags = IBV_SEND_INLINE;
+	one.sg_list = &sge[3];
+	sge[3].length = inl + 1;
+	ret = ibv_post_send(qa, &one, &bad);
+	CHECK(ret == EINVAL && bad == &one && take(cq, wc, 1) == 0,
+	      "one WR of one SGE, a byte beyond max_inline_data: EINVAL at it, nothing completes");
+	one.sg_list = sge;
+	one.send_flags = IBV_SEND_SIGNALED;
+
+	/*
+	 * The kernel gives a destroyed QP's handle to the next object made in
+	 * the context, and its number (one space for the whole host) to the
+	 * next QP made anywhere: QPs of a second context take the numbers
+	 * here, so that x, y and z share a handle and have numbers of their
+	 * own. A QP destroyed with completions unread leaves them in its CQ;
+	 * y, made since on another CQ with x's handle, is not theirs; z, made
+	 * on the first CQ with the handle again, gets its own number.
+	 */
+	ctx2 = open_first();
+	pd2 = ctx2 ? ibv_alloc_pd(ctx2) : NULL;
+	cq3 = ctx2 ? ibv_create_cq(ctx2, 16, NULL, NULL, 0) : NULL;
+	CHECK(ibv_destroy_qp(qa) == 0 && ibv_destroy_qp(qb) == 0 && pd2 && cq3,
+	      "both QPs destroyed; a second context, with a PD and a CQ");
+	if (!pd2 || !cq3)
+		return 1;
+	ia2 = ia;
+	ia2.send_cq = cq3;
+	ia2.recv_cq = cq3;
+	qx = ibv_create_qp(pd, &ia);
+	CHECK(qx && to_error(qx) == 0, "QP x on the first CQ, in Error");
+	if (!qx)
+		return 1;
+	handle = qx->handle;
+	xnum = qx->qp_num;
+	ret = 0;
+	for (i = 0; i < 3; i++) {
+		one.wr_id = 500 + i;
+		ret |= ibv_post_send(qx, &one, &bad);
+	}
+	CHECK(ret == 0 && ibv_poll_cq(cq, 1, wc) == 1 && flushed(wc, 1, qx, 500),
+	      "three WRs on x, one completion taken");
+	CHECK(ibv_destroy_qp(qx) == 0, "x destroyed with two completions unread");
+	p1 = ibv_create_qp(pd2, &ia2);
+	ia.send_cq = cq2;
+	ia.recv_cq = cq2;
+	qy = ibv_create_qp(pd, &ia);
+	CHECK(p1 && qy && qy->handle == handle && qy->qp_num != xnum,
+	      "QP y on the second CQ: x's handle %u, number %u (x had %u)", qy ? qy->handle : 0,
+	      qy ? qy->qp_num : 0, xnum);
+	if (!p1 || !qy)
+		return 1;
+	n = ibv_poll_cq(cq, 2, wc);
+	CHECK(n == 2 && wc[0].wr_id == 501 && wc[1].wr_id == 502 && wc[0].qp_num == 0 &&
+	      wc[1].qp_num == 0,
+	      "x's completions left in the first CQ name no QP, not y (qp_num %u, %u)",
+	      n > 0 ? wc[0].qp_num : 0, n > 1 ? wc[1].qp_num : 0);
+	CHECK(ibv_destroy_qp(qy) == 0, "y destroyed");
+	p2 = ibv_create_qp(pd2, &ia2);
+	ia.send_cq = cq;
+	ia.recv_cq = cq;
+	qz = ibv_create_qp(pd, &ia);
+	CHECK(p2 && qz && to_error(qz) == 0 && qz->handle == handle && qz->qp_num != xnum &&
+	      qz->qp_num != qy->qp_num,
+	      "QP z on the first CQ, in Error: x's handle %u, number %u", qz ? qz->handle : 0,
+	      qz ? qz->qp_num : 0);
+	if (!p2 || !qz)
+		return 1;
+	one.wr_id = 600;
+	CHECK(ibv_post_send(qz, &one, &bad) == 0 && take(cq, wc, 1) == 1 && flushed(wc, 1, qz, 600),
+	      "z's completion names z (qp_num %u)", wc[0].qp_num);
+
+	CHECK(ibv_destroy_qp(qz) == 0 && ibv_destroy_cq(cq) == 0 && ibv_destroy_cq(cq2) == 0 &&
+	      ibv_dereg_mr(mr) == 0 && ibv_dealloc_pd(pd) == 0 && ibv_close_device(ctx) == 0,
+	      "everything destroyed");
+	CHECK(ibv_destroy_qp(p1) == 0 && ibv_destroy_qp(p2) == 0 && ibv_destroy_cq(cq3) == 0 &&
+	      ibv_dealloc_pd(pd2) == 0 && ibv_close_device(ctx2) == 0,
+	      "the second context's too");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 2 && !strcmp(argv[1], "local"))
 		local_checks();
+	else if (argc == 2 && !strcmp(argv[1], "post"))
+		post_checks();
 	else if (argc == 5 && !strcmp(argv[1], "server") && !strcmp(argv[3], "-p"))
 		server(argv[2], argv[4]);
 	else if (argc == 5 && !strcmp(argv[1], "client") && !strcmp(argv[3], "-p"))
@@ -699,7 +960,8 @@ int main(int argc, char **argv)
 	else if (argc == 5 && !strcmp(argv[1], "stale") && !strcmp(argv[3], "-p"))
 		stale(argv[2], argv[4]);
 	else {
-		fprintf(stderr, "usage: %s local | {server|client|refused|stale} ADDR -p PORT\n",
+		fprintf(stderr,
+			"usage: %s local | post | {server|client|refused|stale} ADDR -p PORT\n",
 			argv[0]);
 		return 2;
 	}

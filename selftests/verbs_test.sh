@@ -157,7 +157,7 @@ solo() {
 }
 
 echo "TAP version 13"
-echo "1..39"
+echo "1..40"
 
 if [ ! -x "$ctl" ] || [ ! -e "$dropin/libibverbs.so.1" ] || [ ! -x "$invpeer" ]; then
 	echo "Bail out! viaductctl or libviaduct-verbs not built under $bin"
@@ -247,6 +247,12 @@ rc=$?
 echo "$out"
 [ $rc -eq 0 ]
 ok $? "verbs_err local: destroy order (EBUSY), access rules, bad WRs at bad_wr, EOPNOTSUPP"
+
+out=$(ip netns exec "$A" env LD_LIBRARY_PATH="$dropin" "$err" post 2>&1)
+rc=$?
+echo "$out"
+[ $rc -eq 0 ]
+ok $? "verbs_err post: a full queue, lists past a batch, inline, bad_wr in lists, qp_num across destroyed QPs' handles"
 
 # verbs_err prints its own checks; run() shows them when it fails.
 run "verbs_err: private data, flushed receives, DISCONNECTED, destroy waits for the ack" \

@@ -88,6 +88,13 @@ struct Cq {
     std::atomic<int> users{0};     // QPs
     std::uint32_t comp_events = 0; // reported to the program, under cq.mutex
     std::uint32_t async_events = 0;
+    // The QP handle and number (handle << 32 | qp_num) of the last QP whose
+    // completion ibv_poll_cq() looked up, so that the next ones of that QP
+    // find ibv_wc.qp_num without the table and its lock. Filled with
+    // ctx.qps_lock held shared, for a QP that completes into this CQ only;
+    // cleared with it held exclusively when that QP is destroyed, before
+    // its handle can be given to another. 0: none (no handle is 0).
+    std::atomic<std::uint64_t> last_qp{0};
 };
 
 struct Srq {

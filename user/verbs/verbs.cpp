@@ -198,7 +198,7 @@ int query_device_ex(ibv_context *c, const ibv_query_device_ex_input *input,
 
 // --- Completion queues --------------------------------------------------
 
-ibv_wc_status to_status(std::uint8_t s) {
+constexpr ibv_wc_status to_status(std::uint8_t s) {
     switch (s) {
     case VIADUCT_WC_SUCCESS:
         return IBV_WC_SUCCESS;
@@ -225,7 +225,7 @@ ibv_wc_status to_status(std::uint8_t s) {
     }
 }
 
-ibv_wc_opcode to_wc_opcode(std::uint8_t op) {
+constexpr ibv_wc_opcode to_wc_opcode(std::uint8_t op) {
     switch (op) {
     case VIADUCT_WC_SEND:
         return IBV_WC_SEND;
@@ -242,42 +242,87 @@ ibv_wc_opcode to_wc_opcode(std::uint8_t op) {
     }
 }
 
+// Both over every byte a CQE may carry: a completion's translation takes a
+// load each, with no bounds check or branch (each branch ends a block of
+// code that QEMU TCG translates and enters on its own).
+template <class T, class F> constexpr std::array<std::uint8_t, 256> byte_table(F f) {
+    std::array<std::uint8_t, 256> t{};
+    for (unsigned i = 0; i < t.size(); ++i) {
+        const T v = f(static_cast<std::uint8_t>(i));
+        t[i] = static_cast<std::uint8_t>(v);
+    }
+    return t;
+}
+constexpr auto status_table = byte_table<ibv_wc_status>(to_status);
+constexpr auto wc_opcode_table = byte_table<ibv_wc_opcode>(to_wc_opcode);
+static_assert(IBV_WC_GENERAL_ERR < 256 && IBV_WC_RECV_RDMA_WITH_IMM < 256);
+
+// The QP number of a completion's QP handle, from the table: slow path of
+// qp_num_of(). Cached in @cq when the QP completes into @cq, so that the
+// cache only ever names a QP that ibv_destroy_qp() clears it of; a handle
+// whose QP does not complete into @cq came from a QP destroyed since (the
+// kernel reuses handles), and has no number.
+[[gnu::noinline]] std::uint32_t qp_num_lookup(Cq &cq, std::uint32_t handle) {
+    Context &ctx = *to_ctx(cq.cq.context);
+    std::shared_lock<std::shared_mutex> guard(ctx.qps_lock);
+    auto it = ctx.qps_by_handle.find(handle);
+    if (it == ctx.qps_by_handle.end())
+        return 0;
+    const Qp &qp = *it->second;
+    if (qp.send_cq != &cq && qp.recv_cq != &cq)
+        return 0;
+    cq.last_qp.store(std::uint64_t{handle} << 32 | qp.qp.qp_num, std::memory_order_release);
+    return qp.qp.qp_num;
+}
+
+[[gnu::always_inline]] inline std::uint32_t qp_num_of(Cq &cq, std::uint32_t handle) {
+    const std::uint64_t last = cq.last_qp.load(std::memory_order_acquire);
+    if (static_cast<std::uint32_t>(last >> 32) == handle) [[likely]]
+        return static_cast<std::uint32_t>(last);
+    return qp_num_lookup(cq, handle);
+}
+
+// Every member of @w, each written once.
+[[gnu::always_inline]] inline void to_wc(Cq &cq, const viaduct_cqe &c, ibv_wc &w) {
+    const bool imm = (c.flags & VIADUCT_WC_F_IMMEDIATE) != 0;
+    const bool inv = !imm && (c.flags & VIADUCT_WC_F_INVALIDATED) != 0;
+    w.wr_id = c.wr_id;
+    w.status = static_cast<ibv_wc_status>(status_table[c.status]);
+    w.opcode = static_cast<ibv_wc_opcode>(wc_opcode_table[c.opcode]);
+    w.vendor_err = c.vendor_err;
+    w.byte_len = c.byte_len;
+    // imm_data or invalidated_rkey (a union)
+    w.invalidated_rkey = imm ? htonl(c.imm_data) : inv ? c.invalidated_stag : 0;
+    w.qp_num = qp_num_of(cq, c.qp_handle);
+    w.src_qp = 0;
+    w.wc_flags = (imm ? unsigned{IBV_WC_WITH_IMM} : 0u) | (inv ? unsigned{IBV_WC_WITH_INV} : 0u);
+    w.pkey_index = 0;
+    w.slid = 0;
+    w.sl = 0;
+    w.dlid_path_bits = 0;
+}
+
+// CQEs polled at a time into the stack, then translated into the caller's
+// ibv_wc. Left uninitialised: a poll that finds nothing (a program spinning
+// on ibv_poll_cq()) costs the ring's look and nothing more.
+constexpr std::size_t poll_max = 16;
+
 int poll_cq(ibv_cq *ibcq, int num, ibv_wc *wc) {
     Cq &cq = *to_cq(ibcq);
-    Context &ctx = *to_ctx(ibcq->context);
     if (num <= 0)
         return 0;
-    std::array<viaduct_cqe, 32> buf;
+    viaduct_cqe buf[poll_max];
     int done = 0;
     try {
-        while (done < num) {
-            std::size_t want =
-                std::min<std::size_t>(buf.size(), static_cast<std::size_t>(num - done));
-            std::size_t n = cq.native->poll(std::span(buf.data(), want));
-            if (n == 0)
-                break;
-            std::shared_lock<std::shared_mutex> guard(ctx.qps_lock);
-            for (std::size_t i = 0; i < n; ++i) {
-                const viaduct_cqe &c = buf[i];
-                ibv_wc &w = wc[done++];
-                std::memset(&w, 0, sizeof(w));
-                w.wr_id = c.wr_id;
-                w.status = to_status(c.status);
-                w.opcode = to_wc_opcode(c.opcode);
-                w.vendor_err = c.vendor_err;
-                w.byte_len = c.byte_len;
-                if (c.flags & VIADUCT_WC_F_IMMEDIATE) {
-                    w.wc_flags |= IBV_WC_WITH_IMM;
-                    w.imm_data = htonl(c.imm_data);
-                } else if (c.flags & VIADUCT_WC_F_INVALIDATED) {
-                    w.wc_flags |= IBV_WC_WITH_INV;
-                    w.invalidated_rkey = c.invalidated_stag;
-                }
-                if (auto it = ctx.qps_by_handle.find(c.qp_handle); it != ctx.qps_by_handle.end())
-                    w.qp_num = it->second->qp.qp_num;
-            }
-            if (n < want)
-                break;
+        for (;;) {
+            const std::size_t want =
+                std::min<std::size_t>(poll_max, static_cast<std::size_t>(num - done));
+            const std::size_t n = cq.native->poll(std::span<viaduct_cqe>(buf, want));
+            for (std::size_t i = 0; i < n; ++i)
+                to_wc(cq, buf[i], wc[done + static_cast<int>(i)]);
+            done += static_cast<int>(n);
+            if (n < want || done == num)
+                return done;
         }
     } catch (...) {
         if (done)
@@ -285,7 +330,6 @@ int poll_cq(ibv_cq *ibcq, int num, ibv_wc *wc) {
         errno = errno_of_current_exception();
         return -1;
     }
-    return done;
 }
 
 int req_notify_cq(ibv_cq *ibcq, int solicited_only) {
@@ -293,100 +337,166 @@ int req_notify_cq(ibv_cq *ibcq, int solicited_only) {
 }
 
 // --- Work requests ------------------------------------------------------
+//
+// One WR per call is what most programs post (perftest's default, rping),
+// so it has a path of its own: translated into one SendWr (RecvWr) on the
+// stack and handed to the core in one call, with no batch array, no
+// per-thread buffer and no call of the face's own in between. Under QEMU
+// TCG, where the test VM runs, each call and return is an indirect jump
+// looked up at run time; so the helpers here are inline. A list goes in
+// batches of up to 16, each all or none, the core's own rule; if a batch
+// fails, its WRs are posted one by one up to the one that fails, which is
+// then *bad_wr, as rdma-core's providers stop at the first bad WR.
 
 constexpr std::size_t batch_max = 16;
 
-// Translates one send WR; EINVAL for what viaduct does not do (as a
-// provider without the opcode answers).
-int to_send_wr(const Qp &qp, const ibv_send_wr &w, viaduct::SendWr &out,
-               std::vector<std::byte> &inline_buf) {
-    if (w.num_sge < 0)
-        return EINVAL;
-    if (w.send_flags & ~static_cast<unsigned>(IBV_SEND_FENCE | IBV_SEND_SIGNALED |
-                                              IBV_SEND_SOLICITED | IBV_SEND_INLINE))
-        return EINVAL;
-    out = {};
-    out.wr_id = w.wr_id;
-    out.signaled = qp.sq_sig_all || (w.send_flags & IBV_SEND_SIGNALED);
-    out.solicited = (w.send_flags & IBV_SEND_SOLICITED) != 0;
-    out.read_fence = (w.send_flags & IBV_SEND_FENCE) != 0;
-    switch (w.opcode) {
-    case IBV_WR_SEND_WITH_IMM:
-        out.imm_data = ntohl(w.imm_data);
-        [[fallthrough]];
-    case IBV_WR_SEND:
-        out.opcode = viaduct::SendOp::Send;
-        break;
-    case IBV_WR_RDMA_WRITE_WITH_IMM:
-        out.imm_data = ntohl(w.imm_data);
-        [[fallthrough]];
-    case IBV_WR_RDMA_WRITE:
-        out.opcode = viaduct::SendOp::RdmaWrite;
-        out.remote_addr = w.wr.rdma.remote_addr;
-        out.remote_stag = w.wr.rdma.rkey;
-        break;
-    case IBV_WR_RDMA_READ:
-        out.opcode = viaduct::SendOp::RdmaRead;
-        out.remote_addr = w.wr.rdma.remote_addr;
-        out.remote_stag = w.wr.rdma.rkey;
-        break;
-    case IBV_WR_SEND_WITH_INV:
-        if (!(qp.caps & VIADUCT_DEV_CAP_SEND_INV))
-            return EINVAL;
-        out.opcode = viaduct::SendOp::SendWithInvalidate;
-        out.remote_stag = w.invalidate_rkey;
-        break;
-    case IBV_WR_LOCAL_INV:
-        if (!(qp.caps & VIADUCT_DEV_CAP_FAST_REG) || (w.send_flags & IBV_SEND_INLINE))
-            return EINVAL;
-        out.opcode = viaduct::SendOp::LocalInvalidate;
-        out.remote_stag = w.invalidate_rkey;
-        return 0; // no SGEs
-    default:
-        return EINVAL; // atomics, memory windows, TSO
-    }
-    std::span<const viaduct::Sge> sges(reinterpret_cast<const viaduct::Sge *>(w.sg_list),
-                                       static_cast<std::size_t>(w.num_sge));
-    if ((w.send_flags & IBV_SEND_INLINE) && w.opcode != IBV_WR_RDMA_READ) {
-        std::size_t total = 0;
-        for (const viaduct::Sge &s : sges)
-            total += s.length;
-        if (total > qp.cap.max_inline_data)
-            return EINVAL;
-        std::size_t at = inline_buf.size();
-        if (inline_buf.capacity() < at + total)
-            return ENOMEM; // reserved by the caller; cannot happen
-        for (const viaduct::Sge &s : sges) {
-            const auto *p =
-                reinterpret_cast<const std::byte *>(static_cast<std::uintptr_t>(s.addr));
-            inline_buf.insert(inline_buf.end(), p, p + s.length);
-        }
-        out.inline_data = std::span<const std::byte>(inline_buf.data() + at, total);
-    } else {
-        out.sge = sges;
-    }
-    return 0;
-}
+// What an ibv_wr_opcode becomes: a table, not a switch (a jump table's
+// indirect jump costs what a call does under TCG).
+struct OpInfo {
+    viaduct::SendOp op = viaduct::SendOp::Send;
+    std::uint8_t flags = 0; // op_*
+    std::uint32_t cap = 0;  // the VIADUCT_DEV_CAP_* it needs
+};
 
-std::size_t inline_bytes(const ibv_send_wr &w) {
-    if (!(w.send_flags & IBV_SEND_INLINE) || w.num_sge <= 0)
-        return 0;
+constexpr std::uint8_t op_ok = 1;         // viaduct does it
+constexpr std::uint8_t op_imm = 2;        // with immediate data
+constexpr std::uint8_t op_remote = 4;     // remote address and rkey
+constexpr std::uint8_t op_inv_stag = 8;   // invalidate_rkey is the STag
+constexpr std::uint8_t op_no_sge = 16;    // no SGEs, no inline data
+constexpr std::uint8_t op_no_inline = 32; // IBV_SEND_INLINE ignored (a Read's sink)
+
+constexpr std::array<OpInfo, 16> op_table = [] {
+    using viaduct::SendOp;
+    std::array<OpInfo, 16> t{};
+    t[IBV_WR_RDMA_WRITE] = {SendOp::RdmaWrite, op_ok | op_remote, 0};
+    t[IBV_WR_RDMA_WRITE_WITH_IMM] = {SendOp::RdmaWrite, op_ok | op_remote | op_imm, 0};
+    t[IBV_WR_SEND] = {SendOp::Send, op_ok, 0};
+    t[IBV_WR_SEND_WITH_IMM] = {SendOp::Send, op_ok | op_imm, 0};
+    t[IBV_WR_RDMA_READ] = {SendOp::RdmaRead, op_ok | op_remote | op_no_inline, 0};
+    t[IBV_WR_SEND_WITH_INV] = {SendOp::SendWithInvalidate, op_ok | op_inv_stag,
+                               VIADUCT_DEV_CAP_SEND_INV};
+    t[IBV_WR_LOCAL_INV] = {SendOp::LocalInvalidate, op_ok | op_inv_stag | op_no_sge,
+                           VIADUCT_DEV_CAP_FAST_REG};
+    return t; // atomics, memory windows, TSO: not op_ok
+}();
+
+constexpr unsigned send_flags_known =
+    IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE;
+
+// to_send_wr()'s answer for an inline WR of several SGEs when it has no
+// buffer to gather them in: not an errno.
+constexpr int need_gather = -1;
+
+// Bytes an inline WR of @w's SGEs comes to.
+[[gnu::always_inline]] inline std::size_t sge_bytes(const ibv_send_wr &w) noexcept {
     std::size_t t = 0;
     for (int i = 0; i < w.num_sge; ++i)
         t += w.sg_list[i].length;
     return t;
 }
 
-// Posts @n WRs, all or none; if none, finds the first that fails alone.
+// Translates one send WR into @out, a freshly constructed SendWr; EINVAL
+// for what viaduct does not do (as a provider without the opcode answers)
+// and for inline data beyond the QP's max_inline_data. Inline data of one
+// SGE is handed over where it is (the core copies it into the slot); of
+// several, gathered at the end of @gather, or need_gather without one.
+[[gnu::always_inline]] inline int to_send_wr(const Qp &qp, const ibv_send_wr &w,
+                                             viaduct::SendWr &out, std::vector<std::byte> *gather) {
+    const unsigned sf = w.send_flags;
+    const OpInfo info = w.opcode < op_table.size() ? op_table[w.opcode] : OpInfo{};
+    if (!(info.flags & op_ok) || (info.cap & ~qp.caps) || w.num_sge < 0 || (sf & ~send_flags_known))
+        return EINVAL;
+    out.wr_id = w.wr_id;
+    out.opcode = info.op;
+    out.signaled = qp.sq_sig_all || (sf & IBV_SEND_SIGNALED);
+    out.solicited = (sf & IBV_SEND_SOLICITED) != 0;
+    out.read_fence = (sf & IBV_SEND_FENCE) != 0;
+    if (info.flags & op_imm)
+        out.imm_data = ntohl(w.imm_data);
+    if (info.flags & op_remote) {
+        out.remote_addr = w.wr.rdma.remote_addr;
+        out.remote_stag = w.wr.rdma.rkey;
+    }
+    if (info.flags & op_inv_stag)
+        out.remote_stag = w.invalidate_rkey;
+    if (info.flags & op_no_sge)
+        return (sf & IBV_SEND_INLINE) ? EINVAL : 0;
+    const auto *sges = reinterpret_cast<const viaduct::Sge *>(w.sg_list);
+    const auto nsge = static_cast<std::size_t>(w.num_sge);
+    if (!(sf & IBV_SEND_INLINE) || (info.flags & op_no_inline)) [[likely]] {
+        out.sge = std::span<const viaduct::Sge>(sges, nsge);
+        return 0;
+    }
+    if (nsge == 1) {
+        if (sges[0].length > qp.cap.max_inline_data)
+            return EINVAL;
+        out.inline_data = std::span<const std::byte>(
+            reinterpret_cast<const std::byte *>(static_cast<std::uintptr_t>(sges[0].addr)),
+            sges[0].length);
+        return 0;
+    }
+    const std::size_t total = sge_bytes(w);
+    if (total > qp.cap.max_inline_data)
+        return EINVAL;
+    if (nsge == 0)
+        return 0; // an empty inline send
+    if (!gather)
+        return need_gather;
+    const std::size_t at = gather->size();
+    if (gather->capacity() < at + total)
+        return ENOMEM; // reserved by the caller; cannot happen
+    for (std::size_t i = 0; i < nsge; ++i) {
+        const auto *p =
+            reinterpret_cast<const std::byte *>(static_cast<std::uintptr_t>(sges[i].addr));
+        gather->insert(gather->end(), p, p + sges[i].length);
+    }
+    out.inline_data = std::span<const std::byte>(gather->data() + at, total);
+    return 0;
+}
+
+// Bytes @w needs gathered into the buffer: inline data of several SGEs
+// that to_send_wr() takes (a WR beyond max_inline_data fails before).
+std::size_t gather_bytes(const Qp &qp, const ibv_send_wr &w) noexcept {
+    if (!(w.send_flags & IBV_SEND_INLINE) || w.num_sge <= 1)
+        return 0;
+    const std::size_t t = sge_bytes(w);
+    return t <= qp.cap.max_inline_data ? t : 0;
+}
+
+// Posts @wrs whole with the core's try_post_*: 0, ENOMEM for a full queue,
+// or the errno of what the core threw (EINVAL for a WR the QP cannot
+// hold); errno is set too.
+template <class Wr, class Post>
+[[gnu::always_inline]] inline int post_whole(std::span<const Wr> wrs, Post &post) noexcept {
+    try {
+        if (post(wrs)) [[likely]]
+            return 0;
+        errno = ENOMEM;
+        return ENOMEM;
+    } catch (...) {
+        const int err = errno_of_current_exception();
+        errno = err;
+        return err;
+    }
+}
+
+// Posts a batch of @wrs (@ib the program's WRs they came from), all or
+// none; if none, posts them one by one up to the first that fails, which
+// is *@bad. A failure other than a bad WR or a full queue (the doorbell
+// call: the WRs are in the ring) is not retried: *@bad is the first.
 template <class Wr, class Ib, class Post>
-int post_batch(std::span<const Wr> wrs, std::span<Ib *const> ib, Ib **bad, Post &&post) {
+int post_batch(std::span<const Wr> wrs, std::span<Ib *const> ib, Ib **bad, Post &post) {
     if (wrs.empty())
         return 0;
-    int err = guarded_err([&] { post(wrs); });
+    int err = post_whole(wrs, post);
     if (!err)
         return 0;
+    if (err != EINVAL && err != ENOMEM) {
+        *bad = ib[0];
+        return err;
+    }
     for (std::size_t i = 0; i < wrs.size(); ++i) {
-        err = guarded_err([&] { post(wrs.subspan(i, 1)); });
+        err = post_whole(wrs.subspan(i, 1), post);
         if (err) {
             *bad = ib[i];
             return err;
@@ -395,73 +505,122 @@ int post_batch(std::span<const Wr> wrs, std::span<Ib *const> ib, Ib **bad, Post 
     return 0;
 }
 
-int post_send(ibv_qp *ibqp, ibv_send_wr *wr, ibv_send_wr **bad) {
-    Qp &qp = *to_qp(ibqp);
-    thread_local std::vector<std::byte> inline_buf;
-    // Room for a batch, left uninitialised: each slot is set when its WR is
-    // translated. (An std::array of SendWr would set up all 16 slots on
-    // every call, most of them never used: a post is usually one WR.)
+// A list of send WRs, or one whose inline data must be gathered.
+[[gnu::noinline]] int post_send_list(Qp &qp, ibv_send_wr *wr, ibv_send_wr **bad) {
+    // Room for a batch, left uninitialised: each slot is constructed when
+    // its WR is translated.
     union Batch {
         Batch() {}
         viaduct::SendWr at[batch_max];
     } slots;
-    std::span<viaduct::SendWr, batch_max> batch(slots.at);
     std::array<ibv_send_wr *, batch_max> ibs;
-    auto post = [&](std::span<const viaduct::SendWr> s) { qp.native->post_send(s); };
+    auto post = [&](std::span<const viaduct::SendWr> s) { return qp.native->try_post_send(s); };
     while (wr) {
+        // Inline data of several SGEs is gathered into a per-thread buffer
+        // reserved for the whole batch (so the spans into it stay valid).
         std::size_t n = 0, need = 0;
         for (ibv_send_wr *w = wr; w && n < batch_max; w = w->next, ++n)
-            need += inline_bytes(*w);
-        try {
-            inline_buf.clear();
-            inline_buf.reserve(need);
-        } catch (...) {
-            *bad = wr;
-            return ENOMEM;
+            need += gather_bytes(qp, *w);
+        std::vector<std::byte> *gather = nullptr;
+        if (need) {
+            thread_local std::vector<std::byte> buf;
+            try {
+                buf.clear();
+                buf.reserve(need);
+            } catch (...) {
+                *bad = wr;
+                return ENOMEM;
+            }
+            gather = &buf;
         }
         n = 0;
         for (; wr && n < batch_max; wr = wr->next) {
-            slots.at[n] = viaduct::SendWr{};
-            if (int err = to_send_wr(qp, *wr, batch[n], inline_buf)) {
+            viaduct::SendWr *w = new (&slots.at[n]) viaduct::SendWr;
+            if (int err = to_send_wr(qp, *wr, *w, gather)) {
                 if (int e = post_batch<viaduct::SendWr, ibv_send_wr>(
-                        std::span(batch.data(), n), std::span(ibs.data(), n), bad, post))
+                        std::span(slots.at, n), std::span(ibs.data(), n), bad, post))
                     return e;
                 *bad = wr;
                 return err;
             }
             ibs[n++] = wr;
         }
-        if (int e = post_batch<viaduct::SendWr, ibv_send_wr>(std::span(batch.data(), n),
+        if (int e = post_batch<viaduct::SendWr, ibv_send_wr>(std::span(slots.at, n),
                                                              std::span(ibs.data(), n), bad, post))
             return e;
     }
     return 0;
 }
 
-// Posts a receive WR list to @post (a QP's RQ or an SRQ), in batches.
-template <class Post> int post_recv_list(ibv_recv_wr *wr, ibv_recv_wr **bad, Post &&post) {
-    std::array<viaduct::RecvWr, batch_max> batch;
+int post_send(ibv_qp *ibqp, ibv_send_wr *wr, ibv_send_wr **bad) {
+    Qp &qp = *to_qp(ibqp);
+    if (wr && !wr->next) [[likely]] {
+        viaduct::SendWr w;
+        int err = to_send_wr(qp, *wr, w, nullptr);
+        if (!err) [[likely]] {
+            auto post = [&](std::span<const viaduct::SendWr> s) {
+                return qp.native->try_post_send(s);
+            };
+            err = post_whole(std::span<const viaduct::SendWr>(&w, 1), post);
+            if (!err) [[likely]]
+                return 0;
+        }
+        if (err != need_gather) {
+            *bad = wr;
+            return err;
+        }
+    }
+    return post_send_list(qp, wr, bad);
+}
+
+// A list of receive WRs for @post (a QP's RQ or an SRQ), in batches.
+template <class Post>
+[[gnu::noinline]] int post_recv_list(ibv_recv_wr *wr, ibv_recv_wr **bad, Post post) {
+    union Batch {
+        Batch() {}
+        viaduct::RecvWr at[batch_max];
+    } slots;
     std::array<ibv_recv_wr *, batch_max> ibs;
     while (wr) {
         std::size_t n = 0;
         for (; wr && n < batch_max; wr = wr->next) {
             if (wr->num_sge < 0) {
                 if (int e = post_batch<viaduct::RecvWr, ibv_recv_wr>(
-                        std::span(batch.data(), n), std::span(ibs.data(), n), bad, post))
+                        std::span(slots.at, n), std::span(ibs.data(), n), bad, post))
                     return e;
                 *bad = wr;
                 return EINVAL;
             }
-            batch[n] = viaduct::RecvWr{
+            new (&slots.at[n]) viaduct::RecvWr{
                 wr->wr_id, std::span(reinterpret_cast<const viaduct::Sge *>(wr->sg_list),
                                      static_cast<std::size_t>(wr->num_sge))};
             ibs[n++] = wr;
         }
-        if (int e = post_batch<viaduct::RecvWr, ibv_recv_wr>(std::span(batch.data(), n),
+        if (int e = post_batch<viaduct::RecvWr, ibv_recv_wr>(std::span(slots.at, n),
                                                              std::span(ibs.data(), n), bad, post))
             return e;
     }
     return 0;
+}
+
+// Posts a receive WR list to @post: one WR directly, a list in batches.
+template <class Post>
+[[gnu::always_inline]] inline int post_recv_wrs(ibv_recv_wr *wr, ibv_recv_wr **bad, Post post) {
+    if (wr && !wr->next) [[likely]] {
+        if (wr->num_sge < 0) {
+            *bad = wr;
+            return EINVAL;
+        }
+        const viaduct::RecvWr r{wr->wr_id,
+                                std::span(reinterpret_cast<const viaduct::Sge *>(wr->sg_list),
+                                          static_cast<std::size_t>(wr->num_sge))};
+        if (int err = post_whole(std::span<const viaduct::RecvWr>(&r, 1), post)) {
+            *bad = wr;
+            return err;
+        }
+        return 0;
+    }
+    return post_recv_list(wr, bad, post);
 }
 
 int post_recv(ibv_qp *ibqp, ibv_recv_wr *wr, ibv_recv_wr **bad) {
@@ -470,14 +629,14 @@ int post_recv(ibv_qp *ibqp, ibv_recv_wr *wr, ibv_recv_wr **bad) {
         *bad = wr; // its receives go to the SRQ (as rdma-core's providers answer)
         return EINVAL;
     }
-    return post_recv_list(wr, bad,
-                          [&](std::span<const viaduct::RecvWr> s) { qp.native->post_recv(s); });
+    return post_recv_wrs(
+        wr, bad, [&](std::span<const viaduct::RecvWr> s) { return qp.native->try_post_recv(s); });
 }
 
 int post_srq_recv(ibv_srq *ibsrq, ibv_recv_wr *wr, ibv_recv_wr **bad) {
     Srq &srq = *to_srq(ibsrq);
-    return post_recv_list(wr, bad,
-                          [&](std::span<const viaduct::RecvWr> s) { srq.native->post_recv(s); });
+    return post_recv_wrs(
+        wr, bad, [&](std::span<const viaduct::RecvWr> s) { return srq.native->try_post_recv(s); });
 }
 
 ibv_mw *alloc_mw(ibv_pd *, ibv_mw_type) {
@@ -1235,6 +1394,13 @@ VV_EXPORT int ibv_destroy_qp(ibv_qp *ibqp) {
         std::unique_lock<std::shared_mutex> guard(ctx.qps_lock);
         ctx.qps_by_handle.erase(ibqp->handle);
         ctx.qps_by_qpn.erase(ibqp->qp_num);
+        // Its CQs forget its number: a QP made later may get its handle.
+        // (Under the lock, which every fill of the caches holds shared.)
+        for (Cq *cq : {qp->send_cq, qp->recv_cq}) {
+            const std::uint64_t last = cq->last_qp.load(std::memory_order_relaxed);
+            if (static_cast<std::uint32_t>(last >> 32) == ibqp->handle)
+                cq->last_qp.store(0, std::memory_order_release);
+        }
     }
     qp->pd->users--;
     qp->send_cq->users--;

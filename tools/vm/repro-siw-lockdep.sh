@@ -113,7 +113,8 @@ rping_both_ways() {
 # '-' taken with it enabled, '?' both; hardirq then softirq, each write
 # then read).
 usage() {
-	grep -E ' [sc]lock-AF_INET' /proc/lockdep 2>/dev/null | sed 's/^[0-9a-f]* //'
+	grep -E '^[0-9a-f]+ FD:.* [sc]lock-AF_INET$' /proc/lockdep 2>/dev/null |
+		sed 's/^[0-9a-f]* //'
 }
 
 # A TCP listener (plain sockets) closed with a connection still in its

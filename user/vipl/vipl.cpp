@@ -194,6 +194,23 @@ void async_error(Vi &vi, VIP_ERROR_CODE code, VIP_DESCRIPTOR *desc, bool recv) {
 
 // ---------------------------------------------------------------- queues
 
+void QueueLock::lock_slow() noexcept {
+    // A holder keeps the lock for one post or one poll: worth a short spin.
+    for (int i = 0; i < 64; i++) {
+        if (held_.load(std::memory_order_relaxed) == 0 && try_lock())
+            return;
+    }
+    sleepers_.fetch_add(1, std::memory_order_relaxed);
+    for (;;) {
+        // pairs with the fence in unlock()
+        full_fence();
+        if (try_lock())
+            break;
+        held_.wait(1, std::memory_order_relaxed);
+    }
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+}
+
 inline void WorkQueue::finish(Entry &e, std::uint32_t bits, std::uint32_t length,
                               std::uint32_t extra, std::uint32_t imm) {
     VIP_CONTROL_SEGMENT &cs = e.desc->CS;
@@ -216,7 +233,7 @@ inline void WorkQueue::advance() {
 }
 
 void WorkQueue::complete(const viaduct::Completion &c) {
-    std::lock_guard<std::mutex> g(mu);
+    std::lock_guard<QueueLock> g(mu);
     complete_locked(c);
 }
 
@@ -347,7 +364,7 @@ void drain(WorkQueue &wq) {
     }
     bool ok;
     {
-        std::lock_guard<std::mutex> g(wq.mu);
+        std::lock_guard<QueueLock> g(wq.mu);
         ok = wq.poll_own();
     }
     if (!ok)
@@ -359,7 +376,7 @@ void drain(WorkQueue &wq) {
 // VIPL CQ polls that first, without its mutex: the CQ's completions
 // belong to other queues too, which are completed under their own.
 [[gnu::always_inline]] inline VIP_RETURN done(WorkQueue &wq, VIP_DESCRIPTOR **out) {
-    std::unique_lock<std::mutex> g(wq.mu, std::defer_lock);
+    QueueGuard g(wq.mu, std::defer_lock);
     if (wq.cq) {
         drain(wq);
         g.lock();
@@ -472,7 +489,7 @@ VIP_RETURN desc_notify(WorkQueue &wq, VIP_PVOID context, VIP_DESCRIPTOR_NOTIFY_H
     if (wq.cq)
         return VIP_ERROR_RESOURCE;
     {
-        std::lock_guard<std::mutex> g(wq.mu);
+        std::lock_guard<QueueLock> g(wq.mu);
         if (wq.q.empty())
             return VIP_DESCRIPTOR_ERROR;
     }
@@ -1092,10 +1109,10 @@ VIP_RETURN VipQueryVi(VIP_VI_HANDLE ViHandle, VIP_VI_STATE *State, VIP_VI_ATTRIB
         return VIP_ERROR_RESOURCE;
     }
     {
-        std::lock_guard<std::mutex> g(vi->sq.mu);
+        std::lock_guard<QueueLock> g(vi->sq.mu);
         *ViSendQEmpty = vi->sq.q.empty() ? VIP_TRUE : VIP_FALSE;
     }
-    std::lock_guard<std::mutex> g(vi->rq.mu);
+    std::lock_guard<QueueLock> g(vi->rq.mu);
     *ViRecvQEmpty = vi->rq.q.empty() ? VIP_TRUE : VIP_FALSE;
     return VIP_SUCCESS;
 }
@@ -1150,7 +1167,7 @@ VIP_RETURN VipSetViAttributes(VIP_VI_HANDLE ViHandle, VIP_VI_ATTRIBUTES *ViAttri
     if (!d)
         return VIP_INVALID_PARAMETER;
     const auto at = reinterpret_cast<std::uintptr_t>(d);
-    std::unique_lock<std::mutex> g(wq.mu);
+    QueueGuard g(wq.mu);
     const auto mem = wq.bounds(mh);
     // The descriptor must lie in the region its handle names, of the VI's
     // tag: otherwise it is not touched at all (Post Descriptor Error).

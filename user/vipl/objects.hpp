@@ -250,10 +250,10 @@ struct WorkQueue {
     MemBounds region;
 
     // Records a native completion; writes the descriptor, Done last.
-    void complete(const viaduct::Completion &c);
+    void complete(const viaduct_cqe &c);
     // The members marked always_inline make up VipPostSend/VipSendDone and
     // friends: each call and return is dear under binary translation.
-    [[gnu::always_inline]] void complete_locked(const viaduct::Completion &c); // under @mu
+    [[gnu::always_inline]] void complete_locked(const viaduct_cqe &c); // under @mu
     // Takes what the own native CQ holds (not a VIPL CQ's), under @mu;
     // false if the CQ failed (overflow: the caller raises the error with
     // @mu released).

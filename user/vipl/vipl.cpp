@@ -232,12 +232,12 @@ inline void WorkQueue::advance() {
     }
 }
 
-void WorkQueue::complete(const viaduct::Completion &c) {
+void WorkQueue::complete(const viaduct_cqe &c) {
     std::lock_guard<QueueLock> g(mu);
     complete_locked(c);
 }
 
-inline void WorkQueue::complete_locked(const viaduct::Completion &c) {
+inline void WorkQueue::complete_locked(const viaduct_cqe &c) {
     if (c.wr_id == barrier_id) {
         barrier = true;
         return;
@@ -249,43 +249,42 @@ inline void WorkQueue::complete_locked(const viaduct::Completion &c) {
     Entry &e = q[static_cast<std::size_t>(seq - head_seq)];
     if (e.done)
         return;
-    std::uint32_t bits = status_bits(c.status);
+    std::uint32_t bits = status_bits(static_cast<viaduct::WcStatus>(c.status));
     if (e.rr && !trailing && !bits)
         return; // Reliable Reception: done when the Read behind it returns
     std::uint32_t extra = e.op;
     if (recv) {
-        extra = c.opcode == viaduct::WcOpcode::RecvRdmaWithImm ? VIP_STATUS_OP_REMOTE_RDMA_WRITE
-                                                               : VIP_STATUS_OP_RECEIVE;
-        if (c.has_imm() && !bits)
+        extra = c.opcode == VIADUCT_WC_RECV_RDMA_WITH_IMM ? VIP_STATUS_OP_REMOTE_RDMA_WRITE
+                                                          : VIP_STATUS_OP_RECEIVE;
+        if ((c.flags & VIADUCT_WC_F_IMMEDIATE) && !bits)
             extra |= VIP_STATUS_IMMEDIATE;
     }
     finish(e, bits, c.byte_len, extra, c.imm_data);
     advance();
 }
 
-WorkQueue *queue_of(Nic &nic, const viaduct::Completion &c) {
-    std::shared_lock<std::shared_mutex> g(nic.vi_mu);
-    auto it = nic.vis.find(c.qp_handle);
-    if (it == nic.vis.end())
-        return nullptr;
-    return c.is_recv() ? &it->second->rq : &it->second->sq;
-}
-
-void dispatch(Nic &nic, WorkQueue *owner, const viaduct::Completion &c) {
-    if (owner) {
-        owner->complete(c);
-        return;
-    }
-    // a shared CQ: the VI cannot go while vi_mu is held for reading
+// A completion of a VIPL CQ's native CQ, onto the queue it belongs to.
+void dispatch(Nic &nic, const viaduct_cqe &c) {
+    // the VI cannot go while vi_mu is held for reading
     std::shared_lock<std::shared_mutex> g(nic.vi_mu);
     auto it = nic.vis.find(c.qp_handle);
     if (it != nic.vis.end())
-        (c.is_recv() ? it->second->rq : it->second->sq).complete(c);
+        ((c.flags & VIADUCT_WC_F_RECV) ? it->second->rq : it->second->sq).complete(c);
 }
 
-void dispatch(Nic &nic, WorkQueue *owner, std::span<const viaduct::Completion> cs) {
-    for (const auto &c : cs)
-        dispatch(nic, owner, c);
+// What CompletionQueue::wait() returned (the sleeping paths), the same way.
+void dispatch(Nic &nic, std::span<const viaduct::Completion> cs) {
+    for (const auto &c : cs) {
+        viaduct_cqe raw{};
+        raw.wr_id = c.wr_id;
+        raw.qp_handle = c.qp_handle;
+        raw.byte_len = c.byte_len;
+        raw.opcode = static_cast<std::uint8_t>(c.opcode);
+        raw.status = static_cast<std::uint8_t>(c.status);
+        raw.flags = c.flags;
+        raw.imm_data = c.imm_data;
+        dispatch(nic, raw);
+    }
 }
 
 inline std::optional<MemBounds> WorkQueue::bounds(std::uint32_t mh) {
@@ -305,25 +304,23 @@ inline std::optional<MemBounds> WorkQueue::bounds(std::uint32_t mh) {
 
 // Moves what a native CQ holds onto the work queues. No system call.
 // VipSendDone and friends call this on every turn of a polling loop, so
-// the buffer is left uninitialised (16 Completions would be zeroed on every
-// call); poll() writes the first n.
-union CompletionBuf {
-    CompletionBuf() {}
-    viaduct::Completion at[16];
-};
+// it polls raw CQEs into uninitialised room: nothing is zeroed or
+// translated into a viaduct::Completion (a call per CQE into libviaduct)
+// first; poll() writes the first n.
+constexpr std::size_t poll_batch = 16;
 
 inline bool WorkQueue::poll_own() {
-    CompletionBuf buf;
+    viaduct_cqe buf[poll_batch];
     for (;;) {
         std::size_t n;
         try {
-            n = ncq->cq.poll(std::span<viaduct::Completion>(buf.at));
+            n = ncq->cq.poll(std::span<viaduct_cqe>(buf));
         } catch (const viaduct::Error &) {
             return false;
         }
         for (std::size_t i = 0; i < n; i++)
-            complete_locked(buf.at[i]);
-        if (n < std::size(buf.at))
+            complete_locked(buf[i]);
+        if (n < poll_batch)
             return true;
     }
 }
@@ -341,18 +338,18 @@ void cq_failed(Nic &nic, WorkQueue *owner, Cq *cq) {
 // A VIPL CQ's native CQ: its completions are of any queue on it, each
 // completed under that queue's mutex.
 void drain(Nic &nic, NativeCq &ncq, Cq *cq) {
-    CompletionBuf buf;
+    viaduct_cqe buf[poll_batch];
     for (;;) {
         std::size_t n;
         try {
-            n = ncq.cq.poll(std::span<viaduct::Completion>(buf.at));
+            n = ncq.cq.poll(std::span<viaduct_cqe>(buf));
         } catch (const viaduct::Error &) {
             cq_failed(nic, nullptr, cq);
             return;
         }
         for (std::size_t i = 0; i < n; i++)
-            dispatch(nic, nullptr, buf.at[i]);
-        if (n < std::size(buf.at))
+            dispatch(nic, buf[i]);
+        if (n < poll_batch)
             return;
     }
 }
@@ -419,7 +416,7 @@ VIP_RETURN wait(WorkQueue &wq, Clock::time_point deadline, VIP_DESCRIPTOR **out)
         const auto slice = std::min<std::chrono::milliseconds>(left, wait_slice);
         if (wq.cq) {
             std::size_t n = wq.ncq->cq.wait(buf, slice);
-            dispatch(*wq.vi->nic, nullptr, std::span(buf.data(), n));
+            dispatch(*wq.vi->nic, std::span(buf.data(), n));
             continue;
         }
         bool armed = true;
@@ -988,7 +985,7 @@ VIP_RETURN VipCQWait(VIP_CQ_HANDLE CQHandle, VIP_ULONG Timeout, VIP_VI_HANDLE *V
             return VIP_TIMEOUT;
         std::size_t n =
             cq->ncq->cq.wait(buf, std::min<std::chrono::milliseconds>(left, wait_slice));
-        dispatch(*cq->nic, nullptr, std::span(buf.data(), n));
+        dispatch(*cq->nic, std::span(buf.data(), n));
     }
 }
 

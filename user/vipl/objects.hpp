@@ -243,6 +243,13 @@ struct WorkQueue {
     static constexpr std::uint64_t barrier_id = ~std::uint64_t{0};
     std::atomic<bool> barrier{false};
 
+    // The native work requests of a send post (the second for Reliable
+    // Reception), reused under @mu: a post writes only the fields a
+    // descriptor decides. (Constructing a SendWr zeroes about 100 bytes,
+    // with a rep-prefixed store that binary translation runs one
+    // iteration per translated block.)
+    std::array<viaduct::SendWr, 2> wr{};
+
     // The region of the last post's memory handle, valid while the NIC's
     // mem_gen is @region_gen (0: nothing cached).
     std::uint64_t region_gen = 0;

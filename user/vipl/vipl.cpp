@@ -1219,32 +1219,35 @@ VIP_RETURN VipSetViAttributes(VIP_VI_HANDLE ViHandle, VIP_VI_ATTRIBUTES *ViAttri
             vi.qp->post_recv(viaduct::RecvWr{seq << 1, std::span<const viaduct::Sge>(sge, c.nds)});
             return VIP_SUCCESS;
         }
-        std::array<viaduct::SendWr, 2> wr{};
-        wr[0].wr_id = seq << 1;
-        wr[0].opcode = c.op == VIP_STATUS_OP_RDMA_WRITE  ? viaduct::SendOp::RdmaWrite
-                       : c.op == VIP_STATUS_OP_RDMA_READ ? viaduct::SendOp::RdmaRead
-                                                         : viaduct::SendOp::Send;
-        wr[0].sge = std::span<const viaduct::Sge>(sge, c.nds);
-        wr[0].read_fence = d->CS.Control & VIP_CONTROL_QFENCE;
+        // The queue's own work requests, under its mutex: only what a
+        // descriptor decides is written (see WorkQueue::wr)
+        viaduct::SendWr &wr = wq.wr[0];
+        wr.wr_id = seq << 1;
+        wr.opcode = c.op == VIP_STATUS_OP_RDMA_WRITE  ? viaduct::SendOp::RdmaWrite
+                    : c.op == VIP_STATUS_OP_RDMA_READ ? viaduct::SendOp::RdmaRead
+                                                      : viaduct::SendOp::Send;
+        wr.sge = std::span<const viaduct::Sge>(sge, c.nds);
+        wr.read_fence = d->CS.Control & VIP_CONTROL_QFENCE;
         if ((d->CS.Control & VIP_CONTROL_IMMEDIATE) && c.op != VIP_STATUS_OP_RDMA_READ)
-            wr[0].imm_data = d->CS.ImmediateData;
-        if (rdma) {
-            const VIP_ADDRESS_SEGMENT &as = d->DS[0].Remote;
-            wr[0].remote_addr = as.Data.AddressBits;
-            wr[0].remote_stag = as.Handle;
+            wr.imm_data = d->CS.ImmediateData;
+        else
+            wr.imm_data.reset();
+        const VIP_ADDRESS_SEGMENT &as = d->DS[0].Remote;
+        wr.remote_addr = rdma ? as.Data.AddressBits : 0;
+        wr.remote_stag = rdma ? as.Handle : 0;
+        if (!wq.q.back().rr) {
+            vi.qp->post_send(std::span<const viaduct::SendWr>(&wr, 1));
+            return VIP_SUCCESS;
         }
-        std::size_t n = 1;
-        viaduct::Sge zero{0, 0, mh};
-        if (wq.q.back().rr) {
-            // Reliable Reception: the peer answers this Read only once
-            // everything before it is placed
-            wr[1].wr_id = seq << 1 | 1;
-            wr[1].opcode = viaduct::SendOp::RdmaRead;
-            wr[1].sge = std::span<const viaduct::Sge>(&zero, 1);
-            wr[1].remote_stag = rdma ? d->DS[0].Remote.Handle : 0;
-            n = 2;
-        }
-        vi.qp->post_send(std::span<const viaduct::SendWr>(wr.data(), n));
+        // Reliable Reception: the peer answers this Read only once
+        // everything before it is placed
+        const viaduct::Sge zero{0, 0, mh};
+        viaduct::SendWr &read = wq.wr[1];
+        read.wr_id = seq << 1 | 1;
+        read.opcode = viaduct::SendOp::RdmaRead;
+        read.sge = std::span<const viaduct::Sge>(&zero, 1);
+        read.remote_stag = rdma ? as.Handle : 0;
+        vi.qp->post_send(std::span<const viaduct::SendWr>(wq.wr));
     } catch (const viaduct::Error &e) {
         return local_error(e.errnum() == ENOMEM ? VIP_STATUS_LENGTH_ERROR
                                                 : VIP_STATUS_FORMAT_ERROR);

@@ -661,7 +661,7 @@ VIP_RETURN VipDisconnect(VIP_VI_HANDLE ViHandle) {
                 // arrives; abortive otherwise (the guide flushes it anyway)
                 bool idle_sq;
                 {
-                    std::lock_guard<std::mutex> g(vi->sq.mu);
+                    std::lock_guard<QueueLock> g(vi->sq.mu);
                     idle_sq = true;
                     for (std::size_t i = 0; i < vi->sq.q.size(); i++)
                         idle_sq = idle_sq && vi->sq.q[i].done;
@@ -679,7 +679,7 @@ VIP_RETURN VipDisconnect(VIP_VI_HANDLE ViHandle) {
                     wr.sge = std::span<const viaduct::Sge>(&zero, 1);
                     {
                         // posts to the native QP hold the queue's mutex
-                        std::lock_guard<std::mutex> g(vi->sq.mu);
+                        std::lock_guard<QueueLock> g(vi->sq.mu);
                         vi->qp->post_send(wr);
                     }
                     for (int i = 0; i < 30000 && !vi->sq.barrier; i++) {

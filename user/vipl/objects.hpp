@@ -104,6 +104,88 @@ struct MemBounds {
     const Ptag *ptag = nullptr;
 };
 
+// A full fence (stores before it are visible before loads after it). On
+// x86 an mfence, not the locked read-modify-write of the stack that
+// compilers emit for a sequentially consistent fence: binary translation
+// runs a locked instruction as a helper call, an mfence as a host fence.
+[[gnu::always_inline]] inline void full_fence() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    __builtin_ia32_mfence();
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+#else
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+}
+
+// The mutex of a work queue (WorkQueue::mu). Every post and every Done
+// takes it, so its uncontended path is inline and makes one atomic
+// read-modify-write: lock() is a compare-and-swap, unlock() a store, a
+// fence and a load. (std::mutex makes two, each in a call into libc; under
+// binary translation an atomic operation is a helper call and every call
+// and return an indirect branch looked up at run time.) A lock() that
+// finds it held spins briefly, then sleeps (std::atomic::wait, a futex);
+// unlock() wakes a sleeper only when one has announced itself. Lockable,
+// so std::lock_guard, std::unique_lock and std::scoped_lock take it.
+class QueueLock {
+public:
+    QueueLock() = default;
+    QueueLock(const QueueLock &) = delete;
+    QueueLock &operator=(const QueueLock &) = delete;
+
+    [[gnu::always_inline]] bool try_lock() noexcept {
+        std::uint32_t free = 0;
+        return held_.compare_exchange_strong(free, 1, std::memory_order_acquire,
+                                             std::memory_order_relaxed);
+    }
+    [[gnu::always_inline]] void lock() noexcept {
+        if (!try_lock())
+            lock_slow();
+    }
+    [[gnu::always_inline]] void unlock() noexcept {
+        held_.store(0, std::memory_order_release);
+        // Pairs with the fence in lock_slow(): either this load sees the
+        // sleeper announced, or the sleeper's next look sees the lock free.
+        full_fence();
+        if (sleepers_.load(std::memory_order_relaxed) != 0)
+            held_.notify_one();
+    }
+
+private:
+    void lock_slow() noexcept;
+
+    std::atomic<std::uint32_t> held_{0};     // 1: held
+    std::atomic<std::uint32_t> sleepers_{0}; // lock()s that may sleep on held_
+};
+
+// std::unique_lock of a QueueLock for the data path, every member inline
+// (std::unique_lock::unlock() is a call of its own).
+class QueueGuard {
+public:
+    [[gnu::always_inline]] explicit QueueGuard(QueueLock &l) noexcept : l_(l) { l_.lock(); }
+    [[gnu::always_inline]] QueueGuard(QueueLock &l, std::defer_lock_t) noexcept
+        : l_(l), owns_(false) {}
+    [[gnu::always_inline]] ~QueueGuard() {
+        if (owns_)
+            l_.unlock();
+    }
+    QueueGuard(const QueueGuard &) = delete;
+    QueueGuard &operator=(const QueueGuard &) = delete;
+
+    [[gnu::always_inline]] void lock() noexcept {
+        l_.lock();
+        owns_ = true;
+    }
+    [[gnu::always_inline]] void unlock() noexcept {
+        l_.unlock();
+        owns_ = false;
+    }
+
+private:
+    QueueLock &l_;
+    bool owns_ = true;
+};
+
 // Descriptors per work queue; the send ring has room for the trailing
 // Reads of Reliable Reception too.
 constexpr std::uint32_t queue_depth = 256;
@@ -147,7 +229,7 @@ struct WorkQueue {
 
     Vi *vi = nullptr;
     bool recv = false;
-    std::mutex mu;
+    QueueLock mu;
     DescRing<Entry> q;
     std::uint64_t head_seq = 0; // sequence number of q.front()
     std::uint64_t next_seq = 0;
@@ -161,6 +243,13 @@ struct WorkQueue {
     static constexpr std::uint64_t barrier_id = ~std::uint64_t{0};
     std::atomic<bool> barrier{false};
 
+    // The native work requests of a send post (the second for Reliable
+    // Reception), reused under @mu: a post writes only the fields a
+    // descriptor decides. (Constructing a SendWr zeroes about 100 bytes,
+    // with a rep-prefixed store that binary translation runs one
+    // iteration per translated block.)
+    std::array<viaduct::SendWr, 2> wr{};
+
     // The region of the last post's memory handle, valid while the NIC's
     // mem_gen is @region_gen (0: nothing cached).
     std::uint64_t region_gen = 0;
@@ -168,10 +257,10 @@ struct WorkQueue {
     MemBounds region;
 
     // Records a native completion; writes the descriptor, Done last.
-    void complete(const viaduct::Completion &c);
+    void complete(const viaduct_cqe &c);
     // The members marked always_inline make up VipPostSend/VipSendDone and
     // friends: each call and return is dear under binary translation.
-    [[gnu::always_inline]] void complete_locked(const viaduct::Completion &c); // under @mu
+    [[gnu::always_inline]] void complete_locked(const viaduct_cqe &c); // under @mu
     // Takes what the own native CQ holds (not a VIPL CQ's), under @mu;
     // false if the CQ failed (overflow: the caller raises the error with
     // @mu released).

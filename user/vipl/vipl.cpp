@@ -194,6 +194,23 @@ void async_error(Vi &vi, VIP_ERROR_CODE code, VIP_DESCRIPTOR *desc, bool recv) {
 
 // ---------------------------------------------------------------- queues
 
+void QueueLock::lock_slow() noexcept {
+    // A holder keeps the lock for one post or one poll: worth a short spin.
+    for (int i = 0; i < 64; i++) {
+        if (held_.load(std::memory_order_relaxed) == 0 && try_lock())
+            return;
+    }
+    sleepers_.fetch_add(1, std::memory_order_relaxed);
+    for (;;) {
+        // pairs with the fence in unlock()
+        full_fence();
+        if (try_lock())
+            break;
+        held_.wait(1, std::memory_order_relaxed);
+    }
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+}
+
 inline void WorkQueue::finish(Entry &e, std::uint32_t bits, std::uint32_t length,
                               std::uint32_t extra, std::uint32_t imm) {
     VIP_CONTROL_SEGMENT &cs = e.desc->CS;
@@ -215,12 +232,12 @@ inline void WorkQueue::advance() {
     }
 }
 
-void WorkQueue::complete(const viaduct::Completion &c) {
-    std::lock_guard<std::mutex> g(mu);
+void WorkQueue::complete(const viaduct_cqe &c) {
+    std::lock_guard<QueueLock> g(mu);
     complete_locked(c);
 }
 
-inline void WorkQueue::complete_locked(const viaduct::Completion &c) {
+inline void WorkQueue::complete_locked(const viaduct_cqe &c) {
     if (c.wr_id == barrier_id) {
         barrier = true;
         return;
@@ -232,43 +249,42 @@ inline void WorkQueue::complete_locked(const viaduct::Completion &c) {
     Entry &e = q[static_cast<std::size_t>(seq - head_seq)];
     if (e.done)
         return;
-    std::uint32_t bits = status_bits(c.status);
+    std::uint32_t bits = status_bits(static_cast<viaduct::WcStatus>(c.status));
     if (e.rr && !trailing && !bits)
         return; // Reliable Reception: done when the Read behind it returns
     std::uint32_t extra = e.op;
     if (recv) {
-        extra = c.opcode == viaduct::WcOpcode::RecvRdmaWithImm ? VIP_STATUS_OP_REMOTE_RDMA_WRITE
-                                                               : VIP_STATUS_OP_RECEIVE;
-        if (c.has_imm() && !bits)
+        extra = c.opcode == VIADUCT_WC_RECV_RDMA_WITH_IMM ? VIP_STATUS_OP_REMOTE_RDMA_WRITE
+                                                          : VIP_STATUS_OP_RECEIVE;
+        if ((c.flags & VIADUCT_WC_F_IMMEDIATE) && !bits)
             extra |= VIP_STATUS_IMMEDIATE;
     }
     finish(e, bits, c.byte_len, extra, c.imm_data);
     advance();
 }
 
-WorkQueue *queue_of(Nic &nic, const viaduct::Completion &c) {
-    std::shared_lock<std::shared_mutex> g(nic.vi_mu);
-    auto it = nic.vis.find(c.qp_handle);
-    if (it == nic.vis.end())
-        return nullptr;
-    return c.is_recv() ? &it->second->rq : &it->second->sq;
-}
-
-void dispatch(Nic &nic, WorkQueue *owner, const viaduct::Completion &c) {
-    if (owner) {
-        owner->complete(c);
-        return;
-    }
-    // a shared CQ: the VI cannot go while vi_mu is held for reading
+// A completion of a VIPL CQ's native CQ, onto the queue it belongs to.
+void dispatch(Nic &nic, const viaduct_cqe &c) {
+    // the VI cannot go while vi_mu is held for reading
     std::shared_lock<std::shared_mutex> g(nic.vi_mu);
     auto it = nic.vis.find(c.qp_handle);
     if (it != nic.vis.end())
-        (c.is_recv() ? it->second->rq : it->second->sq).complete(c);
+        ((c.flags & VIADUCT_WC_F_RECV) ? it->second->rq : it->second->sq).complete(c);
 }
 
-void dispatch(Nic &nic, WorkQueue *owner, std::span<const viaduct::Completion> cs) {
-    for (const auto &c : cs)
-        dispatch(nic, owner, c);
+// What CompletionQueue::wait() returned (the sleeping paths), the same way.
+void dispatch(Nic &nic, std::span<const viaduct::Completion> cs) {
+    for (const auto &c : cs) {
+        viaduct_cqe raw{};
+        raw.wr_id = c.wr_id;
+        raw.qp_handle = c.qp_handle;
+        raw.byte_len = c.byte_len;
+        raw.opcode = static_cast<std::uint8_t>(c.opcode);
+        raw.status = static_cast<std::uint8_t>(c.status);
+        raw.flags = c.flags;
+        raw.imm_data = c.imm_data;
+        dispatch(nic, raw);
+    }
 }
 
 inline std::optional<MemBounds> WorkQueue::bounds(std::uint32_t mh) {
@@ -288,25 +304,23 @@ inline std::optional<MemBounds> WorkQueue::bounds(std::uint32_t mh) {
 
 // Moves what a native CQ holds onto the work queues. No system call.
 // VipSendDone and friends call this on every turn of a polling loop, so
-// the buffer is left uninitialised (16 Completions would be zeroed on every
-// call); poll() writes the first n.
-union CompletionBuf {
-    CompletionBuf() {}
-    viaduct::Completion at[16];
-};
+// it polls raw CQEs into uninitialised room: nothing is zeroed or
+// translated into a viaduct::Completion (a call per CQE into libviaduct)
+// first; poll() writes the first n.
+constexpr std::size_t poll_batch = 16;
 
 inline bool WorkQueue::poll_own() {
-    CompletionBuf buf;
+    viaduct_cqe buf[poll_batch];
     for (;;) {
         std::size_t n;
         try {
-            n = ncq->cq.poll(std::span<viaduct::Completion>(buf.at));
+            n = ncq->cq.poll(std::span<viaduct_cqe>(buf));
         } catch (const viaduct::Error &) {
             return false;
         }
         for (std::size_t i = 0; i < n; i++)
-            complete_locked(buf.at[i]);
-        if (n < std::size(buf.at))
+            complete_locked(buf[i]);
+        if (n < poll_batch)
             return true;
     }
 }
@@ -324,18 +338,18 @@ void cq_failed(Nic &nic, WorkQueue *owner, Cq *cq) {
 // A VIPL CQ's native CQ: its completions are of any queue on it, each
 // completed under that queue's mutex.
 void drain(Nic &nic, NativeCq &ncq, Cq *cq) {
-    CompletionBuf buf;
+    viaduct_cqe buf[poll_batch];
     for (;;) {
         std::size_t n;
         try {
-            n = ncq.cq.poll(std::span<viaduct::Completion>(buf.at));
+            n = ncq.cq.poll(std::span<viaduct_cqe>(buf));
         } catch (const viaduct::Error &) {
             cq_failed(nic, nullptr, cq);
             return;
         }
         for (std::size_t i = 0; i < n; i++)
-            dispatch(nic, nullptr, buf.at[i]);
-        if (n < std::size(buf.at))
+            dispatch(nic, buf[i]);
+        if (n < poll_batch)
             return;
     }
 }
@@ -347,7 +361,7 @@ void drain(WorkQueue &wq) {
     }
     bool ok;
     {
-        std::lock_guard<std::mutex> g(wq.mu);
+        std::lock_guard<QueueLock> g(wq.mu);
         ok = wq.poll_own();
     }
     if (!ok)
@@ -359,7 +373,7 @@ void drain(WorkQueue &wq) {
 // VIPL CQ polls that first, without its mutex: the CQ's completions
 // belong to other queues too, which are completed under their own.
 [[gnu::always_inline]] inline VIP_RETURN done(WorkQueue &wq, VIP_DESCRIPTOR **out) {
-    std::unique_lock<std::mutex> g(wq.mu, std::defer_lock);
+    QueueGuard g(wq.mu, std::defer_lock);
     if (wq.cq) {
         drain(wq);
         g.lock();
@@ -402,7 +416,7 @@ VIP_RETURN wait(WorkQueue &wq, Clock::time_point deadline, VIP_DESCRIPTOR **out)
         const auto slice = std::min<std::chrono::milliseconds>(left, wait_slice);
         if (wq.cq) {
             std::size_t n = wq.ncq->cq.wait(buf, slice);
-            dispatch(*wq.vi->nic, nullptr, std::span(buf.data(), n));
+            dispatch(*wq.vi->nic, std::span(buf.data(), n));
             continue;
         }
         bool armed = true;
@@ -472,7 +486,7 @@ VIP_RETURN desc_notify(WorkQueue &wq, VIP_PVOID context, VIP_DESCRIPTOR_NOTIFY_H
     if (wq.cq)
         return VIP_ERROR_RESOURCE;
     {
-        std::lock_guard<std::mutex> g(wq.mu);
+        std::lock_guard<QueueLock> g(wq.mu);
         if (wq.q.empty())
             return VIP_DESCRIPTOR_ERROR;
     }
@@ -971,7 +985,7 @@ VIP_RETURN VipCQWait(VIP_CQ_HANDLE CQHandle, VIP_ULONG Timeout, VIP_VI_HANDLE *V
             return VIP_TIMEOUT;
         std::size_t n =
             cq->ncq->cq.wait(buf, std::min<std::chrono::milliseconds>(left, wait_slice));
-        dispatch(*cq->nic, nullptr, std::span(buf.data(), n));
+        dispatch(*cq->nic, std::span(buf.data(), n));
     }
 }
 
@@ -1092,10 +1106,10 @@ VIP_RETURN VipQueryVi(VIP_VI_HANDLE ViHandle, VIP_VI_STATE *State, VIP_VI_ATTRIB
         return VIP_ERROR_RESOURCE;
     }
     {
-        std::lock_guard<std::mutex> g(vi->sq.mu);
+        std::lock_guard<QueueLock> g(vi->sq.mu);
         *ViSendQEmpty = vi->sq.q.empty() ? VIP_TRUE : VIP_FALSE;
     }
-    std::lock_guard<std::mutex> g(vi->rq.mu);
+    std::lock_guard<QueueLock> g(vi->rq.mu);
     *ViRecvQEmpty = vi->rq.q.empty() ? VIP_TRUE : VIP_FALSE;
     return VIP_SUCCESS;
 }
@@ -1150,7 +1164,7 @@ VIP_RETURN VipSetViAttributes(VIP_VI_HANDLE ViHandle, VIP_VI_ATTRIBUTES *ViAttri
     if (!d)
         return VIP_INVALID_PARAMETER;
     const auto at = reinterpret_cast<std::uintptr_t>(d);
-    std::unique_lock<std::mutex> g(wq.mu);
+    QueueGuard g(wq.mu);
     const auto mem = wq.bounds(mh);
     // The descriptor must lie in the region its handle names, of the VI's
     // tag: otherwise it is not touched at all (Post Descriptor Error).
@@ -1205,32 +1219,35 @@ VIP_RETURN VipSetViAttributes(VIP_VI_HANDLE ViHandle, VIP_VI_ATTRIBUTES *ViAttri
             vi.qp->post_recv(viaduct::RecvWr{seq << 1, std::span<const viaduct::Sge>(sge, c.nds)});
             return VIP_SUCCESS;
         }
-        std::array<viaduct::SendWr, 2> wr{};
-        wr[0].wr_id = seq << 1;
-        wr[0].opcode = c.op == VIP_STATUS_OP_RDMA_WRITE  ? viaduct::SendOp::RdmaWrite
-                       : c.op == VIP_STATUS_OP_RDMA_READ ? viaduct::SendOp::RdmaRead
-                                                         : viaduct::SendOp::Send;
-        wr[0].sge = std::span<const viaduct::Sge>(sge, c.nds);
-        wr[0].read_fence = d->CS.Control & VIP_CONTROL_QFENCE;
+        // The queue's own work requests, under its mutex: only what a
+        // descriptor decides is written (see WorkQueue::wr)
+        viaduct::SendWr &wr = wq.wr[0];
+        wr.wr_id = seq << 1;
+        wr.opcode = c.op == VIP_STATUS_OP_RDMA_WRITE  ? viaduct::SendOp::RdmaWrite
+                    : c.op == VIP_STATUS_OP_RDMA_READ ? viaduct::SendOp::RdmaRead
+                                                      : viaduct::SendOp::Send;
+        wr.sge = std::span<const viaduct::Sge>(sge, c.nds);
+        wr.read_fence = d->CS.Control & VIP_CONTROL_QFENCE;
         if ((d->CS.Control & VIP_CONTROL_IMMEDIATE) && c.op != VIP_STATUS_OP_RDMA_READ)
-            wr[0].imm_data = d->CS.ImmediateData;
-        if (rdma) {
-            const VIP_ADDRESS_SEGMENT &as = d->DS[0].Remote;
-            wr[0].remote_addr = as.Data.AddressBits;
-            wr[0].remote_stag = as.Handle;
+            wr.imm_data = d->CS.ImmediateData;
+        else
+            wr.imm_data.reset();
+        const VIP_ADDRESS_SEGMENT &as = d->DS[0].Remote;
+        wr.remote_addr = rdma ? as.Data.AddressBits : 0;
+        wr.remote_stag = rdma ? as.Handle : 0;
+        if (!wq.q.back().rr) {
+            vi.qp->post_send(std::span<const viaduct::SendWr>(&wr, 1));
+            return VIP_SUCCESS;
         }
-        std::size_t n = 1;
-        viaduct::Sge zero{0, 0, mh};
-        if (wq.q.back().rr) {
-            // Reliable Reception: the peer answers this Read only once
-            // everything before it is placed
-            wr[1].wr_id = seq << 1 | 1;
-            wr[1].opcode = viaduct::SendOp::RdmaRead;
-            wr[1].sge = std::span<const viaduct::Sge>(&zero, 1);
-            wr[1].remote_stag = rdma ? d->DS[0].Remote.Handle : 0;
-            n = 2;
-        }
-        vi.qp->post_send(std::span<const viaduct::SendWr>(wr.data(), n));
+        // Reliable Reception: the peer answers this Read only once
+        // everything before it is placed
+        const viaduct::Sge zero{0, 0, mh};
+        viaduct::SendWr &read = wq.wr[1];
+        read.wr_id = seq << 1 | 1;
+        read.opcode = viaduct::SendOp::RdmaRead;
+        read.sge = std::span<const viaduct::Sge>(&zero, 1);
+        read.remote_stag = rdma ? as.Handle : 0;
+        vi.qp->post_send(std::span<const viaduct::SendWr>(wq.wr));
     } catch (const viaduct::Error &e) {
         return local_error(e.errnum() == ENOMEM ? VIP_STATUS_LENGTH_ERROR
                                                 : VIP_STATUS_FORMAT_ERROR);

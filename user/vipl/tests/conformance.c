@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 #include <vipl.h>
 
@@ -466,6 +467,196 @@ static void local_flush_and_cq(void)
 	usleep(200000);
 	ok(count == 1, "... exactly once");
 	IS(VipDestroyVi(vi), VIP_SUCCESS);
+	mem_fini(&m);
+}
+
+/*
+ * Two threads post to and reap from one work queue at once, on both queues
+ * of a VI and through a CQ (vipl.rst, "Threads"). The VIs are in Error, so
+ * every descriptor comes back at once, flushed: nothing may be lost or come
+ * back twice, and a Done of a thread that has a descriptor outstanding
+ * never finds the queue empty.
+ */
+#define TQ_DESCS 16
+#define TQ_ITERS 3000
+
+struct tq {
+	VIP_VI_HANDLE vi;
+	VIP_CQ_HANDLE cq; /* reap through it first, if any */
+	VIP_BOOLEAN recv;
+	struct mem *m;
+	unsigned first; /* descriptors first .. first + TQ_DESCS - 1 of m */
+	pthread_mutex_t lock;
+	unsigned free[TQ_DESCS], nfree;
+	atomic_int posted[TQ_DESCS], reaped[TQ_DESCS];
+	atomic_int bad, lost, noted;
+	char what[160]; /* the first thing that went wrong */
+};
+
+static void tq_fail(struct tq *q, atomic_int *counter, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void tq_fail(struct tq *q, atomic_int *counter, const char *fmt, ...)
+{
+	va_list ap;
+
+	atomic_fetch_add(counter, 1);
+	if (atomic_exchange(&q->noted, 1))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(q->what, sizeof(q->what), fmt, ap);
+	va_end(ap);
+}
+
+/* One descriptor of @q's queue, or NULL: none after LONG_MS, or an empty
+ * queue, or (with a CQ) an entry whose queue had nothing done. */
+static VIP_DESCRIPTOR *tq_reap(struct tq *q, VIP_RETURN *r)
+{
+	VIP_DESCRIPTOR *d = NULL;
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (unsigned long spins = 1;; spins++) {
+		if (q->cq) {
+			VIP_VI_HANDLE who;
+			VIP_BOOLEAN recv;
+
+			*r = VipCQDone(q->cq, &who, &recv);
+			if (*r == VIP_SUCCESS) {
+				if (who != q->vi || recv != q->recv)
+					tq_fail(q, &q->bad, "a CQ entry of another queue");
+				*r = q->recv ? VipRecvDone(q->vi, &d) : VipSendDone(q->vi, &d);
+				return d;
+			}
+		} else {
+			*r = q->recv ? VipRecvDone(q->vi, &d) : VipSendDone(q->vi, &d);
+		}
+		if (*r != VIP_NOT_DONE)
+			return d;
+		if (spins % 1024 == 0) {
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > LONG_MS)
+				return NULL;
+		}
+	}
+}
+
+static void *tq_thread(void *arg)
+{
+	struct tq *q = arg;
+	const VIP_UINT32 want = VIP_STATUS_DONE | VIP_STATUS_DESC_FLUSHED_ERROR |
+				(q->recv ? VIP_STATUS_OP_RECEIVE : VIP_STATUS_OP_SEND);
+
+	for (int i = 0; i < TQ_ITERS && !atomic_load(&q->lost); i++) {
+		unsigned k;
+
+		pthread_mutex_lock(&q->lock);
+		k = q->free[--q->nfree]; /* never empty: at most one out per thread */
+		pthread_mutex_unlock(&q->lock);
+		VIP_DESCRIPTOR *d = desc(q->m, q->first + k);
+
+		one_seg(d, 0, q->m->p + 16384 + 64 * (q->first + k), 64, q->m->mh);
+		atomic_fetch_add(&q->posted[k], 1);
+		VIP_RETURN r = q->recv ? VipPostRecv(q->vi, d, q->m->mh)
+				       : VipPostSend(q->vi, d, q->m->mh);
+		if (r != VIP_SUCCESS)
+			tq_fail(q, &q->bad, "a post returned %d", r);
+		d = tq_reap(q, &r);
+		if (!d) {
+			tq_fail(q, &q->lost, "no descriptor came back (last return %d)", r);
+			break;
+		}
+		ptrdiff_t at = ((unsigned char *)d - q->m->p) / 256 - (ptrdiff_t)q->first;
+		if (r != VIP_DESCRIPTOR_ERROR || at < 0 || at >= TQ_DESCS ||
+		    d != desc(q->m, q->first + (unsigned)at)) {
+			tq_fail(q, &q->bad, "Done returned %d and %p", r, (void *)d);
+			continue;
+		}
+		k = (unsigned)at;
+		if (d->CS.Status != want)
+			tq_fail(q, &q->bad, "descriptor %u came back with Status %#x", k,
+				d->CS.Status);
+		if (atomic_fetch_add(&q->reaped[k], 1) + 1 != atomic_load(&q->posted[k]))
+			tq_fail(q, &q->bad, "descriptor %u came back more often than posted", k);
+		pthread_mutex_lock(&q->lock);
+		q->free[q->nfree++] = k;
+		pthread_mutex_unlock(&q->lock);
+	}
+	return NULL;
+}
+
+/* Puts the Reliable Delivery VI @vi in Error with a malformed descriptor
+ * (an RDMA Write without its address segment) at @d, and dequeues it. */
+static void error_vi(VIP_VI_HANDLE vi, VIP_CQ_HANDLE scq, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh)
+{
+	VIP_DESCRIPTOR *got = NULL;
+	VIP_VI_HANDLE who;
+	VIP_BOOLEAN recv;
+	VIP_RETURN r;
+
+	memset(d, 0, sizeof(*d));
+	d->CS.Control = VIP_CONTROL_OP_RDMAWRITE;
+	IS(VipPostSend(vi, d, mh), VIP_SUCCESS);
+	while (scq && VipCQDone(scq, &who, &recv) == VIP_NOT_DONE)
+		;
+	while ((r = VipSendDone(vi, &got)) == VIP_NOT_DONE)
+		;
+	ok(r == VIP_DESCRIPTOR_ERROR && got == d && state(vi) == VIP_STATE_ERROR,
+	   "a malformed descriptor puts a Reliable Delivery VI in Error");
+}
+
+static void local_threads(void)
+{
+	VIP_CQ_HANDLE cq;
+	struct mem m;
+	struct tq q[3];
+	pthread_t th[6];
+
+	IS(VipCreateCQ(nic, 64, &cq), VIP_SUCCESS);
+	/* one VI without a CQ (its send and receive queues), one on the CQ */
+	VIP_VI_HANDLE vi = mkvi(VIP_SERVICE_RELIABLE_DELIVERY, 4096, 0, 0, NULL, NULL);
+	VIP_VI_HANDLE vicq = mkvi(VIP_SERVICE_RELIABLE_DELIVERY, 4096, 0, 0, cq, NULL);
+	/* 3 x TQ_DESCS descriptors of 256 bytes, two more for the malformed
+	 * ones, the 64-byte buffers from 16 KiB */
+	mem_init(&m, 5, 0, NULL, 0, 0);
+	error_vi(vi, NULL, desc(&m, 3 * TQ_DESCS), m.mh);
+	error_vi(vicq, cq, desc(&m, 3 * TQ_DESCS + 1), m.mh);
+	for (unsigned i = 0; i < 3; i++) {
+		memset(&q[i], 0, sizeof(q[i]));
+		q[i].vi = i == 2 ? vicq : vi;
+		q[i].cq = i == 2 ? cq : NULL;
+		q[i].recv = i == 1 ? VIP_TRUE : VIP_FALSE;
+		q[i].m = &m;
+		q[i].first = TQ_DESCS * i;
+		pthread_mutex_init(&q[i].lock, NULL);
+		for (unsigned k = 0; k < TQ_DESCS; k++)
+			q[i].free[q[i].nfree++] = k;
+	}
+	for (unsigned t = 0; t < 6; t++)
+		pthread_create(&th[t], NULL, tq_thread, &q[t / 2]);
+	for (unsigned t = 0; t < 6; t++)
+		pthread_join(th[t], NULL);
+	static const char *const names[3] = {"send queue", "receive queue", "send queue on a CQ"};
+	for (unsigned i = 0; i < 3; i++) {
+		int posted = 0, reaped = 0;
+
+		for (unsigned k = 0; k < TQ_DESCS; k++) {
+			posted += atomic_load(&q[i].posted[k]);
+			reaped += atomic_load(&q[i].reaped[k]);
+		}
+		ok(!atomic_load(&q[i].bad) && !atomic_load(&q[i].lost) && posted == 2 * TQ_ITERS &&
+			   reaped == posted,
+		   "two threads posting and reaping on one %s: %d posted, %d back, %d lost, %d "
+		   "wrong%s%s",
+		   names[i], posted, reaped, atomic_load(&q[i].lost), atomic_load(&q[i].bad),
+		   q[i].what[0] ? ": " : "", q[i].what);
+		pthread_mutex_destroy(&q[i].lock);
+	}
+	VIP_VI_HANDLE who;
+	VIP_BOOLEAN recv;
+	IS(VipCQDone(cq, &who, &recv), VIP_NOT_DONE);
+	teardown(vi);
+	teardown(vicq);
+	IS(VipDestroyCQ(cq), VIP_SUCCESS);
 	mem_fini(&m);
 }
 
@@ -1431,6 +1622,7 @@ int main(int argc, char **argv)
 		local_memory();
 		local_vi();
 		local_flush_and_cq();
+		local_threads();
 		local_bad_descriptors();
 		local_connect_params();
 		local_names();

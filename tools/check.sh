@@ -190,10 +190,24 @@ else
 fi
 start_kernels
 
+# Userspace objects go through ccache, kept beside the kernels: a later run,
+# in this checkout or a fresh clone elsewhere, recompiles only what changed
+# (a fresh machine compiles everything). Paths are hashed relative to the
+# checkout, so a clone in another directory hits too; the debug info of an
+# object taken from the cache names the directory it was first built in.
+launcher=()
+cc_user=()
+if command -v ccache >/dev/null; then
+	export CCACHE_DIR=${CCACHE_DIR:-${VIADUCT_CACHE:-$HOME/.cache/viaduct}/ccache}
+	export CCACHE_BASEDIR=$repo CCACHE_NOHASHDIR=true
+	launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+	cc_user=("CC=ccache gcc")
+fi
+
 phase "host build (cmake)"
 cmake_ok=0
 if step host/cmake-build "$out/cmake.log" bash -c \
-	"cmake -S . -B build/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVIADUCT_WERROR=ON && cmake --build build/cmake -j2"; then
+	"cmake -S . -B build/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVIADUCT_WERROR=ON ${launcher[*]} && cmake --build build/cmake -j2"; then
 	cmake_ok=1
 fi
 
@@ -202,6 +216,8 @@ fi
 # the end), so that a 2-core machine is never idle waiting for a guest.
 # shellcheck disable=SC2317 # run in the background below
 host_checks() {
+	# Niced: the VM beside them goes first (see start_host_checks).
+	renice -n 10 -p "$BASHPID" >/dev/null 2>&1 || true
 	verdicts=$out/host-verdicts.txt
 	: >"$verdicts"
 	timings=()
@@ -268,7 +284,7 @@ if [[ -n $ksrc && -f selftests/Makefile ]]; then
 	# The guest runs every program in the dir: start from an empty one.
 	rm -rf "$build/selftests"
 	if step host/selftests/build "$out/selftests-build.log" \
-		make -C selftests -j2 OUTPUT="$build/selftests" \
+		make -C selftests -j2 "${cc_user[@]}" OUTPUT="$build/selftests" \
 		KSFT_DIR="$ksrc/tools/testing/selftests"; then
 		selftests_ok=1
 	fi
@@ -294,13 +310,41 @@ if [[ $vm_only == 0 && $cmake_ok == 1 ]]; then
 	python3 "$vm/report.py" ctest "$out/ctest-install.log" host/ctest | record_lines || true
 fi
 
+# The host checks run beside the last flavour's VM, the debug one in a whole
+# run: its guest keeps about two thirds of the two CPUs busy (a ping-pong
+# between two processes mostly runs on one vCPU at a time), and niced, the
+# checks take the rest. Beside the normal VM on a fresh machine they would
+# compete with the debug kernel's build.
 hpid=
 rm -f "$out/host-verdicts.txt" "$out/host-timings.txt"
-if [[ $vm_only == 0 ]]; then
+start_host_checks() {
+	[[ $vm_only == 0 && -z $hpid ]] || return 0
 	log "host checks (ctest, 6.1 build, style) run beside the VM; log: $out/host-checks.log"
 	host_checks >"$out/host-checks.log" 2>&1 &
 	hpid=$!
-fi
+}
+last_flavour=${flavours##* }
+
+# A flavour's module builds while the VM before it runs when its kernel is
+# already there (cached, or built by then): prebuilt[f] is that build's pid.
+declare -A prebuilt=()
+prebuild_next() { # flavour: starts the next flavour's module build
+	local f=$1 g next= seen=0 kd
+	for g in $flavours; do
+		if [[ $seen == 1 ]]; then
+			next=$g
+			break
+		fi
+		[[ $g == "$f" ]] && seen=1
+	done
+	[[ -n $next ]] || return 0
+	kd=$("$vm/kernel.sh" --builddir "$next")
+	[[ -e $kd/.viaduct-built ]] || return 0
+	log "building the $next module beside the $f VM"
+	nice -n 10 "$vm/build-module.sh" "$kd" "$build/module-$next" \
+		>"$out/module-$next.log" 2>&1 &
+	prebuilt[$next]=$!
+}
 
 for f in $flavours; do
 	phase "$f kernel (wait/build)"
@@ -311,11 +355,20 @@ for f in $flavours; do
 	kdir=$("$vm/kernel.sh" --builddir "$f")
 
 	phase "$f module build"
-	if ! step "$f/module/builds-against-the-6.12-tree" "$out/module-$f.log" \
+	if [[ -n ${prebuilt[$f]:-} ]]; then
+		if wait "${prebuilt[$f]}"; then
+			record PASS "$f/module/builds-against-the-6.12-tree"
+		else
+			record FAIL "$f/module/builds-against-the-6.12-tree" "$out/module-$f.log"
+			continue
+		fi
+	elif ! step "$f/module/builds-against-the-6.12-tree" "$out/module-$f.log" \
 		"$vm/build-module.sh" "$kdir" "$build/module-$f"; then
 		continue
 	fi
+	prebuild_next "$f"
 
+	[[ $f == "$last_flavour" ]] && start_host_checks
 	phase "$f VM run"
 	[[ $selftests_ok == 1 ]] || log "selftests did not build; the VM runs without them"
 	rc=0
@@ -344,6 +397,7 @@ for f in $flavours; do
 done
 phase_end
 
+start_host_checks # when the last flavour's VM did not run
 if [[ -n $hpid ]]; then
 	phase "host checks (the rest after the VM)"
 	wait "$hpid" || true

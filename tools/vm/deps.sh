@@ -16,7 +16,7 @@ pkgs=(
 	iperf3 iproute2 iputils-ping strace
 	# the userspace library
 	libnl-3-dev libnl-genl-3-dev libibverbs-dev librdmacm-dev
-	cmake pkg-config googletest libgtest-dev libgmock-dev
+	cmake pkg-config googletest libgtest-dev libgmock-dev ccache
 	# style and packaging checks; clang (with libFuzzer) for tools/fuzz
 	clang-format dkms clang libclang-rt-dev
 )

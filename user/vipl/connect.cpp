@@ -682,10 +682,17 @@ VIP_RETURN VipDisconnect(VIP_VI_HANDLE ViHandle) {
                         std::lock_guard<QueueLock> g(vi->sq.mu);
                         vi->qp->post_send(wr);
                     }
+                    // Until the QP leaves RTS: the peer's FIN (its own
+                    // VipDisconnect) takes it to Closing, where the SQ is
+                    // no longer taken from the ring, so a barrier posted
+                    // just after the check above would sit there, without
+                    // a completion, until the flush below. Nothing sent
+                    // after the peer's FIN is placed anyway.
                     for (int i = 0; i < 30000 && !vi->sq.barrier; i++) {
                         drain(vi->sq);
-                        if (!vi->sq.barrier)
-                            std::this_thread::sleep_for(1ms);
+                        if (vi->sq.barrier || vi->qp->query().state != viaduct::QpState::Rts)
+                            break;
+                        std::this_thread::sleep_for(1ms);
                     }
                 }
                 c->id->disconnect(!idle_sq);
@@ -730,6 +737,9 @@ VIP_RETURN VipDisconnect(VIP_VI_HANDLE ViHandle) {
     } catch (const viaduct::Error &) {
         return VIP_ERROR_RESOURCE;
     }
+    // A barrier that the close overtook completed (flushed) on the way to
+    // Idle: take it now, or the next connection's close would count it.
+    drain(vi->sq);
     vi->error_latched = false;
     return VIP_SUCCESS;
 }

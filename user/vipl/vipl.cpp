@@ -595,7 +595,12 @@ std::unique_ptr<viaduct::QueuePair> make_qp(Nic &nic, Vi &vi, const VIP_VI_ATTRI
     viaduct::QpConfig cfg;
     cfg.send_cq = &vi.sq.ncq->cq;
     cfg.recv_cq = &vi.rq.ncq->cq;
-    cfg.sq_depth = 2 * queue_depth;
+    // A descriptor is one native work request, and on Reliable Reception
+    // two (the trailing Read). Every slot is 4 KiB (252 segments): a ring
+    // no larger than it must be cycles through fewer pages, each of which
+    // a post writes and the kernel's intake reads.
+    cfg.sq_depth =
+        a.ReliabilityLevel == VIP_SERVICE_RELIABLE_RECEPTION ? 2 * queue_depth : queue_depth;
     cfg.rq_depth = queue_depth;
     cfg.max_send_sge = std::min(nic.attr.limits.max_sge, max_data_segments);
     cfg.max_recv_sge = cfg.max_send_sge;

@@ -11,10 +11,14 @@
  * its own, which carries the message's tag (as perftest's ib_write_lat).
  *
  * The timed path does what viaduct-perf's does, so that the two measure
- * the same work: a send's completion is reaped off it, by the client once
- * the round trip is timed, by the server once its answer is posted (from
- * the other of two send buffers, the previous one being still the
- * Endpoint's until its completion).
+ * the same work: post, reap the receive, post the next receive, answer.
+ * The client writes each message's pattern before the round trip is timed
+ * and checks the answer after it; the server answers a Send from the
+ * buffer it received it in, copying nothing (three receive buffers in
+ * turn: one just received, one posted for the next message, one still
+ * the Endpoint's until the answer sent from it completes). A send's
+ * completion is reaped off the timed path too, by the client once the
+ * round trip is timed, by the server once its answer is posted.
  *
  *   itapi-pingpong -s [-d IA] [-p PORT] [-S SIZE] [-n N] [-W]
  *   itapi-pingpong -c SERVER [-d IA] [-p PORT] [-S SIZE] [-n N] [-W]
@@ -26,20 +30,22 @@
 static size_t size = 64;
 static int use_write;
 
-/* the buffer: two to send from (message @i's is sbuf(c, i)), what is
- * received, the two targets (8-byte aligned) */
-#define BUF_LEN (((3 * size + 7) & ~(size_t)7) + 2 * sizeof(struct target))
+/* the buffer: two to send from (message @i's is sbuf(c, i)), three to
+ * receive into (message @i's Send lands in rbuf(c, i); RDMA Writes land in
+ * rbuf(c, 0)), the two targets (8-byte aligned) */
+#define BUF_LEN (((5 * size + 7) & ~(size_t)7) + 2 * sizeof(struct target))
 static unsigned char *sbuf(struct conn *c, unsigned long i) { return c->buf + (i & 1) * size; }
-static unsigned char *rbuf(struct conn *c) { return c->buf + 2 * size; }
+static unsigned char *rbuf(struct conn *c, unsigned long i) { return c->buf + (2 + i % 3) * size; }
 static struct target *tin(struct conn *c)
 {
-	return (struct target *)(c->buf + ((3 * size + 7) & ~(size_t)7));
+	return (struct target *)(c->buf + ((5 * size + 7) & ~(size_t)7));
 }
 static struct target *tout(struct conn *c) { return tin(c) + 1; }
 
 static void post_first_recv(struct conn *c)
 {
-	it_lmr_triplet_t s = use_write ? seg(c, tin(c), sizeof(struct target)) : seg(c, rbuf(c), size);
+	it_lmr_triplet_t s =
+		use_write ? seg(c, tin(c), sizeof(struct target)) : seg(c, rbuf(c, 0), size);
 
 	CHECK(it_post_recv((it_handle_t)c->ep, &s, 1, 1, IT_COMPLETION_FLAG));
 }
@@ -69,12 +75,12 @@ static void post_write(struct conn *c, unsigned char tag, unsigned long i)
 
 static void wait_write(struct conn *c, unsigned char tag, unsigned long i)
 {
-	const volatile unsigned char *last = rbuf(c) + size - 1;
+	const volatile unsigned char *last = rbuf(c, 0) + size - 1;
 
 	while (*last != tag)
 		;
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	if (rbuf(c)[0] != tag) {
+	if (rbuf(c, 0)[0] != tag) {
 		fprintf(stderr, "message %lu: wrong answer\n", i);
 		exit(1);
 	}
@@ -135,7 +141,7 @@ int main(int argc, char **argv)
 	if (use_write) {
 		/* where to write: each side tells the other */
 		/* an RDMA address travels in network byte order (it_hton64) */
-		tout(&c)->addr = it_hton64((uint64_t)(uintptr_t)rbuf(&c));
+		tout(&c)->addr = it_hton64((uint64_t)(uintptr_t)rbuf(&c, 0));
 		tout(&c)->ctx = c.ctx;
 		tout(&c)->len = (uint32_t)size;
 		s = seg(&c, tout(&c), sizeof(struct target));
@@ -165,9 +171,10 @@ int main(int argc, char **argv)
 		}
 	}
 	for (unsigned long i = 0; !use_write && i < n; i++) {
+		if (!is_server)
+			pattern(sbuf(&c, i), size, (unsigned)i);
 		t0 = now_us();
 		if (!is_server) {
-			pattern(sbuf(&c, i), size, (unsigned)i);
 			s = seg(&c, sbuf(&c, i), size);
 			CHECK(it_post_send(c.ep, &s, 1, 2, IT_COMPLETION_FLAG));
 		}
@@ -177,25 +184,24 @@ int main(int argc, char **argv)
 				(size_t)ev.dto_cmpl.transferred_length, size);
 			return 1;
 		}
-		if (is_server) {
-			memcpy(sbuf(&c, i), rbuf(&c), size);
-		} else {
-			if (memcmp(sbuf(&c, i), rbuf(&c), size)) {
-				fprintf(stderr, "message %lu: wrong answer\n", i);
-				return 1;
-			}
-		}
-		s = seg(&c, rbuf(&c), size);
+		s = seg(&c, rbuf(&c, i + 1), size);
 		CHECK(it_post_recv((it_handle_t)c.ep, &s, 1, 1, IT_COMPLETION_FLAG));
 		if (is_server) {
-			s = seg(&c, sbuf(&c, i), size);
+			/* the answer is what came: rbuf(i) is not posted again
+			 * before this Send's completion is reaped, next round */
+			s = seg(&c, rbuf(&c, i), size);
 			CHECK(it_post_send(c.ep, &s, 1, 2, IT_COMPLETION_FLAG));
 			if (i)
 				reap(c.req, "send");
 		}
 		rtt[i] = now_us() - t0;
-		if (!is_server)
+		if (!is_server) {
+			if (memcmp(sbuf(&c, i), rbuf(&c, i), size)) {
+				fprintf(stderr, "message %lu: wrong answer\n", i);
+				return 1;
+			}
 			reap(c.req, "send");
+		}
 	}
 	if (is_server && n)
 		reap(c.req, is_server && use_write ? "RDMA Write" : "send");

@@ -266,7 +266,7 @@ void release_listen(IaCm &cm, Listen &l) noexcept {
     if (!l.native)
         return;
     if (Evd *evd = l.native->evd) {
-        std::lock_guard<std::mutex> g(evd->lock);
+        std::lock_guard g(evd->lock);
         if (evd->sources > 0)
             evd->sources--;
     }
@@ -587,7 +587,7 @@ it_status_t it_listen_create(it_ia_handle_t ia_handle, size_t spigot_id,
         return st;
     }
     {
-        std::lock_guard<std::mutex> eg(evd->lock);
+        std::lock_guard eg(evd->lock);
         evd->sources++;
     }
     *conn_qual = l->native->qual;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <array>
 #include <cerrno>
 
 #include "internal.hpp"
@@ -27,11 +28,11 @@ inline bool same_epoch(const Ep &ep, std::uint64_t wr_id) noexcept {
     return (wr_id >> epoch_shift) == ep.epoch.load(std::memory_order_relaxed);
 }
 
-inline it_dto_status_t dto_status(const viaduct_cqe &c) noexcept {
+// The IT-API status of a core completion status, for a DTO (@mm false) or
+// an RMR link or unlink (a bind or local invalidate, @mm true).
+constexpr it_dto_status_t dto_status_of(std::uint8_t status, bool mm) noexcept {
     using S = viaduct::WcStatus;
-    auto op = static_cast<viaduct::WcOpcode>(c.opcode);
-    bool mm = op == viaduct::WcOpcode::BindWindow || op == viaduct::WcOpcode::LocalInvalidate;
-    switch (static_cast<S>(c.status)) {
+    switch (static_cast<S>(status)) {
     case S::Success:
         return IT_DTO_SUCCESS;
     case S::Flushed:
@@ -53,6 +54,22 @@ inline it_dto_status_t dto_status(const viaduct_cqe &c) noexcept {
         break;
     }
     return mm ? IT_RMR_OPERATION_FAILED : IT_DTO_ERR_LOCAL_EP;
+}
+
+// dto_status_of() as a table, indexed by mm << 8 | status: a lookup, not
+// the switch's jump table (an indirect jump, looked up at run time under
+// binary translation) on every completion.
+inline constexpr auto dto_status_table = [] {
+    std::array<std::uint8_t, 512> t{};
+    for (unsigned i = 0; i < t.size(); i++)
+        t[i] =
+            static_cast<std::uint8_t>(dto_status_of(static_cast<std::uint8_t>(i & 0xff), i >= 256));
+    return t;
+}();
+
+inline it_dto_status_t dto_status(const viaduct_cqe &c) noexcept {
+    bool mm = c.opcode == VIADUCT_WC_BIND_MW || c.opcode == VIADUCT_WC_LOCAL_INV;
+    return static_cast<it_dto_status_t>(dto_status_table[(unsigned{mm} << 8) | c.status]);
 }
 
 // A completion of a DTO SEVD's CQ as an IT-API event, built in @d (every

@@ -46,6 +46,8 @@
 #include <it_api.h>
 #include <viaduct/viaduct.hpp>
 
+#include "lock.hpp"
+
 namespace itapi {
 
 // The versions of the document this library implements.
@@ -284,13 +286,13 @@ struct Evd : Object {
     bool aggregate() const noexcept { return stream == IT_AEVD_NOTIFICATION_EVENT_STREAM; }
     it_evd_flags_t flags;
 
-    std::mutex lock;
-    std::condition_variable cv;  // waiters other than the one in the kernel
-    std::size_t queue_size;      // capacity of @queue (and of the CQ for DTO)
-    std::size_t threshold;       // IT_THRESHOLD_DISABLE: notification only
-    Evd *aevd = nullptr;         // the AEVD this SEVD feeds, if any
-    std::vector<Evd *> members;  // an AEVD's SEVDs
-    std::size_t next_member = 0; // an AEVD's round-robin start
+    EvdLock lock;                   // lock.hpp: taken by every dequeue
+    std::condition_variable_any cv; // waiters other than the one in the kernel
+    std::size_t queue_size;         // capacity of @queue (and of the CQ for DTO)
+    std::size_t threshold;          // IT_THRESHOLD_DISABLE: notification only
+    Evd *aevd = nullptr;            // the AEVD this SEVD feeds, if any
+    std::vector<Evd *> members;     // an AEVD's SEVDs
+    std::size_t next_member = 0;    // an AEVD's round-robin start
     bool enabled = true;
     bool overflowed = false;
     bool overflow_armed = true; // an overflow raises SEVD_ENQUEUE_FAILURE

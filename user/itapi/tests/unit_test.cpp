@@ -4,10 +4,12 @@
 // order, names.
 #include <algorithm>
 #include <arpa/inet.h>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <poll.h>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -208,6 +210,60 @@ TEST(Evd, SeveralWaitersWithThresholdOneEachGetOneEvent) {
     EXPECT_EQ(got[0], &marker[0]);
     EXPECT_EQ(got[1], &marker[1]);
     EXPECT_EQ(got[2], &marker[2]);
+}
+
+TEST(EvdLock, ExcludesAndWakesTheThreadsItMadeSleep) {
+    itapi::EvdLock lock;
+    long count = 0;
+    constexpr int threads = 4, rounds = 20000;
+    // held while the threads start: they spin, then sleep until unlock()
+    lock.lock();
+    std::thread ts[threads];
+    for (auto &t : ts)
+        t = std::thread([&] {
+            for (int i = 0; i < rounds; i++) {
+                std::lock_guard g(lock);
+                count++;
+            }
+        });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    count = -1;
+    lock.unlock();
+    for (auto &t : ts)
+        t.join();
+    EXPECT_EQ(count, threads * rounds - 1);
+    EXPECT_TRUE(lock.try_lock());
+    EXPECT_FALSE(lock.try_lock());
+    lock.unlock();
+}
+
+TEST(Evd, DequeuersOnSeveralThreadsTakeEachEventOnce) {
+    constexpr int events = 2000, threads = 3;
+    TestEvd e(IT_SOFTWARE_EVENT_STREAM, 64, 1);
+    std::vector<char> seen(events, 0);
+    std::atomic<int> taken{0};
+    std::thread ts[threads];
+    for (auto &t : ts)
+        t = std::thread([&] {
+            it_event_t ev;
+            while (taken.load() < events) {
+                if (it_evd_dequeue(e.h, &ev) != IT_SUCCESS)
+                    continue;
+                auto *at = static_cast<char *>(ev.sw.data);
+                (*at)++;
+                taken++;
+            }
+        });
+    for (int i = 0; i < events; i++) {
+        it_status_t st;
+        while ((st = it_evd_post_se(e.h, &seen[static_cast<std::size_t>(i)])) ==
+               IT_ERR_EVD_QUEUE_FULL)
+            std::this_thread::yield();
+        ASSERT_EQ(st, IT_SUCCESS);
+    }
+    for (auto &t : ts)
+        t.join();
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), events);
 }
 
 TEST(Evd, FdTurnsReadableAndBackWhenDrained) {

@@ -35,24 +35,6 @@
 
 namespace itapi {
 
-void EvdLock::lock_slow() noexcept {
-    // A holder keeps the lock for one dequeue or one queued event: worth a
-    // short spin.
-    for (int i = 0; i < 64; i++) {
-        if (held_.load(std::memory_order_relaxed) == 0 && try_lock())
-            return;
-    }
-    sleepers_.fetch_add(1, std::memory_order_relaxed);
-    for (;;) {
-        // pairs with the fence in unlock()
-        full_fence();
-        if (try_lock())
-            break;
-        held_.wait(1, std::memory_order_relaxed);
-    }
-    sleepers_.fetch_sub(1, std::memory_order_relaxed);
-}
-
 namespace {
 
 constexpr it_event_type_t streams[] = {

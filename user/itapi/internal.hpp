@@ -46,9 +46,13 @@
 #include <it_api.h>
 #include <viaduct/viaduct.hpp>
 
-#include "lock.hpp"
+#include "wait_lock.hpp"
 
 namespace itapi {
+
+// The lock of an EVD: every dequeue takes it (event harvesting is
+// thread-safe in every model of the document).
+using EvdLock = viaduct::face::WaitLock;
 
 // The versions of the document this library implements.
 inline constexpr std::uint32_t api_major = 2;
@@ -286,7 +290,7 @@ struct Evd : Object {
     bool aggregate() const noexcept { return stream == IT_AEVD_NOTIFICATION_EVENT_STREAM; }
     it_evd_flags_t flags;
 
-    EvdLock lock;                   // lock.hpp: taken by every dequeue
+    EvdLock lock;                   // taken by every dequeue
     std::condition_variable_any cv; // waiters other than the one in the kernel
     std::size_t queue_size;         // capacity of @queue (and of the CQ for DTO)
     std::size_t threshold;          // IT_THRESHOLD_DISABLE: notification only

@@ -23,6 +23,7 @@
 #include <variant>
 
 #include "internal.hpp"
+#include "wait_lock.hpp"
 
 namespace vipl {
 
@@ -104,59 +105,9 @@ struct MemBounds {
     const Ptag *ptag = nullptr;
 };
 
-// A full fence (stores before it are visible before loads after it). On
-// x86 an mfence, not the locked read-modify-write of the stack that
-// compilers emit for a sequentially consistent fence: binary translation
-// runs a locked instruction as a helper call, an mfence as a host fence.
-[[gnu::always_inline]] inline void full_fence() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    __builtin_ia32_mfence();
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-#else
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-#endif
-}
-
-// The mutex of a work queue (WorkQueue::mu). Every post and every Done
-// takes it, so its uncontended path is inline and makes one atomic
-// read-modify-write: lock() is a compare-and-swap, unlock() a store, a
-// fence and a load. (std::mutex makes two, each in a call into libc; under
-// binary translation an atomic operation is a helper call and every call
-// and return an indirect branch looked up at run time.) A lock() that
-// finds it held spins briefly, then sleeps (std::atomic::wait, a futex);
-// unlock() wakes a sleeper only when one has announced itself. Lockable,
-// so std::lock_guard, std::unique_lock and std::scoped_lock take it.
-class QueueLock {
-public:
-    QueueLock() = default;
-    QueueLock(const QueueLock &) = delete;
-    QueueLock &operator=(const QueueLock &) = delete;
-
-    [[gnu::always_inline]] bool try_lock() noexcept {
-        std::uint32_t free = 0;
-        return held_.compare_exchange_strong(free, 1, std::memory_order_acquire,
-                                             std::memory_order_relaxed);
-    }
-    [[gnu::always_inline]] void lock() noexcept {
-        if (!try_lock())
-            lock_slow();
-    }
-    [[gnu::always_inline]] void unlock() noexcept {
-        held_.store(0, std::memory_order_release);
-        // Pairs with the fence in lock_slow(): either this load sees the
-        // sleeper announced, or the sleeper's next look sees the lock free.
-        full_fence();
-        if (sleepers_.load(std::memory_order_relaxed) != 0)
-            held_.notify_one();
-    }
-
-private:
-    void lock_slow() noexcept;
-
-    std::atomic<std::uint32_t> held_{0};     // 1: held
-    std::atomic<std::uint32_t> sleepers_{0}; // lock()s that may sleep on held_
-};
+// The mutex of a work queue (WorkQueue::mu): every post and every Done
+// takes it (wait_lock.hpp).
+using QueueLock = viaduct::face::WaitLock;
 
 // std::unique_lock of a QueueLock for the data path, every member inline
 // (std::unique_lock::unlock() is a call of its own).

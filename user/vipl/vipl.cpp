@@ -194,23 +194,6 @@ void async_error(Vi &vi, VIP_ERROR_CODE code, VIP_DESCRIPTOR *desc, bool recv) {
 
 // ---------------------------------------------------------------- queues
 
-void QueueLock::lock_slow() noexcept {
-    // A holder keeps the lock for one post or one poll: worth a short spin.
-    for (int i = 0; i < 64; i++) {
-        if (held_.load(std::memory_order_relaxed) == 0 && try_lock())
-            return;
-    }
-    sleepers_.fetch_add(1, std::memory_order_relaxed);
-    for (;;) {
-        // pairs with the fence in unlock()
-        full_fence();
-        if (try_lock())
-            break;
-        held_.wait(1, std::memory_order_relaxed);
-    }
-    sleepers_.fetch_sub(1, std::memory_order_relaxed);
-}
-
 inline void WorkQueue::finish(Entry &e, std::uint32_t bits, std::uint32_t length,
                               std::uint32_t extra, std::uint32_t imm) {
     VIP_CONTROL_SEGMENT &cs = e.desc->CS;

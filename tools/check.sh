@@ -216,7 +216,7 @@ fi
 # the end), so that a 2-core machine is never idle waiting for a guest.
 # shellcheck disable=SC2317 # run in the background below
 host_checks() {
-	# Niced: the VM beside them goes first (see start_host_checks).
+	# Niced: the VM beside them goes first.
 	renice -n 10 -p "$BASHPID" >/dev/null 2>&1 || true
 	verdicts=$out/host-verdicts.txt
 	: >"$verdicts"
@@ -310,20 +310,16 @@ if [[ $vm_only == 0 && $cmake_ok == 1 ]]; then
 	python3 "$vm/report.py" ctest "$out/ctest-install.log" host/ctest | record_lines || true
 fi
 
-# The host checks run beside the last flavour's VM, the debug one in a whole
-# run: its guest keeps about two thirds of the two CPUs busy (a ping-pong
-# between two processes mostly runs on one vCPU at a time), and niced, the
-# checks take the rest. Beside the normal VM on a fresh machine they would
-# compete with the debug kernel's build.
+# The host checks run in the background, niced, beside the VM runs: from
+# the first one on, where they cost the least (started beside the debug VM
+# instead, they slowed it by more than they took).
 hpid=
 rm -f "$out/host-verdicts.txt" "$out/host-timings.txt"
-start_host_checks() {
-	[[ $vm_only == 0 && -z $hpid ]] || return 0
+if [[ $vm_only == 0 ]]; then
 	log "host checks (ctest, 6.1 build, style) run beside the VM; log: $out/host-checks.log"
 	host_checks >"$out/host-checks.log" 2>&1 &
 	hpid=$!
-}
-last_flavour=${flavours##* }
+fi
 
 # A flavour's module builds while the VM before it runs when its kernel is
 # already there (cached, or built by then): prebuilt[f] is that build's pid.
@@ -368,7 +364,6 @@ for f in $flavours; do
 	fi
 	prebuild_next "$f"
 
-	[[ $f == "$last_flavour" ]] && start_host_checks
 	phase "$f VM run"
 	[[ $selftests_ok == 1 ]] || log "selftests did not build; the VM runs without them"
 	rc=0
@@ -397,7 +392,6 @@ for f in $flavours; do
 done
 phase_end
 
-start_host_checks # when the last flavour's VM did not run
 if [[ -n $hpid ]]; then
 	phase "host checks (the rest after the VM)"
 	wait "$hpid" || true

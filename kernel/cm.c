@@ -642,6 +642,15 @@ static void cm_timeout(struct work_struct *work)
 			vd_cm_child_drop(id);
 		break;
 	case VD_CM_ESTABLISHED:
+		if (id->term_wait) {
+			/* our Terminate never went out: the peer does not read */
+			id->term_wait = false;
+			vd_cm_teardown(id, true);
+			id->state = VD_CM_CLOSED;
+			vd_cm_report(id, VIADUCT_CM_EVENT_DISCONNECTED,
+				     -ETIMEDOUT, NULL, 0);
+			break;
+		}
 		/* the transport never reported the FIN it was to read */
 		cm_watch(id, true);
 		break;

@@ -55,7 +55,9 @@ static void cm_stop_terminated(struct vd_cm_id *id)
  * vd_cm_end_requested() - act on what vd_cm_stream_end() recorded
  * @id: the id, locked, established
  *
- * A Terminate: the transport's last FPDU is the Terminate, the QP is in
+ * A Terminate: the transport's last FPDU is the Terminate (a Terminate the
+ * transport raised itself is waited for until it is out, at most
+ * VD_CM_TIMEOUT_MS, then the stream is reset), the QP is in
  * Error (or stays in Terminate, which the close ends in Error), our FIN
  * follows, and the id waits in Closing for the peer's end of the stream,
  * as after a graceful disconnect (DISCONNECTED then). A graceful close:
@@ -71,6 +73,23 @@ bool vd_cm_end_requested(struct vd_cm_id *id)
 	how = xchg(&id->end_req, VD_CONN_END_NONE);
 	switch (how) {
 	case VD_CONN_END_TERMINATE:
+		if (id->conn && id->conn->ops && id->conn->ops->term_pending &&
+		    !READ_ONCE(id->qp->destroyed) &&
+		    id->conn->ops->term_pending(id->conn)) {
+			/*
+			 * The transport's own Terminate is still on its way
+			 * (the peer does not read): stopping the transport now
+			 * would drop it. It calls end() again once it is out;
+			 * the timeout resets the stream should that not come.
+			 * A destroyed QP's stream stops at once, as ever.
+			 */
+			if (!id->term_wait) {
+				id->term_wait = true;
+				vd_cm_arm_timeout(id, VD_CM_TIMEOUT_MS);
+			}
+			return true;
+		}
+		id->term_wait = false;
 		cm_stop_terminated(id);
 		if (READ_ONCE(id->qp->state) != VIADUCT_QPS_TERMINATE)
 			vd_qp_enter_error(id->qp, 0, 0);

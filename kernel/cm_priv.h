@@ -95,6 +95,8 @@ struct vd_cm_id {
 	int tp_closed;
 	/* struct vd_conn.end: enum vd_conn_end, taken by the work (cm_end.c) */
 	int end_req;
+	/* ESTABLISHED: a Terminate was asked for and is not out yet (cm_end.c) */
+	bool term_wait;
 	struct vd_cm_param param;	/* ours */
 	struct vd_mpa_params mpa;
 	struct vd_mpa_info peer_info;	/* the peer's frame, once parsed */

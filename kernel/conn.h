@@ -78,10 +78,17 @@ struct vd_mpa_params {
  *	With @conn->terminate set and not @abort, the stream's last FPDU
  *	is a Terminate (RDMAP, local catastrophic error) unless one was
  *	sent or received already, if the socket takes it without waiting.
+ * @term_pending: CM endpoint lock held, between start() and stop(). True
+ *	while a Terminate the transport raised itself (a peer's violation)
+ *	has not wholly gone into the socket: stop() now would lose it behind
+ *	a full socket, and the peer would see our FIN alone. The CM then
+ *	waits (bounded) until the transport calls @conn->end again, which
+ *	it does once that Terminate is out.
  */
 struct vd_stream_ops {
 	int (*start)(struct vd_conn *conn);
 	void (*stop)(struct vd_conn *conn, bool abort);
+	bool (*term_pending)(struct vd_conn *conn);
 };
 
 struct vd_conn {

@@ -362,6 +362,21 @@ static void tp_stop(struct vd_conn *conn, bool abort)
 	tp_free(tp);
 }
 
+static bool tp_term_pending(struct vd_conn *conn)
+{
+	struct vd_tp *tp = conn->tp;
+	enum vd_tp_term term;
+
+	if (!tp)
+		return false;
+	spin_lock_bh(&tp->lock);
+	term = tp->term;
+	spin_unlock_bh(&tp->lock);
+	/* a stream whose sending failed sends nothing more */
+	return term != VD_TP_TERM_NONE && term != VD_TP_TERM_DONE &&
+	       !READ_ONCE(tp->tx_dead);
+}
+
 /*
  * The transport as the connection manager sees it (main.c hands it over):
  * start() takes over the socket's sk_data_ready and sk_write_space,
@@ -372,6 +387,7 @@ static void tp_stop(struct vd_conn *conn, bool abort)
 const struct vd_stream_ops vd_transport_ops = {
 	.start = tp_start,
 	.stop = tp_stop,
+	.term_pending = tp_term_pending,
 };
 
 /**

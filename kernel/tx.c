@@ -471,6 +471,13 @@ static void tx_sent(struct vd_tp *tp)
 		 * abortive close from here could drop it from the send queue.
 		 */
 		tp->tx_dead = true;
+		/*
+		 * The connection manager may be waiting for it to end the
+		 * stream (vd_tp_terminate(); struct vd_stream_ops.term_pending).
+		 * Not from stop() itself: the CM is ending the stream then.
+		 */
+		if (!READ_ONCE(tp->stopping))
+			tp->conn->end(tp->conn, VD_CONN_END_TERMINATE);
 		return;
 	}
 	if (tp->msg.active && tp->msg.finished)

@@ -795,6 +795,12 @@ TEST_F_TIMEOUT(hp, read_requests_beyond_ird, XF_TIMEOUT_S)
 	hp_epilogue(self);
 	ASSERT_EQ(0, rx_write_all(self->fd, s->p, s->len));
 	hp_established(_metadata, &self->a, self->a.id);
+	/*
+	 * Read nothing for a while: the Terminate then waits behind the Read
+	 * Responses in a full socket when the connection manager comes to end
+	 * the stream, which must wait for it rather than send its FIN alone.
+	 */
+	usleep(500 * 1000);
 	hp_expect(_metadata, self, bad, 0x1202, HP_DDP, VIADUCT_WC_FLUSHED);
 }
 

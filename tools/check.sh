@@ -312,7 +312,7 @@ fi
 
 # The host checks run in the background, niced, beside the VM runs: from
 # the first one on, where they cost the least (started beside the debug VM
-# instead, they slowed it by more than they took).
+# instead, they slowed it; Documentation/testing.rst).
 hpid=
 rm -f "$out/host-verdicts.txt" "$out/host-timings.txt"
 if [[ $vm_only == 0 ]]; then

@@ -97,20 +97,40 @@ run() {
 	shift
 	local cns=$1
 	shift
-	port=$((port + 1))
-	out_s=$(mktemp)
-	out_c=$(mktemp)
-	with_port "${scmd[@]}"
-	ip netns exec "$sns" timeout 60 "${cmd[@]}" >"$out_s" 2>&1 &
-	srv=$!
-	# the client goes once the server listens (or after 10 s, or once the
-	# server exited: then the client's failure shows why)
-	wait_listen "$srv" "$port"
-	with_port "$@"
-	ip netns exec "$cns" timeout 60 "${cmd[@]}" >"$out_c" 2>&1
-	rc_c=$?
-	wait "$srv"
-	rc_s=$?
+	local try=1
+	while :; do
+		port=$((port + 1))
+		out_s=$(mktemp)
+		out_c=$(mktemp)
+		with_port "${scmd[@]}"
+		ip netns exec "$sns" timeout 60 "${cmd[@]}" >"$out_s" 2>&1 &
+		srv=$!
+		# the client goes once the server listens (or after 10 s, or once
+		# the server exited: then the client's failure shows why)
+		wait_listen "$srv" "$port"
+		with_port "$@"
+		ip netns exec "$cns" timeout 60 "${cmd[@]}" >"$out_c" 2>&1
+		rc_c=$?
+		# PERFTEST_RACE: perftest -R's own race (Documentation/verbs.rst):
+		# its server listens for the test's connection only after the
+		# exchange of keys, and a client that connects before that is
+		# refused, which perftest 4.5-0.17 cannot retry. Nothing of
+		# viaduct's is wrong then: the pair runs again (at most twice
+		# more), saying so; the server waiting for the refused client
+		# is stopped first.
+		if [ -n "${PERFTEST_RACE:-}" ] && [ $rc_c -ne 0 ] && [ $try -lt 3 ] &&
+			grep -q 'RDMA_CM_EVENT_REJECTED; error: -111' "$out_c"; then
+			echo "# $desc: perftest -R's listen race (client refused before its server listened again): once more"
+			kill "$srv" 2>/dev/null
+			wait "$srv" 2>/dev/null
+			rm -f "$out_s" "$out_c"
+			try=$((try + 1))
+			continue
+		fi
+		wait "$srv"
+		rc_s=$?
+		break
+	done
 	if [[ " ${scmd[*]} $* " == *" rping "* ]]; then
 		local side rc_var out_var
 		for side in c s; do
@@ -293,10 +313,10 @@ EXPECT_S="async event: local access violation work queue error (3) on the connec
 # drop-in's, answering "not this vendor's device"); a short fixed
 # iteration count, and nothing asserted about speed.
 if command -v ib_write_bw >/dev/null; then
-	EXPECT="#bytes" run "perftest: ib_write_bw -R on viaduct, 200 x 64 KiB" \
+	PERFTEST_RACE=1 EXPECT="#bytes" run "perftest: ib_write_bw -R on viaduct, 200 x 64 KiB" \
 		"$A" "${vv[@]}" ib_write_bw -R -n 200 -s 65536 -- \
 		"$B" "${vv[@]}" ib_write_bw -R -n 200 -s 65536 192.0.2.1
-	EXPECT="#bytes" run "perftest: ib_send_lat -R on viaduct, 200 x 64 bytes" \
+	PERFTEST_RACE=1 EXPECT="#bytes" run "perftest: ib_send_lat -R on viaduct, 200 x 64 bytes" \
 		"$A" "${vv[@]}" ib_send_lat -R -n 200 -s 64 -- \
 		"$B" "${vv[@]}" ib_send_lat -R -n 200 -s 64 192.0.2.1
 	# A client started before its server (with make bench's arguments):

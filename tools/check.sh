@@ -13,11 +13,12 @@
 #   --kunit=GLOB     run only the KUnit suites (or suite.case) matching GLOB
 #   --gtest-filter=F pass --gtest_filter=F to the live gtest binary
 #
-# Environment: VIADUCT_FLAVOURS ("normal debug"), VIADUCT_CACHE (kernel
-# cache, ~/.cache/viaduct), VIADUCT_GTEST (live gtest binary to run in the
-# VM), VD_TIMEOUT (seconds per VM run, 1800), VD_TEST_TIMEOUT (seconds per
-# selftest program, 600), VD_CONSOLE=full (show the whole VM console),
-# VD_FUZZ_SECONDS (per libFuzzer target on the host, 20).
+# Environment: VIADUCT_FLAVOURS ("normal debug"), VIADUCT_VM_SERIAL=1 (one
+# VM at a time, instead of each starting when its kernel is ready),
+# VIADUCT_CACHE (kernel cache, ~/.cache/viaduct), VIADUCT_GTEST (live gtest
+# binary to run in the VM), VD_TIMEOUT (seconds per VM run, 1800),
+# VD_TEST_TIMEOUT (seconds per selftest program, 600), VD_CONSOLE=full (show
+# the whole VM console), VD_FUZZ_SECONDS (per libFuzzer target on the host, 20).
 #
 # Every step becomes one or more verdict lines "PASS|FAIL|SKIP name"; a
 # failed step does not stop the steps that do not depend on it. The last
@@ -48,7 +49,7 @@ for a in "$@"; do
 	--only=*) export VD_ONLY=${a#*=} ;;
 	--kunit=*) export VD_KUNIT=${a#*=} ;;
 	--gtest-filter=*) export VD_GTEST_FILTER=${a#*=} ;;
-	-h | --help) sed -n '4,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '4,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "[check] unknown argument $a (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -413,11 +414,14 @@ for f in $flavours; do
 	fi
 	prebuild_next "$f"
 	start_vm "$f" "$kdir"
+	# One VM at a time when asked (a machine short of memory or CPUs, or to
+	# compare): each flavour's VM ends before the next flavour starts.
+	[[ ${VIADUCT_VM_SERIAL:-0} == 1 ]] && finish_vm "$f"
 done
 
 phase "VM runs (the rest of the wait)"
 for f in $flavours; do
-	[[ -n ${vmpid[$f]:-} ]] && finish_vm "$f"
+	[[ -n ${vmpid[$f]:-} && -z ${vmsecs[$f]:-} ]] && finish_vm "$f"
 done
 phase_end
 # Each VM's own wall time, from its start (they overlap).

@@ -13,12 +13,11 @@
 #   --kunit=GLOB     run only the KUnit suites (or suite.case) matching GLOB
 #   --gtest-filter=F pass --gtest_filter=F to the live gtest binary
 #
-# Environment: VIADUCT_FLAVOURS ("normal debug"), VIADUCT_VM_SERIAL=1 (one
-# VM at a time, instead of each starting when its kernel is ready),
-# VIADUCT_CACHE (kernel cache, ~/.cache/viaduct), VIADUCT_GTEST (live gtest
-# binary to run in the VM), VD_TIMEOUT (seconds per VM run, 1800),
-# VD_TEST_TIMEOUT (seconds per selftest program, 600), VD_CONSOLE=full (show
-# the whole VM console), VD_FUZZ_SECONDS (per libFuzzer target on the host, 20).
+# Environment: VIADUCT_FLAVOURS ("normal debug"), VIADUCT_CACHE (kernel
+# cache, ~/.cache/viaduct), VIADUCT_GTEST (live gtest binary to run in the
+# VM), VD_TIMEOUT (seconds per VM run, 1800), VD_TEST_TIMEOUT (seconds per
+# selftest program, 600), VD_CONSOLE=full (show the whole VM console),
+# VD_FUZZ_SECONDS (per libFuzzer target on the host, 20).
 #
 # Every step becomes one or more verdict lines "PASS|FAIL|SKIP name"; a
 # failed step does not stop the steps that do not depend on it. The last
@@ -49,7 +48,7 @@ for a in "$@"; do
 	--only=*) export VD_ONLY=${a#*=} ;;
 	--kunit=*) export VD_KUNIT=${a#*=} ;;
 	--gtest-filter=*) export VD_GTEST_FILTER=${a#*=} ;;
-	-h | --help) sed -n '4,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '4,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "[check] unknown argument $a (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -338,58 +337,9 @@ prebuild_next() { # flavour: starts the next flavour's module build
 	kd=$("$vm/kernel.sh" --builddir "$next")
 	[[ -e $kd/.viaduct-built ]] || return 0
 	log "building the $next module beside the $f VM"
-	"$vm/build-module.sh" "$kd" "$build/module-$next" \
+	nice -n 10 "$vm/build-module.sh" "$kd" "$build/module-$next" \
 		>"$out/module-$next.log" 2>&1 &
 	prebuilt[$next]=$!
-}
-
-# Each flavour's VM starts as soon as its kernel and module are there, not
-# after the VM before it: the debug guest leaves about a third of the two
-# CPUs idle (its tests wait on the network and on timers), which the normal
-# VM uses. Two separate guests share nothing but the read-only root; each
-# VM's lines are prefixed with its flavour.
-declare -A vmpid=() vmsecs=()
-start_vm() { # flavour kdir
-	local f=$1 kdir=$2 tt vt
-	[[ $selftests_ok == 1 ]] || log "selftests did not build; the $f VM runs without them"
-	# The debug kernel (KASAN, lockdep) runs the same programs several
-	# times slower under TCG: generous per-program and whole-run limits.
-	if [[ $f == debug ]]; then
-		tt=${VD_TEST_TIMEOUT:-900} vt=${VD_TIMEOUT:-2700}
-	else
-		tt=${VD_TEST_TIMEOUT:-600} vt=${VD_TIMEOUT:-1800}
-	fi
-	log "starting the $f VM (its lines are prefixed [$f])"
-	rm -f "$out/vm-$f.rc"
-	(
-		t0=$SECONDS rc=0
-		VD_TEST_TIMEOUT=$tt VD_TIMEOUT=$vt VD_FLAVOUR=$f VD_KDIR=$kdir \
-			VD_KMOD=$build/module-$f VD_SELFTESTS=$build/selftests \
-			"$vm/run.sh" -r "$build/vm/$f" "$vm/guest-check.sh" 2>&1 |
-			sed -u "s/^/[$f] /" || rc=${PIPESTATUS[0]}
-		echo "$rc $((SECONDS - t0))" >"$out/vm-$f.rc"
-	) &
-	vmpid[$f]=$!
-}
-
-finish_vm() { # flavour: waits for its VM, records its verdicts
-	local f=$1 rc secs
-	wait "${vmpid[$f]}" || true
-	read -r rc secs <"$out/vm-$f.rc" 2>/dev/null || rc=1 secs=0
-	vmsecs[$f]=$secs
-	log "$f VM run exit status $rc after ${secs}s; parsing $build/vm/$f"
-	python3 "$vm/report.py" vm "$build/vm/$f" "$f" | record_lines || true
-	# What each program of the run cost, dearest first.
-	if [[ -f $build/vm/$f/job.log ]]; then
-		{
-			echo "$f VM run, by program:"
-			sed -nE 's/^\[guest\] (selftest|gtest) ([^:]+): .*[( ]([0-9]+)s\)?$/\3 \2/p' \
-				"$build/vm/$f/job.log" | sort -rn | head -n 12 |
-				awk '{ printf "%7ds  %s\n", $1, $2 }'
-			echo "$f VM run, the dearest tests:"
-			python3 "$vm/report.py" costs "$build/vm/$f" 12 || true
-		} >"$out/vmcost-$f.txt"
-	fi
 }
 
 for f in $flavours; do
@@ -413,21 +363,34 @@ for f in $flavours; do
 		continue
 	fi
 	prebuild_next "$f"
-	start_vm "$f" "$kdir"
-	# One VM at a time when asked (a machine short of memory or CPUs, or to
-	# compare): each flavour's VM ends before the next flavour starts.
-	[[ ${VIADUCT_VM_SERIAL:-0} == 1 ]] && finish_vm "$f"
-done
 
-phase "VM runs (the rest of the wait)"
-for f in $flavours; do
-	[[ -n ${vmpid[$f]:-} && -z ${vmsecs[$f]:-} ]] && finish_vm "$f"
+	phase "$f VM run"
+	[[ $selftests_ok == 1 ]] || log "selftests did not build; the VM runs without them"
+	rc=0
+	# The debug kernel (KASAN, lockdep) runs the same programs several times
+	# slower under TCG: generous per-program and whole-run limits.
+	if [[ $f == debug ]]; then
+		tt=${VD_TEST_TIMEOUT:-900} vt=${VD_TIMEOUT:-2700}
+	else
+		tt=${VD_TEST_TIMEOUT:-600} vt=${VD_TIMEOUT:-1800}
+	fi
+	VD_TEST_TIMEOUT=$tt VD_TIMEOUT=$vt VD_FLAVOUR=$f VD_KDIR=$kdir VD_KMOD=$build/module-$f VD_SELFTESTS=$build/selftests \
+		"$vm/run.sh" -r "$build/vm/$f" "$vm/guest-check.sh" || rc=$?
+	log "VM run exit status $rc; parsing $build/vm/$f"
+	python3 "$vm/report.py" vm "$build/vm/$f" "$f" | record_lines || true
+	# What each program of the run cost, dearest first.
+	if [[ -f $build/vm/$f/job.log ]]; then
+		{
+			echo "$f VM run, by program:"
+			sed -nE 's/^\[guest\] (selftest|gtest) ([^:]+): .*[( ]([0-9]+)s\)?$/\3 \2/p' \
+				"$build/vm/$f/job.log" | sort -rn | head -n 12 |
+				awk '{ printf "%7ds  %s\n", $1, $2 }'
+			echo "$f VM run, the dearest tests:"
+			python3 "$vm/report.py" costs "$build/vm/$f" 12 || true
+		} >"$out/vmcost-$f.txt"
+	fi
 done
 phase_end
-# Each VM's own wall time, from its start (they overlap).
-for f in $flavours; do
-	[[ -n ${vmsecs[$f]:-} ]] && timings+=("$(printf '%5ds  %s' "${vmsecs[$f]}" "$f VM run [at once]")")
-done
 
 if [[ -n $hpid ]]; then
 	phase "host checks (the rest after the VM)"

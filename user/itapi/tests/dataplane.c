@@ -56,7 +56,8 @@ static void peer_gone(struct fx *f, const char *what)
 
 /*
  * The completion of a Send after which the peer ends the connection as
- * soon as the message is there (S6: a Write we refuse; S7: a disconnect).
+ * soon as the message is there (S6: a Write we refuse; S7: one more Send,
+ * then a disconnect).
  * The peer checks that the message arrived. Having it, it can end the
  * connection before the transmit work here retired the Send: the EP
  * leaves CONNECTED with the Send still outstanding, and the document

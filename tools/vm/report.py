@@ -22,7 +22,9 @@ What counts as a test:
     plus a failure when the run did not complete.
   * harness.tap: the job's own steps (insmod, rmmod).
   * kernel/log-clean: fails on any kernel complaint in the kernel log.
-  * vm/completed: fails if the guest never wrote its completion marker.
+  * vm/completed: fails if the guest never wrote its completion marker, or
+    if the job ended with a non-zero status (a job that stops half-way
+    leaves programs unrun that nothing else would count).
 """
 
 import os
@@ -275,6 +277,10 @@ def vm(results, flavour):
     if done and job_rc in (124, 137):
         add('FAIL', '%s/vm/completed' % flavour,
             ['the job was killed at its deadline (VD_TIMEOUT); see job.log'])
+    elif done and job_rc not in (0, None):
+        add('FAIL', '%s/vm/completed' % flavour,
+            ['the job ended with exit status %s before its end: the programs after the '
+             'last one reported did not run; see job.log' % job_rc])
     elif done:
         add('PASS', '%s/vm/completed' % flavour)
     else:

@@ -92,7 +92,7 @@ static void __attribute__((constructor)) hp_net_up(void)
 	hp_id = hp_main % 100000;
 	snprintf(a, sizeof(a), "xa%d", hp_id);
 	snprintf(b, sizeof(b), "xb%d", hp_id);
-	hp_net_ok = !xf_net_up(a, b, hp_id);
+	hp_net_ok = !xf_net_up(a, b);
 }
 
 static void __attribute__((destructor)) hp_net_down(void)

@@ -372,7 +372,7 @@ FIXTURE_SETUP(siw_mem)
 	self->id = getpid() % 100000;
 	snprintf(self->a.ns, sizeof(self->a.ns), "sa%d", self->id);
 	snprintf(self->nsb, sizeof(self->nsb), "sb%d", self->id);
-	ASSERT_EQ(0, xf_net_up(self->a.ns, self->nsb, self->id));
+	ASSERT_EQ(0, xf_net_up(self->a.ns, self->nsb));
 	self->up = 1;
 	ASSERT_EQ(0, vd_sh("ip netns exec %s rdma link add siw%d type siw netdev eth0",
 			   self->nsb, self->id));

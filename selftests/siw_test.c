@@ -134,7 +134,7 @@ static int siw_peer_up(struct __test_metadata *_metadata, struct siw_peer *p)
 	snprintf(nsb, sizeof(p->nsb), "sb%d", id);
 	snprintf(log, sizeof(p->log), "/tmp/rping-%d.log", id);
 	/* an ASSERT leaves the test from here (longjmp) */
-	ASSERT_EQ(0, xf_net_up(nsa, nsb, id));
+	ASSERT_EQ(0, xf_net_up(nsa, nsb));
 	ASSERT_EQ(0, vd_sh("ip netns exec %s rdma link add siw%d type siw netdev eth0", nsb, id));
 
 	server = fork();

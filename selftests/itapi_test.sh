@@ -94,14 +94,7 @@ for p in "$ctl" "$vping" "$conf" "$irping"; do
 	fi
 done
 
-ip netns add "$A" && ip netns add "$B" &&
-	ip link add ite$$a type veth peer name ite$$b &&
-	ip link set ite$$a netns "$A" name eth0 &&
-	ip link set ite$$b netns "$B" name eth0 &&
-	ip -n "$A" addr add $IPA/24 dev eth0 &&
-	ip -n "$B" addr add $IPB/24 dev eth0 &&
-	ip -n "$A" link set eth0 up && ip -n "$B" link set eth0 up &&
-	ip -n "$A" link set lo up && ip -n "$B" link set lo up &&
+ns_pair "$A" "$B" &&
 	ip netns exec "$A" "$ctl" link add vd0 netdev eth0 >/dev/null &&
 	ip netns exec "$B" "$ctl" link add vd0 netdev eth0 >/dev/null
 ok $? "two namespaces joined by veth, a viaduct device in each"

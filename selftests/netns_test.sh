@@ -48,14 +48,7 @@ if [ ! -x "$ctl" ]; then
 	exit 1
 fi
 
-ip netns add "$A" && ip netns add "$B" &&
-	ip link add vdt$$a type veth peer name vdt$$b &&
-	ip link set vdt$$a netns "$A" name eth0 &&
-	ip link set vdt$$b netns "$B" name eth0 &&
-	ip -n "$A" addr add 192.0.2.1/24 dev eth0 &&
-	ip -n "$B" addr add 192.0.2.2/24 dev eth0 &&
-	ip -n "$A" link set eth0 up && ip -n "$B" link set eth0 up &&
-	ip -n "$A" link set lo up && ip -n "$B" link set lo up
+ns_pair "$A" "$B"
 ok $? "create two namespaces joined by veth"
 
 expect 0 "add vd0 in $A" -- ip netns exec "$A" "$ctl" link add vd0 netdev eth0

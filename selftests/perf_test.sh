@@ -112,14 +112,7 @@ for f in "$ctl" "$perf"; do
 	fi
 done
 
-ip netns add "$A" && ip netns add "$B" &&
-	ip link add vpt$$a type veth peer name vpt$$b &&
-	ip link set vpt$$a netns "$A" name eth0 &&
-	ip link set vpt$$b netns "$B" name eth0 &&
-	ip -n "$A" addr add 192.0.2.1/24 dev eth0 &&
-	ip -n "$B" addr add 192.0.2.2/24 dev eth0 &&
-	ip -n "$A" link set eth0 up && ip -n "$B" link set eth0 up &&
-	ip -n "$A" link set lo up && ip -n "$B" link set lo up &&
+ns_pair "$A" "$B" &&
 	ip netns exec "$A" "$ctl" link add vd0 netdev eth0 &&
 	ip netns exec "$B" "$ctl" link add vd0 netdev eth0
 ok $? "two namespaces with vd0 on veth"

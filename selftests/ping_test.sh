@@ -76,16 +76,7 @@ if [ ! -x "$ctl" ] || [ ! -x "$ping" ]; then
 	exit 1
 fi
 
-ip netns add "$A" && ip netns add "$B" &&
-	ip link add vpe$$a type veth peer name vpe$$b &&
-	ip link set vpe$$a netns "$A" name eth0 &&
-	ip link set vpe$$b netns "$B" name eth0 &&
-	ip -n "$A" addr add 192.0.2.1/24 dev eth0 &&
-	ip -n "$B" addr add 192.0.2.2/24 dev eth0 &&
-	ip -n "$A" addr add 2001:db8::1/64 dev eth0 nodad &&
-	ip -n "$B" addr add 2001:db8::2/64 dev eth0 nodad &&
-	ip -n "$A" link set eth0 up && ip -n "$B" link set eth0 up &&
-	ip -n "$A" link set lo up && ip -n "$B" link set lo up &&
+ns_pair "$A" "$B" &&
 	ip netns exec "$A" "$ctl" link add vd0 netdev eth0 >/dev/null &&
 	ip netns exec "$B" "$ctl" link add vd0 netdev eth0 >/dev/null
 ok $? "two namespaces joined by veth, a viaduct device in each"

@@ -55,3 +55,19 @@ wait_listen() {
 	echo "# nothing listens on port $2 after 10 s"
 	return 1
 }
+
+# Two network namespaces joined by a veth pair, in three ip(8) processes
+# (batch mode, as xf_net_up() in xfer_util.h; each veth end is made in its
+# namespace rather than made in this one, moved and renamed):
+#
+#   ns_pair A B   eth0 in each, up, with 192.0.2.1/24 and 2001:db8::1/64
+#                 in A, 192.0.2.2/24 and 2001:db8::2/64 in B (no DAD);
+#                 lo up in both
+ns_pair() {
+	printf 'netns add %s\nnetns add %s\nlink add eth0 netns %s type veth peer name eth0 netns %s\n' \
+		"$1" "$2" "$1" "$2" | ip -b - &&
+		printf 'addr add %s dev eth0\naddr add %s dev eth0 nodad\nlink set eth0 up\nlink set lo up\n' \
+			192.0.2.1/24 2001:db8::1/64 | ip -n "$1" -b - &&
+		printf 'addr add %s dev eth0\naddr add %s dev eth0 nodad\nlink set eth0 up\nlink set lo up\n' \
+			192.0.2.2/24 2001:db8::2/64 | ip -n "$2" -b -
+}

@@ -77,14 +77,7 @@ for p in "$ctl" "$ex/vipl-echo-server" "$ex/vipl-echo-client" "$ex/vipl-pingpong
 	fi
 done
 
-ip netns add "$A" && ip netns add "$B" &&
-	ip link add vie$$a type veth peer name vie$$b &&
-	ip link set vie$$a netns "$A" name eth0 &&
-	ip link set vie$$b netns "$B" name eth0 &&
-	ip -n "$A" addr add $IPA/24 dev eth0 &&
-	ip -n "$B" addr add 192.0.2.2/24 dev eth0 &&
-	ip -n "$A" link set eth0 up && ip -n "$B" link set eth0 up &&
-	ip -n "$A" link set lo up && ip -n "$B" link set lo up &&
+ns_pair "$A" "$B" &&
 	ip netns exec "$A" "$ctl" link add vd0 netdev eth0 >/dev/null &&
 	ip netns exec "$B" "$ctl" link add vd0 netdev eth0 >/dev/null
 ok $? "two namespaces joined by veth, a viaduct device in each"

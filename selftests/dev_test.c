@@ -204,13 +204,13 @@ TEST_F_TIMEOUT(heavy, many_files_hold_module_references, 600)
 	EXPECT_EQ(before, vd_module_refcnt());
 }
 
+/* @arg points at the number of rounds. */
 static void *open_loop(void *arg)
 {
+	unsigned long i, rounds = *(unsigned long *)arg;
 	long fails = 0;
-	int i;
 
-	(void)arg;
-	for (i = 0; i < 1500; i++) {
+	for (i = 0; i < rounds; i++) {
 		struct viaduct_abi_version v;
 		struct viaduct_list_devices ld = { 0 };
 		int fd = vd_open();
@@ -229,13 +229,14 @@ static void *open_loop(void *arg)
 
 TEST_F_TIMEOUT(heavy, concurrent_opens, 600)
 {
+	unsigned long rounds = vd_scaled(1500, 300, "opens per thread");
 	pthread_t th[6];
 	long before = vd_module_refcnt();
 	unsigned int i;
 	void *ret;
 
 	for (i = 0; i < 6; i++)
-		ASSERT_EQ(0, pthread_create(&th[i], NULL, open_loop, NULL));
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, open_loop, &rounds));
 	for (i = 0; i < 6; i++) {
 		ASSERT_EQ(0, pthread_join(th[i], &ret));
 		EXPECT_EQ(0, (long)ret);

@@ -77,6 +77,11 @@ it_event_t expect_event(it_evd_handle_t evd, it_event_type_t want, const char *w
 void expect_dto(it_evd_handle_t evd, it_event_type_t want, it_dto_cookie_t cookie,
                 it_dto_status_t status, const char *what);
 
+/* The completion of Send @cookie after which the peer ends the connection
+ * as soon as the message is there: IT_DTO_SUCCESS, or IT_DTO_ERR_FLUSHED
+ * when the peer ended it before the Send retired here. */
+void expect_sent_before_peer_end(struct fx *f, it_dto_cookie_t cookie, const char *what);
+
 /* A triplet of @len bytes at @off of f's buffer. */
 it_lmr_triplet_t seg(const struct fx *f, size_t off, size_t len);
 

@@ -54,29 +54,6 @@ static void peer_gone(struct fx *f, const char *what)
 	   "%s: the connection ends (%s)", what, viaduct_it_event_str(ev.event_number));
 }
 
-/*
- * The completion of a Send after which the peer ends the connection as
- * soon as the message is there (S6: a Write we refuse; S7: one more Send,
- * then a disconnect).
- * The peer checks that the message arrived. Having it, it can end the
- * connection before the transmit work here retired the Send: the EP
- * leaves CONNECTED with the Send still outstanding, and the document
- * flushes what is outstanding then. Either completion is right; any other
- * is not.
- */
-static void expect_sent_before_peer_end(struct fx *f, it_dto_cookie_t cookie, const char *what)
-{
-	it_event_t ev = next_event(f->req, LONG_US);
-
-	ok(ev.event_number == IT_DTO_SEND_CMPL_EVENT && ev.dto_cmpl.cookie == cookie &&
-		   (ev.dto_cmpl.dto_status == IT_DTO_SUCCESS ||
-		    ev.dto_cmpl.dto_status == IT_DTO_ERR_FLUSHED),
-	   "%s: IT_DTO_SEND_CMPL_EVENT, cookie %llu, IT_DTO_SUCCESS or, the peer having ended the connection first, IT_DTO_ERR_FLUSHED (got %s, %llu, %s)",
-	   what, (unsigned long long)cookie,
-	   ev.event_number ? viaduct_it_event_str(ev.event_number) : "nothing",
-	   (unsigned long long)ev.dto_cmpl.cookie, viaduct_it_dto_status_str(ev.dto_cmpl.dto_status));
-}
-
 static void hang_up(struct fx *f, const char *what)
 {
 	IS(it_ep_disconnect(f->ep, NULL, 0), IT_SUCCESS);

@@ -11,7 +11,7 @@
 #
 #   +---------------------+            +---------------------+
 #   | netns ita$$ (A)     |            | netns itb$$ (B)     |
-#   |  vd0 / siw0 -> eth0 |<--veth---->|  eth0 <- vd0        |
+#   |  vd0 / siw$$ -> eth0|<--veth---->|  eth0 <- vd0        |
 #   |  192.0.2.1/24       |            |  192.0.2.2/24       |
 #   +---------------------+            +---------------------+
 
@@ -24,6 +24,8 @@ conf=$bin/user/itapi/tests/itapi-conformance
 irping=$bin/user/itapi/tests/itapi-rping
 A=ita$$
 B=itb$$
+# rdma devices are named machine-wide: a name of this run's own
+SIW=siw$$
 IPA=192.0.2.1
 IPB=192.0.2.2
 
@@ -125,7 +127,7 @@ have_siw=1
 modprobe siw 2>/dev/null || have_siw=0
 command -v rping >/dev/null || have_siw=0
 if [ $have_siw = 1 ]; then
-	ip netns exec "$A" rdma link add siw0 type siw netdev eth0
+	ip netns exec "$A" rdma link add "$SIW" type siw netdev eth0
 	ok $? "siw device in the first namespace"
 	port=7301
 	ip netns exec "$A" timeout "$tmo" rping -s -a $IPA -p $port -S 100 -C 20 -V >/dev/null 2>&1 &
@@ -136,7 +138,7 @@ if [ $have_siw = 1 ]; then
 	rc=${PIPESTATUS[0]}
 	wait $srv || rc=1
 	ok "$rc" "itapi-rping -C 20 -V against rdma-core's rping -s on siw"
-	ip netns exec "$A" rdma link del siw0
+	ip netns exec "$A" rdma link del "$SIW"
 	ok $? "siw device removed"
 else
 	skip "siw device in the first namespace" "no siw module or no rping"

@@ -6,7 +6,7 @@
 #
 #   +---------------------+            +---------------------+
 #   | netns vpa$$         |            | netns vpb$$         |
-#   |  vd0 / siw0 -> eth0 |<--veth---->|  eth0 <- vd0        |
+#   |  vd0 / siw$$ -> eth0|<--veth---->|  eth0 <- vd0        |
 #   |  192.0.2.1/24       |            |  192.0.2.2/24       |
 #   +---------------------+            +---------------------+
 #
@@ -22,6 +22,8 @@ ctl=$bin/tools/viaductctl/viaductctl
 ping=$bin/tools/ping/viaduct-ping
 A=vpa$$
 B=vpb$$
+# rdma devices are named machine-wide: a name of this run's own
+SIW=siw$$
 port=7174
 
 # shellcheck source=selftests/tap.sh
@@ -125,7 +127,7 @@ modprobe siw 2>/dev/null || have_siw=0
 command -v rping >/dev/null || have_siw=0
 if [ $have_siw = 1 ]; then
 	ip netns exec "$A" "$ctl" link del vd0 >/dev/null &&
-		ip netns exec "$A" rdma link add siw0 type siw netdev eth0
+		ip netns exec "$A" rdma link add "$SIW" type siw netdev eth0
 	ok $? "siw device in the first namespace instead of viaduct"
 	run "rping -s on siw, viaduct-ping -c, verified" \
 		"$A" rping -s -a 192.0.2.1 -S 100 -C 10 -V -- \
@@ -139,7 +141,7 @@ if [ $have_siw = 1 ]; then
 	run "viaduct-ping -s offering the MPA CRC, rping -c on siw" \
 		"$B" "$ping" -s -a 192.0.2.2 -S 1000 -C 5 -V --crc -- \
 		"$A" rping -c -a 192.0.2.2 -S 1000 -C 5 -V
-	ip netns exec "$A" rdma link del siw0
+	ip netns exec "$A" rdma link del "$SIW"
 	ok $? "siw device removed"
 else
 	for t in "siw device" "rping -s, viaduct-ping -c" "rping -s, viaduct-ping -c, CRC" \

@@ -19,7 +19,7 @@
 #
 #   +---------------------+            +---------------------+
 #   | netns vva$$         |            | netns vvb$$         |
-#   |  vd0 / siw0 -> eth0 |<--veth---->|  eth0 <- vd0        |
+#   |  vd0 / siw$$ -> eth0|<--veth---->|  eth0 <- vd0        |
 #   |  192.0.2.1/24       |            |  192.0.2.2/24       |
 #   +---------------------+            +---------------------+
 #
@@ -38,6 +38,8 @@ exv=$(dirname "$0")/helpers/viaduct-verbs
 exr=$(dirname "$0")/helpers/rdma-core
 A=vva$$
 B=vvb$$
+# rdma devices are named machine-wide: a name of this run's own
+SIW=siw$$
 port=7274
 
 # shellcheck source=selftests/tap.sh
@@ -375,7 +377,7 @@ have_siw=1
 modprobe siw 2>/dev/null || have_siw=0
 if [ $have_siw = 1 ]; then
 	ip netns exec "$A" "$ctl" link del vd0 >/dev/null &&
-		ip netns exec "$A" rdma link add siw0 type siw netdev eth0
+		ip netns exec "$A" rdma link add "$SIW" type siw netdev eth0
 	ok $? "siw device in the first namespace instead of viaduct"
 	run "rping -s on siw (rdma-core), rping -c on viaduct, verified" \
 		"$A" rping -s -a 192.0.2.1 -S 100 -C 10 -V -- \
@@ -415,7 +417,7 @@ if [ $have_siw = 1 ]; then
 	EXPECT="40 + 2 = 42" run "examples: add_server for viaduct-verbs, add_client built for rdma-core on siw" \
 		"$B" "$exv/add_server" @PORT@ -- \
 		"$A" "$exr/add_client" 192.0.2.2 40 2 @PORT@
-	ip netns exec "$A" rdma link del siw0
+	ip netns exec "$A" rdma link del "$SIW"
 	ok $? "siw device removed"
 else
 	for t in "siw device" "rping siw -> viaduct" "rping viaduct -> siw" \

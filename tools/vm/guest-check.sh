@@ -139,6 +139,32 @@ budget() { # wanted
 	echo $((left < $1 ? left : $1))
 }
 
+# The programs that may run beside one another (VD_LANES at a time, 2 by
+# default; 1 runs every program alone). Each works in network namespaces,
+# devices and files of its own (named after its pid) and reads no
+# module-wide state. The others run alone after them: they compare the
+# module's reference count or counters (pinned pages, doorbell calls,
+# direct and deferred transmits) before and after, set its parameters,
+# or need the polled doorbell's thread to themselves (isolation_test),
+# and any other program's work would change what they read. In the order
+# they start: the longest first, as the debug flavour times them.
+shared_progs=(verbs_test.sh vipl_test.sh perf_test.sh ping_test.sh siw_mem_test
+	netns_test.sh itapi_test.sh rx_test install_test.sh)
+is_shared() {
+	local s
+	for s in "${shared_progs[@]}"; do
+		[[ $s == "$1" ]] && return 0
+	done
+	return 1
+}
+is_selected() {
+	local s
+	for s in "${progs[@]}"; do
+		[[ $s == "$1" ]] && return 0
+	done
+	return 1
+}
+
 mkdir -p "$res/selftests"
 if [[ -d $VD_SELFTESTS ]]; then
 	# The programs skip their siw, rping and perftest cases where those
@@ -149,13 +175,30 @@ if [[ -d $VD_SELFTESTS ]]; then
 	try prerequisite-siw modprobe siw || true
 	try prerequisite-rping command -v rping || true
 	try prerequisite-perftest command -v ib_write_bw || true
+	progs=()
 	for p in "$VD_SELFTESTS"/*; do
 		[[ -f $p && -x $p ]] || continue
 		name=$(basename "$p")
 		# shellcheck disable=SC2053 # VD_ONLY is a glob on purpose
 		[[ -z ${VD_ONLY:-} || $name == $VD_ONLY ]] || continue
+		progs+=("$name")
+	done
+	# First the programs that may share the VM, $lanes at a time, the
+	# longest first; then the rest, one at a time.
+	lanes=${VD_LANES:-2}
+	for name in "${shared_progs[@]}"; do
+		is_selected "$name" || continue
+		while (($(jobs -rp | wc -l) >= lanes)); do
+			wait -n || true
+		done
 		run_prog "selftest $name" "$res/selftests/$name.tap" \
-			"$(budget "$VD_TEST_TIMEOUT")" "$p"
+			"$(budget "$VD_TEST_TIMEOUT")" "$VD_SELFTESTS/$name" &
+	done
+	wait
+	for name in "${progs[@]}"; do
+		is_shared "$name" && continue
+		run_prog "selftest $name" "$res/selftests/$name.tap" \
+			"$(budget "$VD_TEST_TIMEOUT")" "$VD_SELFTESTS/$name"
 	done
 else
 	say "no selftests dir $VD_SELFTESTS"

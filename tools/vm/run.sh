@@ -21,6 +21,9 @@
 #   VD_ONLY       (unset)             run only selftest programs matching this glob
 #   VD_KUNIT      (unset)             KUnit filter glob, "suite" or "suite.test"
 #   VD_TEST_TIMEOUT 300               per-program timeout in the guest, seconds
+#   VD_LANES      2                   guest-check.sh: how many of the programs
+#                                     that may share the guest run at once
+#                                     (1: every program alone)
 #   VD_<anything>                     passed through unchanged
 #
 # Knobs for the VM itself: VD_TIMEOUT (whole run, seconds, default 1200),

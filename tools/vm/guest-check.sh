@@ -150,17 +150,11 @@ budget() { # wanted
 # they start: the longest first, as the debug flavour times them.
 shared_progs=(verbs_test.sh vipl_test.sh perf_test.sh ping_test.sh siw_mem_test
 	netns_test.sh itapi_test.sh rx_test install_test.sh)
-is_shared() {
-	local s
-	for s in "${shared_progs[@]}"; do
-		[[ $s == "$1" ]] && return 0
-	done
-	return 1
-}
-is_selected() {
-	local s
-	for s in "${progs[@]}"; do
-		[[ $s == "$1" ]] && return 0
+contains() { # word list...: whether word is one of the list
+	local w=$1 s
+	shift
+	for s; do
+		[[ $s == "$w" ]] && return 0
 	done
 	return 1
 }
@@ -187,7 +181,7 @@ if [[ -d $VD_SELFTESTS ]]; then
 	# longest first; then the rest, one at a time.
 	lanes=${VD_LANES:-2}
 	for name in "${shared_progs[@]}"; do
-		is_selected "$name" || continue
+		contains "$name" "${progs[@]}" || continue
 		while (($(jobs -rp | wc -l) >= lanes)); do
 			wait -n || true
 		done
@@ -196,7 +190,7 @@ if [[ -d $VD_SELFTESTS ]]; then
 	done
 	wait
 	for name in "${progs[@]}"; do
-		is_shared "$name" && continue
+		contains "$name" "${shared_progs[@]}" && continue
 		run_prog "selftest $name" "$res/selftests/$name.tap" \
 			"$(budget "$VD_TEST_TIMEOUT")" "$VD_SELFTESTS/$name"
 	done

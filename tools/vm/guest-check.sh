@@ -180,6 +180,10 @@ if [[ -d $VD_SELFTESTS ]]; then
 	# First the programs that may share the VM, $lanes at a time, the
 	# longest first; then the rest, one at a time.
 	lanes=${VD_LANES:-2}
+	if [[ ! $lanes =~ ^[1-9][0-9]*$ ]]; then
+		say "VD_LANES=$lanes is not a positive count: running every program alone"
+		lanes=1
+	fi
 	for name in "${shared_progs[@]}"; do
 		contains "$name" "${progs[@]}" || continue
 		while (($(jobs -rp | wc -l) >= lanes)); do

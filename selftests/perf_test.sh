@@ -43,12 +43,15 @@ has_line() {
 
 # run_pair DESC AWK_CHECK -- client args...: a server in B, the client in A.
 run_pair() {
-	local desc=$1 check=$2 rc src
+	local desc=$1 check=$2 rc src i
 	shift 3
 	port=$((port + 1))
+	# emptied here, not only by the server's redirection: the wait below
+	# must not find the line the previous server wrote
+	: >"$tmp/server"
 	ip netns exec "$B" "$perf" -d vd0 --server --addr 192.0.2.2 -p "$port" >"$tmp/server" 2>&1 &
 	spid=$!
-	for _ in $(seq 200); do
+	for ((i = 0; i < 200; i++)); do
 		has_line "$tmp/server" 'waiting for a client' && break
 		nap 0.05
 	done
@@ -56,7 +59,12 @@ run_pair() {
 	timeout 120 ip netns exec "$A" "$perf" -d vd0 -p "$port" "$@" 192.0.2.2 \
 		>"$tmp/client" 2>&1
 	rc=$?
-	timeout 30 tail --pid="$spid" -f /dev/null
+	# the server ends by itself after its client: up to 30 s, then stopped
+	for ((i = 0; i < 600; i++)); do
+		kill -0 "$spid" 2>/dev/null || break
+		nap 0.05
+	done
+	kill "$spid" 2>/dev/null
 	wait "$spid"
 	src=$?
 	spid=

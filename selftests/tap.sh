@@ -5,9 +5,22 @@
 #
 #   ok STATUS DESCRIPTION   "ok N - ..." when STATUS is 0, else "not ok"
 #   skip DESCRIPTION REASON "ok N - ... # SKIP REASON"
+#
+# and gives the scripts two things that spare a process each time:
+#
+#   "$nsrun" [-t SECONDS] NETNS [NAME=VALUE]... PROGRAM [ARG]...
+#           what "ip netns exec NETNS timeout SECONDS env NAME=VALUE...
+#           PROGRAM" does, in one process start (helpers/nsrun, nsrun.c)
+#   $tap_tmp  a directory of this script's own for scratch files, made
+#           here; the script's cleanup removes it
 
 n=0
 failed=0
+# shellcheck disable=SC2034 # for the scripts that source this file
+{
+	nsrun=${BASH_SOURCE[0]%/*}/nsrun
+	tap_tmp=$(mktemp -d)
+}
 
 ok() {
 	n=$((n + 1))

@@ -22,6 +22,7 @@ ns=vdin$$
 
 cleanup() {
 	ip netns del "$ns" 2>/dev/null
+	rm -rf "$tap_tmp"
 }
 trap cleanup EXIT
 
@@ -42,12 +43,12 @@ ip netns add "$ns" &&
 	ip -n "$ns" link add vdin0 type veth peer name vdin1 &&
 	ip -n "$ns" addr add 192.0.2.9/24 dev vdin0 &&
 	ip -n "$ns" link set vdin0 up && ip -n "$ns" link set vdin1 up &&
-	ip netns exec "$ns" "$ctl" link add vdinst type viaduct netdev vdin0
+	"$nsrun" "$ns" "$ctl" link add vdinst type viaduct netdev vdin0
 ok $? "a device in a namespace of its own"
 
 libdir=$(dirname "$(dirname "$(find "$it/usr" -name viaduct.pc | head -n1)")")
 for p in "${progs[@]}"; do
-	out=$(ip netns exec "$ns" env LD_LIBRARY_PATH="$libdir" "$it/$p" vdinst 2>&1)
+	out=$("$nsrun" "$ns" LD_LIBRARY_PATH="$libdir" "$it/$p" vdinst 2>&1)
 	rc=$?
 	echo "# $p: $out"
 	ok $rc "$p against the module: a PD, CQ and QP, and a completion"

@@ -35,6 +35,7 @@ IPB=192.0.2.2
 cleanup() {
 	ip netns del "$A" 2>/dev/null
 	ip netns del "$B" 2>/dev/null
+	rm -rf "$tap_tmp"
 }
 trap cleanup EXIT
 
@@ -56,11 +57,11 @@ pair() {
 	shift
 	local cns=$1
 	shift
-	out_s=$(mktemp)
-	out_c=$(mktemp)
-	ip netns exec "$sns" timeout "$tmo" "${scmd[@]}" >"$out_s" 2>&1 &
+	out_s=$tap_tmp/out_s
+	out_c=$tap_tmp/out_c
+	"$nsrun" -t "$tmo" "$sns" "${scmd[@]}" >"$out_s" 2>&1 &
 	srv=$!
-	ip netns exec "$cns" timeout "$tmo" "$@" >"$out_c" 2>&1
+	"$nsrun" -t "$tmo" "$cns" "$@" >"$out_c" 2>&1
 	rc_c=$?
 	wait "$srv"
 	rc_s=$?
@@ -73,17 +74,7 @@ pair() {
 	else
 		echo "# client: $(grep -c '^ok ' "$out_c") checks passed, server: $(grep -c '^ok ' "$out_s")"
 	fi
-	rm -f "$out_s" "$out_c"
 	ok $((rc_c != 0 || rc_s != 0)) "$desc"
-}
-
-# listening PORT NS: waits until something listens on PORT in NS
-listening() {
-	for _ in $(seq 200); do
-		ip netns exec "$2" ss -Htln "sport = :$1" 2>/dev/null | grep -q . && return 0
-		sleep 0.1
-	done
-	return 1
 }
 
 echo "TAP version 13"
@@ -97,16 +88,15 @@ for p in "$ctl" "$vping" "$conf" "$irping"; do
 done
 
 ns_pair "$A" "$B" &&
-	ip netns exec "$A" "$ctl" link add vd0 netdev eth0 >/dev/null &&
-	ip netns exec "$B" "$ctl" link add vd0 netdev eth0 >/dev/null
+	"$nsrun" "$A" "$ctl" link add vd0 netdev eth0 >/dev/null &&
+	"$nsrun" "$B" "$ctl" link add vd0 netdev eth0 >/dev/null
 ok $? "two namespaces joined by veth, a viaduct device in each"
 
-out=$(mktemp)
-ip netns exec "$A" timeout "$tmo" "$conf" local >"$out" 2>&1
+out=$tap_tmp/out
+"$nsrun" -t "$tmo" "$A" "$conf" local >"$out" 2>&1
 rc=$?
 grep -v '^ok ' "$out" | sed 's/^/# /'
 echo "# $(grep -c '^ok ' "$out") checks passed"
-rm -f "$out"
 ok $rc "conformance: one process (S1, the TII's errors, connections to itself, posts on a flushed EP)"
 
 pair "conformance: S2-S11, reject, handoff, listen_free, passive side in A" \
@@ -115,10 +105,10 @@ pair "conformance: S2-S11, reject, handoff, listen_free, passive side in A" \
 
 # rping's protocol, viaduct to viaduct: the native viaduct-ping as server
 port=7300
-ip netns exec "$A" timeout "$tmo" "$vping" -s -a $IPA -p $port -S 100 -C 10 -V >/dev/null 2>&1 &
+"$nsrun" -t "$tmo" "$A" "$vping" -s -a $IPA -p $port -S 100 -C 10 -V >/dev/null 2>&1 &
 srv=$!
-listening $port "$A"
-ip netns exec "$B" timeout "$tmo" "$irping" -a $IPA -p $port -S 100 -C 10 -V 2>&1 | sed 's/^/# /'
+wait_listen "$srv" $port
+"$nsrun" -t "$tmo" "$B" "$irping" -a $IPA -p $port -S 100 -C 10 -V 2>&1 | sed 's/^/# /'
 rc=${PIPESTATUS[0]}
 wait $srv || rc=1
 ok "$rc" "itapi-rping -C 10 -V against viaduct-ping -s (native API)"
@@ -127,18 +117,18 @@ have_siw=1
 modprobe siw 2>/dev/null || have_siw=0
 command -v rping >/dev/null || have_siw=0
 if [ $have_siw = 1 ]; then
-	ip netns exec "$A" rdma link add "$SIW" type siw netdev eth0
+	"$nsrun" "$A" rdma link add "$SIW" type siw netdev eth0
 	ok $? "siw device in the first namespace"
 	port=7301
-	ip netns exec "$A" timeout "$tmo" rping -s -a $IPA -p $port -S 100 -C 20 -V >/dev/null 2>&1 &
+	"$nsrun" -t "$tmo" "$A" rping -s -a $IPA -p $port -S 100 -C 20 -V >/dev/null 2>&1 &
 	srv=$!
-	listening $port "$A"
-	ip netns exec "$B" timeout "$tmo" "$irping" -a $IPA -p $port -S 100 -C 20 -V 2>&1 |
+	wait_listen "$srv" $port
+	"$nsrun" -t "$tmo" "$B" "$irping" -a $IPA -p $port -S 100 -C 20 -V 2>&1 |
 		sed 's/^/# /'
 	rc=${PIPESTATUS[0]}
 	wait $srv || rc=1
 	ok "$rc" "itapi-rping -C 20 -V against rdma-core's rping -s on siw"
-	ip netns exec "$A" rdma link del "$SIW"
+	"$nsrun" "$A" rdma link del "$SIW"
 	ok $? "siw device removed"
 else
 	skip "siw device in the first namespace" "no siw module or no rping"

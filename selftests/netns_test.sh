@@ -37,6 +37,7 @@ expect() {
 cleanup() {
 	ip netns del "$A" 2>/dev/null
 	ip netns del "$B" 2>/dev/null
+	rm -rf "$tap_tmp"
 }
 trap cleanup EXIT
 
@@ -51,14 +52,14 @@ fi
 ns_pair "$A" "$B"
 ok $? "create two namespaces joined by veth"
 
-expect 0 "add vd0 in $A" -- ip netns exec "$A" "$ctl" link add vd0 netdev eth0
-expect 0 "add vd0 in $B (names are per namespace)" -- ip netns exec "$B" "$ctl" link add vd0 netdev eth0
+expect 0 "add vd0 in $A" -- "$nsrun" "$A" "$ctl" link add vd0 netdev eth0
+expect 0 "add vd0 in $B (names are per namespace)" -- "$nsrun" "$B" "$ctl" link add vd0 netdev eth0
 
-out=$(ip netns exec "$A" "$ctl" link show)
+out=$("$nsrun" "$A" "$ctl" link show)
 [ "$(printf '%s\n' "$out" | grep -c .)" -eq 1 ] && printf '%s\n' "$out" | grep -q 'vd0.*eth0'
 ok $? "$A lists exactly its own device"
 
-json=$(ip netns exec "$B" "$ctl" --json link show)
+json=$("$nsrun" "$B" "$ctl" --json link show)
 python3 -c '
 import json, sys
 d = json.loads(sys.argv[1])
@@ -67,11 +68,11 @@ assert d[0]["ifname"] == "vd0" and d[0]["netdev"] == "eth0", d
 ' "$json"
 ok $? "$B lists exactly its own device as JSON"
 
-out=$(ip netns exec "$A" "$ctl" dev show vd0)
+out=$("$nsrun" "$A" "$ctl" dev show vd0)
 printf '%s\n' "$out" | grep -q '192\.0\.2\.1/24'
 ok $? "dev show reports the interface address"
 
-json=$(ip netns exec "$A" "$ctl" -j dev)
+json=$("$nsrun" "$A" "$ctl" -j dev)
 python3 -c '
 import json, sys
 d = json.loads(sys.argv[1])
@@ -82,29 +83,29 @@ assert dev["limits"]["max_qp"] > 0, dev
 ' "$json"
 ok $? "dev --json reports addresses and limits"
 
-expect 2 "duplicate name is refused" -- ip netns exec "$A" "$ctl" link add vd0 netdev lo
+expect 2 "duplicate name is refused" -- "$nsrun" "$A" "$ctl" link add vd0 netdev lo
 printf '%s\n' "$out" | grep -qi 'exist'
 ok $? "duplicate name error says so"
 
-expect 2 "second device on one interface is refused" -- ip netns exec "$A" "$ctl" link add vd1 netdev eth0
-expect 2 "unknown interface is refused" -- ip netns exec "$A" "$ctl" link add vd1 netdev nosuch0
+expect 2 "second device on one interface is refused" -- "$nsrun" "$A" "$ctl" link add vd1 netdev eth0
+expect 2 "unknown interface is refused" -- "$nsrun" "$A" "$ctl" link add vd1 netdev nosuch0
 printf '%s\n' "$out" | grep -qi 'not found\|no such'
 ok $? "unknown interface error names the problem"
 
-expect 2 "unprivileged add is refused" -- ip netns exec "$A" setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$ctl" link add vd2 netdev lo
+expect 2 "unprivileged add is refused" -- "$nsrun" "$A" setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$ctl" link add vd2 netdev lo
 
-expect 0 "del vd0 in $A" -- ip netns exec "$A" "$ctl" link del vd0
-[ -z "$(ip netns exec "$A" "$ctl" link show)" ] &&
-	ip netns exec "$B" "$ctl" link show | grep -q vd0
+expect 0 "del vd0 in $A" -- "$nsrun" "$A" "$ctl" link del vd0
+[ -z "$("$nsrun" "$A" "$ctl" link show)" ] &&
+	"$nsrun" "$B" "$ctl" link show | grep -q vd0
 ok $? "deleting in $A leaves $B's device alone"
 
-expect 0 "re-add vd0 in $A" -- ip netns exec "$A" "$ctl" link add vd0 netdev eth0
+expect 0 "re-add vd0 in $A" -- "$nsrun" "$A" "$ctl" link add vd0 netdev eth0
 
 # Deleting namespace B destroys the veth pair, so A's eth0 and device go too.
 ip netns del "$B"
 gone=1
 for _ in $(seq 50); do
-	if [ -z "$(ip netns exec "$A" "$ctl" link show 2>/dev/null)" ]; then
+	if [ -z "$("$nsrun" "$A" "$ctl" link show 2>/dev/null)" ]; then
 		gone=0
 		break
 	fi

@@ -17,11 +17,11 @@ ctl=${VIADUCTCTL:-$top/build/cmake/tools/viaductctl/viaductctl}
 perf=${VIADUCT_PERF:-$top/build/cmake/tools/perf/viaduct-perf}
 A=vpa$$
 B=vpb$$
-tmp=$(mktemp -d)
 port=18515
 
 # shellcheck source=selftests/tap.sh
 . "$(dirname "$0")/helpers/tap.sh"
+tmp=$tap_tmp
 
 cleanup() {
 	[ -n "${spid:-}" ] && kill "$spid" 2>/dev/null
@@ -49,14 +49,14 @@ run_pair() {
 	# emptied here, not only by the server's redirection: the wait below
 	# must not find the line the previous server wrote
 	: >"$tmp/server"
-	ip netns exec "$B" "$perf" -d vd0 --server --addr 192.0.2.2 -p "$port" >"$tmp/server" 2>&1 &
+	"$nsrun" "$B" "$perf" -d vd0 --server --addr 192.0.2.2 -p "$port" >"$tmp/server" 2>&1 &
 	spid=$!
 	for ((i = 0; i < 200; i++)); do
 		has_line "$tmp/server" 'waiting for a client' && break
 		nap 0.05
 	done
 	# perftest's form: the server's address is the argument.
-	timeout 120 ip netns exec "$A" "$perf" -d vd0 -p "$port" "$@" 192.0.2.2 \
+	"$nsrun" -t 120 "$A" "$perf" -d vd0 -p "$port" "$@" 192.0.2.2 \
 		>"$tmp/client" 2>&1
 	rc=$?
 	# the server ends by itself after its client: up to 30 s, then stopped
@@ -121,8 +121,8 @@ for f in "$ctl" "$perf"; do
 done
 
 ns_pair "$A" "$B" &&
-	ip netns exec "$A" "$ctl" link add vd0 netdev eth0 &&
-	ip netns exec "$B" "$ctl" link add vd0 netdev eth0
+	"$nsrun" "$A" "$ctl" link add vd0 netdev eth0 &&
+	"$nsrun" "$B" "$ctl" link add vd0 netdev eth0
 ok $? "two namespaces with vd0 on veth"
 
 run_pair "RDMA Write, 2 QPs" "$(bw 3)" -- -t write -n $n300 --sizes 1,4096,65536 -q 2
@@ -142,7 +142,7 @@ run_pair "RDMA Read both ways (-b), every byte checked" "$(bw 1)" -- --test read
 run_pair "Send both ways (-b), more than a burst, one WR per post (-l 1), every byte checked" "$(bw 1)" -- --test send -b -s 2048 -n 600 -l 1 --check=all
 
 # A client without a server fails, and says why.
-timeout 60 ip netns exec "$A" "$perf" -d vd0 --addr 192.0.2.2 -p 9 -t write -n 1 \
+"$nsrun" -t 60 "$A" "$perf" -d vd0 --addr 192.0.2.2 -p 9 -t write -n 1 \
 	>"$tmp/client" 2>&1
 rc=$?
 sed 's/^/#   /' "$tmp/client"

@@ -32,6 +32,7 @@ port=7174
 cleanup() {
 	ip netns del "$A" 2>/dev/null
 	ip netns del "$B" 2>/dev/null
+	rm -rf "$tap_tmp"
 }
 trap cleanup EXIT
 
@@ -49,13 +50,13 @@ run() {
 	local cns=$1
 	shift
 	port=$((port + 1))
-	out_s=$(mktemp)
-	out_c=$(mktemp)
-	ip netns exec "$sns" timeout 60 "${scmd[@]}" -p "$port" >"$out_s" 2>&1 &
+	out_s=$tap_tmp/out_s
+	out_c=$tap_tmp/out_c
+	"$nsrun" -t 60 "$sns" "${scmd[@]}" -p "$port" >"$out_s" 2>&1 &
 	srv=$!
 	# the server listens once its port shows up in its namespace
 	wait_listen "$srv" "$port"
-	ip netns exec "$cns" timeout 60 "$@" -p "$port" >"$out_c" 2>&1
+	"$nsrun" -t 60 "$cns" "$@" -p "$port" >"$out_c" 2>&1
 	rc_c=$?
 	wait "$srv"
 	rc_s=$?
@@ -66,7 +67,6 @@ run() {
 		echo "# client ($*):"
 		tail -n 15 "$out_c" | sed 's/^/#   /'
 	fi
-	rm -f "$out_s" "$out_c"
 	ok $((rc_c != 0 || rc_s != 0)) "$desc"
 }
 
@@ -79,8 +79,8 @@ if [ ! -x "$ctl" ] || [ ! -x "$ping" ]; then
 fi
 
 ns_pair "$A" "$B" &&
-	ip netns exec "$A" "$ctl" link add vd0 netdev eth0 >/dev/null &&
-	ip netns exec "$B" "$ctl" link add vd0 netdev eth0 >/dev/null
+	"$nsrun" "$A" "$ctl" link add vd0 netdev eth0 >/dev/null &&
+	"$nsrun" "$B" "$ctl" link add vd0 netdev eth0 >/dev/null
 ok $? "two namespaces joined by veth, a viaduct device in each"
 
 run "viaduct-ping -c to viaduct-ping -s, 100 bytes, verified" \
@@ -102,13 +102,13 @@ run "viaduct to viaduct with MPA v1 and CRC, 4000 bytes" \
 
 # -P: one server serves two clients one after the other, until killed.
 port=$((port + 1))
-out_s=$(mktemp)
-ip netns exec "$A" timeout 60 "$ping" -s -P -a 192.0.2.1 -S 100 -C 3 -V -p "$port" >"$out_s" 2>&1 &
+out_s=$tap_tmp/out_s
+"$nsrun" -t 60 "$A" "$ping" -s -P -a 192.0.2.1 -S 100 -C 3 -V -p "$port" >"$out_s" 2>&1 &
 srv=$!
 wait_listen "$srv" "$port"
 rc=0
 for n in 1 2; do
-	ip netns exec "$B" timeout 60 "$ping" -c -a 192.0.2.1 -S 100 -C 3 -V -p "$port" >/dev/null 2>&1 ||
+	"$nsrun" -t 60 "$B" "$ping" -c -a 192.0.2.1 -S 100 -C 3 -V -p "$port" >/dev/null 2>&1 ||
 		rc=$n
 done
 # still serving after both: a persistent server ends only when killed
@@ -119,15 +119,14 @@ if [ $rc -ne 0 ]; then
 	echo "# client or server failed ($rc); server:"
 	tail -n 15 "$out_s" | sed 's/^/#   /'
 fi
-rm -f "$out_s"
 ok $rc "viaduct-ping -s -P serves two clients one after the other"
 
 have_siw=1
 modprobe siw 2>/dev/null || have_siw=0
 command -v rping >/dev/null || have_siw=0
 if [ $have_siw = 1 ]; then
-	ip netns exec "$A" "$ctl" link del vd0 >/dev/null &&
-		ip netns exec "$A" rdma link add "$SIW" type siw netdev eth0
+	"$nsrun" "$A" "$ctl" link del vd0 >/dev/null &&
+		"$nsrun" "$A" rdma link add "$SIW" type siw netdev eth0
 	ok $? "siw device in the first namespace instead of viaduct"
 	run "rping -s on siw, viaduct-ping -c, verified" \
 		"$A" rping -s -a 192.0.2.1 -S 100 -C 10 -V -- \
@@ -141,7 +140,7 @@ if [ $have_siw = 1 ]; then
 	run "viaduct-ping -s offering the MPA CRC, rping -c on siw" \
 		"$B" "$ping" -s -a 192.0.2.2 -S 1000 -C 5 -V --crc -- \
 		"$A" rping -c -a 192.0.2.2 -S 1000 -C 5 -V
-	ip netns exec "$A" rdma link del "$SIW"
+	"$nsrun" "$A" rdma link del "$SIW"
 	ok $? "siw device removed"
 else
 	for t in "siw device" "rping -s, viaduct-ping -c" "rping -s, viaduct-ping -c, CRC" \

@@ -28,6 +28,7 @@ hpid2=
 
 # shellcheck source=selftests/tap.sh
 . "$(dirname "$0")/helpers/tap.sh"
+tmp=$tap_tmp
 
 # check DESCRIPTION PYTHON JSON [ARGS...]: runs a python check on JSON (as
 # d; ARGS are sys.argv[2:]). The JSON goes through stdin: a dump of
@@ -44,19 +45,22 @@ $prog" - "$@" 2>&1)
 	ok $rc "$desc"
 }
 
-in_ns() { ip netns exec "$NS" "$@"; }
+in_ns() { "$nsrun" "$NS" "$@"; }
 
 # start_holder VAR OUTFILE EXTRA: starts a holder in the namespace, waits
 # for its "ready" line and stores its pid in VAR.
 start_holder() {
-	local var=$1 out=$2 extra=$3
-	# not through in_ns: $! must be the holder (ip netns exec execs it)
-	ip netns exec "$NS" "$holder" "$DEV" "$extra" >"$out" 2>&1 &
+	local var=$1 out=$2 extra=$3 i line
+	# not through in_ns: $! must be the holder (nsrun without -t execs it)
+	"$nsrun" "$NS" "$holder" "$DEV" "$extra" >"$out" 2>&1 &
 	printf -v "$var" '%s' $!
-	for _ in $(seq 300); do
-		grep -q '^ready' "$out" && return 0
+	# no process per look (tap.sh's nap)
+	for ((i = 0; i < 300; i++)); do
+		while read -r line; do
+			[[ $line == ready* ]] && return 0
+		done <"$out"
 		kill -0 "${!var}" 2>/dev/null || break
-		sleep 0.1
+		nap 0.1
 	done
 	sed 's/^/# holder: /' "$out"
 	return 1
@@ -68,7 +72,6 @@ kill_holder() { # PID
 	wait "$1" 2>/dev/null
 }
 
-tmp=$(mktemp -d)
 cleanup() {
 	kill_holder "$hpid"
 	kill_holder "$hpid2"

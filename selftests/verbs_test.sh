@@ -48,11 +48,12 @@ port=7274
 cleanup() {
 	ip netns del "$A" 2>/dev/null
 	ip netns del "$B" 2>/dev/null
+	rm -rf "$tap_tmp"
 }
 trap cleanup EXIT
 
-# Runs a program of rdma-core's on viaduct: "$vv" PROGRAM ARGS...
-vv=(env "LD_LIBRARY_PATH=$dropin")
+# Runs a program of rdma-core's on viaduct: "$nsrun" NS "${vv[@]}" PROGRAM ARGS...
+vv=("LD_LIBRARY_PATH=$dropin")
 
 # with_port ARGS...: ARGS with @PORT@ replaced by $port, or with "-p $port"
 # appended if there is none (rping's and verbs_err's way).
@@ -102,16 +103,16 @@ run() {
 	local try=1
 	while :; do
 		port=$((port + 1))
-		out_s=$(mktemp)
-		out_c=$(mktemp)
+		out_s=$tap_tmp/server
+		out_c=$tap_tmp/client
 		with_port "${scmd[@]}"
-		ip netns exec "$sns" timeout 60 "${cmd[@]}" >"$out_s" 2>&1 &
+		"$nsrun" -t 60 "$sns" "${cmd[@]}" >"$out_s" 2>&1 &
 		srv=$!
 		# the client goes once the server listens (or after 10 s, or once
 		# the server exited: then the client's failure shows why)
 		wait_listen "$srv" "$port"
 		with_port "$@"
-		ip netns exec "$cns" timeout 60 "${cmd[@]}" >"$out_c" 2>&1
+		"$nsrun" -t 60 "$cns" "${cmd[@]}" >"$out_c" 2>&1
 		rc_c=$?
 		# PERFTEST_RACE: perftest -R's own race (Documentation/verbs.rst):
 		# its server listens for the test's connection only after the
@@ -125,7 +126,6 @@ run() {
 			echo "# $desc: perftest -R's listen race (client refused before its server listened again): once more"
 			kill "$srv" 2>/dev/null
 			wait "$srv" 2>/dev/null
-			rm -f "$out_s" "$out_c"
 			try=$((try + 1))
 			continue
 		fi
@@ -158,7 +158,6 @@ run() {
 		echo "# client ($*):"
 		tail -n 15 "$out_c" | sed 's/^/#   /'
 	fi
-	rm -f "$out_s" "$out_c"
 	ok $((rc_c != 0 || rc_s != 0)) "$desc"
 }
 
@@ -169,7 +168,7 @@ solo() {
 	shift 2
 	port=$((port + 1))
 	with_port "$@"
-	out=$(ip netns exec "$ns" timeout 60 "${cmd[@]}" 2>&1)
+	out=$("$nsrun" -t 60 "$ns" "${cmd[@]}" 2>&1)
 	rc=$?
 	if [ $rc -ne 0 ]; then
 		echo "# $desc: exit $rc"
@@ -193,27 +192,27 @@ for p in rping ibv_devices ibv_devinfo; do
 done
 
 ns_pair "$A" "$B" &&
-	ip netns exec "$A" "$ctl" link add vd0 netdev eth0 >/dev/null &&
-	ip netns exec "$B" "$ctl" link add vd0 netdev eth0 >/dev/null
+	"$nsrun" "$A" "$ctl" link add vd0 netdev eth0 >/dev/null &&
+	"$nsrun" "$B" "$ctl" link add vd0 netdev eth0 >/dev/null
 ok $? "two namespaces joined by veth, a viaduct device in each"
 
 # The binaries resolve libibverbs and librdmacm to the drop-in directory.
 # Both names are the one file, which the loader maps once: ldd lists it
 # under the first name it meets.
-libs=$("${vv[@]}" ldd "$(command -v rping)")
+libs=$(LD_LIBRARY_PATH=$dropin ldd "$(command -v rping)")
 echo "$libs" | grep -E 'libibverbs|librdmacm|viaduct' | sed 's/^/#   /'
 echo "$libs" | grep -q "librdmacm.so.1 => $dropin/librdmacm.so.1" &&
 	! echo "$libs" | grep -E 'lib(ibverbs|rdmacm)\.so\.1 => ' | grep -qv "=> $dropin/"
 ok $? "rping loads libibverbs.so.1 and librdmacm.so.1 from the drop-in directory"
 
-out=$(ip netns exec "$A" env LD_LIBRARY_PATH="$dropin" ibv_devices 2>&1)
+out=$("$nsrun" "$A" LD_LIBRARY_PATH="$dropin" ibv_devices 2>&1)
 echo "$out" | sed 's/^/#   /'
 # the GUID is the MAC of eth0 followed by two zero bytes, as siw shows it
 mac=$(ip -n "$A" -br link show eth0 | awk '{print $3}' | tr -d :)
 echo "$out" | grep -Eq "^[[:space:]]+vd0[[:space:]]+${mac}0000$"
 ok $? "ibv_devices lists vd0 with its MAC as node GUID"
 
-out=$(ip netns exec "$A" env LD_LIBRARY_PATH="$dropin" ibv_devinfo -v 2>&1)
+out=$("$nsrun" "$A" LD_LIBRARY_PATH="$dropin" ibv_devinfo -v 2>&1)
 rc=$?
 echo "$out" | head -n 12 | sed 's/^/#   /'
 [ $rc -eq 0 ] && echo "$out" | grep -q 'hca_id:[[:space:]]*vd0' &&
@@ -224,13 +223,13 @@ echo "$out" | head -n 12 | sed 's/^/#   /'
 ok $? "ibv_devinfo -v describes vd0: iWARP, port active, Ethernet, GUID from the MAC"
 
 # In a namespace without a viaduct device, the list is empty and says so.
-ip netns exec "$A" "$ctl" link del vd0 >/dev/null
-out=$(ip netns exec "$A" env LD_LIBRARY_PATH="$dropin" ibv_devinfo 2>&1)
+"$nsrun" "$A" "$ctl" link del vd0 >/dev/null
+out=$("$nsrun" "$A" LD_LIBRARY_PATH="$dropin" ibv_devinfo 2>&1)
 rc=$?
 echo "$out" | sed 's/^/#   /'
 [ $rc -ne 0 ] && echo "$out" | grep -q 'No IB devices found'
 ok $? "ibv_devinfo without a viaduct device: 'No IB devices found', non-zero exit"
-ip netns exec "$A" "$ctl" link add vd0 netdev eth0 >/dev/null
+"$nsrun" "$A" "$ctl" link add vd0 netdev eth0 >/dev/null
 
 run "rping -s, rping -c on viaduct, 100 bytes x 10, verified (-V)" \
 	"$A" "${vv[@]}" rping -s -a 192.0.2.1 -S 100 -C 10 -V -- \
@@ -249,19 +248,19 @@ run "rping -s -v, rping -c -v over IPv6 on viaduct" \
 run "rping on viaduct with VIADUCT_VERBS_DOORBELL=polled, verified (-V)" \
 	"$A" "${vv[@]}" VIADUCT_VERBS_DOORBELL=polled rping -s -a 192.0.2.1 -S 100 -C 10 -V -- \
 	"$B" "${vv[@]}" VIADUCT_VERBS_DOORBELL=polled rping -c -a 192.0.2.1 -S 100 -C 10 -V
-out=$(ip netns exec "$A" env LD_LIBRARY_PATH="$dropin" VIADUCT_VERBS_DOORBELL=often ibv_devinfo 2>&1)
+out=$("$nsrun" "$A" LD_LIBRARY_PATH="$dropin" VIADUCT_VERBS_DOORBELL=often ibv_devinfo 2>&1)
 rc=$?
 echo "$out" | sed 's/^/#   /'
 [ $rc -ne 0 ] && echo "$out" | grep -qi 'failed to open'
 ok $? "VIADUCT_VERBS_DOORBELL=often: ibv_open_device fails, ibv_devinfo says so"
 
-out=$(ip netns exec "$A" env LD_LIBRARY_PATH="$dropin" "$err" local 2>&1)
+out=$("$nsrun" "$A" LD_LIBRARY_PATH="$dropin" "$err" local 2>&1)
 rc=$?
 echo "$out"
 [ $rc -eq 0 ]
 ok $? "verbs_err local: destroy order (EBUSY), access rules, bad WRs at bad_wr, EOPNOTSUPP"
 
-out=$(ip netns exec "$A" env LD_LIBRARY_PATH="$dropin" "$err" post 2>&1)
+out=$("$nsrun" "$A" LD_LIBRARY_PATH="$dropin" "$err" post 2>&1)
 rc=$?
 echo "$out"
 [ $rc -eq 0 ]
@@ -272,7 +271,7 @@ run "verbs_err: private data, flushed receives, DISCONNECTED, destroy waits for 
 	"$A" "${vv[@]}" "$err" server 192.0.2.1 -- \
 	"$B" "${vv[@]}" "$err" client 192.0.2.1
 
-out=$(ip netns exec "$A" env LD_LIBRARY_PATH="$dropin" "$ops" local 2>&1)
+out=$("$nsrun" "$A" LD_LIBRARY_PATH="$dropin" "$ops" local 2>&1)
 rc=$?
 echo "$out"
 [ $rc -eq 0 ]
@@ -318,14 +317,14 @@ if command -v ib_write_bw >/dev/null; then
 	bad=0
 	for p in ib_send_bw ib_write_bw ib_read_bw ib_send_lat ib_write_lat; do
 		port=$((port + 1))
-		out=$(ip netns exec "$B" timeout 60 "${vv[@]}" $p -d vd0 -R -F -n 5 -p $port 192.0.2.1 2>&1)
+		out=$("$nsrun" -t 60 "$B" "${vv[@]}" $p -d vd0 -R -F -n 5 -p $port 192.0.2.1 2>&1)
 		rc=$?
 		echo "$out" | tail -n 3 | sed "s/^/#   $p: /"
 		if [ $rc -eq 0 ] || [ $rc -ge 124 ]; then
 			echo "# $p against no server: exit $rc"
 			bad=1
 			command -v gdb >/dev/null &&
-				ip netns exec "$B" timeout 120 gdb -q -batch \
+				"$nsrun" -t 120 "$B" gdb -q -batch \
 					-ex "set environment LD_LIBRARY_PATH $dropin" -ex run \
 					-ex 'thread apply all bt' --args $p -d vd0 -R -F -n 5 -p $port 192.0.2.1 2>&1 |
 				tail -n 40 | sed 's/^/#   gdb: /'
@@ -344,13 +343,13 @@ if command -v ib_write_bw >/dev/null; then
 	bad=0
 	for p in ib_send_lat; do
 		port=$((port + 1))
-		out_s=$(mktemp)
-		ip netns exec "$A" timeout 30 "${vv[@]}" LD_PRELOAD="$delay" \
+		out_s=$tap_tmp/server
+		"$nsrun" -t 30 "$A" "${vv[@]}" LD_PRELOAD="$delay" \
 			VD_LISTEN_DELAY_CALL=2 VD_LISTEN_DELAY_MS=2500 \
 			$p -d vd0 -R -F -n 5 -p $port >"$out_s" 2>&1 &
 		srv=$!
 		wait_listen "$srv" "$port"
-		out=$(ip netns exec "$B" timeout 60 "${vv[@]}" $p -d vd0 -R -F -n 5 -p $port 192.0.2.1 2>&1)
+		out=$("$nsrun" -t 60 "$B" "${vv[@]}" $p -d vd0 -R -F -n 5 -p $port 192.0.2.1 2>&1)
 		rc=$?
 		kill "$srv" 2>/dev/null
 		wait "$srv" 2>/dev/null
@@ -360,7 +359,6 @@ if command -v ib_write_bw >/dev/null; then
 			sed 's/^/#   server: /' "$out_s"
 			bad=1
 		fi
-		rm -f "$out_s"
 	done
 	if dmesg | tail -n +$((klog + 1)) | grep -E 'BUG:|WARNING:|Oops|KASAN|UBSAN|general protection|Call Trace:|segfault'; then
 		bad=1
@@ -376,8 +374,8 @@ fi
 have_siw=1
 modprobe siw 2>/dev/null || have_siw=0
 if [ $have_siw = 1 ]; then
-	ip netns exec "$A" "$ctl" link del vd0 >/dev/null &&
-		ip netns exec "$A" rdma link add "$SIW" type siw netdev eth0
+	"$nsrun" "$A" "$ctl" link del vd0 >/dev/null &&
+		"$nsrun" "$A" rdma link add "$SIW" type siw netdev eth0
 	ok $? "siw device in the first namespace instead of viaduct"
 	run "rping -s on siw (rdma-core), rping -c on viaduct, verified" \
 		"$A" rping -s -a 192.0.2.1 -S 100 -C 10 -V -- \
@@ -417,7 +415,7 @@ if [ $have_siw = 1 ]; then
 	EXPECT="40 + 2 = 42" run "examples: add_server for viaduct-verbs, add_client built for rdma-core on siw" \
 		"$B" "$exv/add_server" @PORT@ -- \
 		"$A" "$exr/add_client" 192.0.2.2 40 2 @PORT@
-	ip netns exec "$A" rdma link del "$SIW"
+	"$nsrun" "$A" rdma link del "$SIW"
 	ok $? "siw device removed"
 else
 	for t in "siw device" "rping siw -> viaduct" "rping viaduct -> siw" \

@@ -29,6 +29,7 @@ IPA=192.0.2.1
 cleanup() {
 	ip netns del "$A" 2>/dev/null
 	ip netns del "$B" 2>/dev/null
+	rm -rf "$tap_tmp"
 }
 trap cleanup EXIT
 
@@ -48,11 +49,11 @@ pair() {
 	shift
 	local cns=$1
 	shift
-	out_s=$(mktemp)
-	out_c=$(mktemp)
-	ip netns exec "$sns" timeout "$tmo" "${scmd[@]}" >"$out_s" 2>&1 &
+	out_s=$tap_tmp/out_s
+	out_c=$tap_tmp/out_c
+	"$nsrun" -t "$tmo" "$sns" "${scmd[@]}" >"$out_s" 2>&1 &
 	srv=$!
-	ip netns exec "$cns" timeout "$tmo" "$@" >"$out_c" 2>&1
+	"$nsrun" -t "$tmo" "$cns" "$@" >"$out_c" 2>&1
 	rc_c=$?
 	wait "$srv"
 	rc_s=$?
@@ -62,7 +63,6 @@ pair() {
 		echo "# server (${scmd[*]}):"
 		tail -n 60 "$out_s" | sed 's/^/#   /'
 	fi
-	rm -f "$out_s" "$out_c"
 	ok $((rc_c != 0 || rc_s != 0)) "$desc"
 }
 
@@ -78,8 +78,8 @@ for p in "$ctl" "$ex/vipl-echo-server" "$ex/vipl-echo-client" "$ex/vipl-pingpong
 done
 
 ns_pair "$A" "$B" &&
-	ip netns exec "$A" "$ctl" link add vd0 netdev eth0 >/dev/null &&
-	ip netns exec "$B" "$ctl" link add vd0 netdev eth0 >/dev/null
+	"$nsrun" "$A" "$ctl" link add vd0 netdev eth0 >/dev/null &&
+	"$nsrun" "$B" "$ctl" link add vd0 netdev eth0 >/dev/null
 ok $? "two namespaces joined by veth, a viaduct device in each"
 
 pair "echo: the guide's server and client, every size class to 64 KiB, verified" \
@@ -87,20 +87,19 @@ pair "echo: the guide's server and client, every size class to 64 KiB, verified"
 	"$B" "$ex/vipl-echo-client" -a $IPA -n 2 -S 65536
 
 # two clients at once on the server's one receive CQ, NICs named three ways
-out1=$(mktemp)
-ip netns exec "$A" timeout "$tmo" "$ex/vipl-echo-server" -d /dev/via_eth0 -n 2 -S 4096 \
+out1=$tap_tmp/out1
+"$nsrun" -t "$tmo" "$A" "$ex/vipl-echo-server" -d /dev/via_eth0 -n 2 -S 4096 \
 	>"$out1" 2>&1 &
 srv=$!
-ip netns exec "$B" timeout "$tmo" "$ex/vipl-echo-client" -d vd0 -a $IPA -n 3 -S 4096 \
+"$nsrun" -t "$tmo" "$B" "$ex/vipl-echo-client" -d vd0 -a $IPA -n 3 -S 4096 \
 	>/dev/null 2>&1 &
 c1=$!
-ip netns exec "$B" timeout "$tmo" "$ex/vipl-echo-client" -d VINIC0 -a $IPA -n 3 -S 4096 2>&1 |
+"$nsrun" -t "$tmo" "$B" "$ex/vipl-echo-client" -d VINIC0 -a $IPA -n 3 -S 4096 2>&1 |
 	sed 's/^/# /'
 rc=${PIPESTATUS[0]}
 wait $c1 || rc=1
 wait $srv || rc=1
 [ "$rc" -eq 0 ] || sed 's/^/#   server: /' "$out1"
-rm -f "$out1"
 ok "$rc" "echo: two clients at once, one receive CQ; NICs /dev/via_eth0, vd0, VINIC0"
 
 pair "ping-pong: 300 round trips of 64 bytes, completion by polling" \
@@ -109,8 +108,8 @@ pair "ping-pong: 300 round trips of 64 bytes, completion by polling" \
 # the native API's ping-pong in the same conditions, for comparison
 perf=$bin/tools/perf/viaduct-perf
 if [ -x "$perf" ]; then
-	out1=$(mktemp)
-	ip netns exec "$A" timeout "$tmo" "$perf" -d vd0 -s --addr $IPA >"$out1" 2>&1 &
+	out1=$tap_tmp/native
+	"$nsrun" -t "$tmo" "$A" "$perf" -d vd0 -s --addr $IPA >"$out1" 2>&1 &
 	srv=$!
 	for _ in $(seq 100); do
 		while IFS= read -r l; do
@@ -118,10 +117,9 @@ if [ -x "$perf" ]; then
 		done <"$out1"
 		nap 0.05
 	done
-	ip netns exec "$B" timeout "$tmo" "$perf" -d vd0 --addr $IPA -t lat-send -n 300 \
+	"$nsrun" -t "$tmo" "$B" "$perf" -d vd0 --addr $IPA -t lat-send -n 300 \
 		--sizes 64 2>&1 | sed 's/^/# native viaduct-perf: /'
 	wait $srv
-	rm -f "$out1"
 fi
 pair "ping-pong: 100 round trips of 32 KiB, completion by waiting" \
 	"$A" "$ex/vipl-pingpong" -s -n 100 -S 32768 -w -- \
@@ -147,26 +145,25 @@ pair "peer-to-peer from both sides at once, PeerDone and PeerWait" \
 	"$B" "$ex/vipl-peer" -a $IPA -l beta -r alpha
 
 # two processes on one host, each waiting on its own discriminator
-out1=$(mktemp)
-out2=$(mktemp)
-ip netns exec "$A" timeout "$tmo" "$ex/vipl-echo-server" -D one -n 1 -S 1024 >"$out1" 2>&1 &
+out1=$tap_tmp/out1
+out2=$tap_tmp/out2
+"$nsrun" -t "$tmo" "$A" "$ex/vipl-echo-server" -D one -n 1 -S 1024 >"$out1" 2>&1 &
 s1=$!
-ip netns exec "$A" timeout "$tmo" "$ex/vipl-echo-server" -D two -n 1 -S 2048 >"$out2" 2>&1 &
+"$nsrun" -t "$tmo" "$A" "$ex/vipl-echo-server" -D two -n 1 -S 2048 >"$out2" 2>&1 &
 s2=$!
 rc=0
-ip netns exec "$B" timeout "$tmo" "$ex/vipl-echo-client" -a $IPA -D two -S 2048 2>&1 |
+"$nsrun" -t "$tmo" "$B" "$ex/vipl-echo-client" -a $IPA -D two -S 2048 2>&1 |
 	sed 's/^/# /'
 [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
-ip netns exec "$B" timeout "$tmo" "$ex/vipl-echo-client" -a $IPA -D one -S 1024 2>&1 |
+"$nsrun" -t "$tmo" "$B" "$ex/vipl-echo-client" -a $IPA -D one -S 1024 2>&1 |
 	sed 's/^/# /'
 [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 wait $s1 || rc=1
 wait $s2 || rc=1
 [ $rc -eq 0 ] || { sed 's/^/#   one: /' "$out1"; sed 's/^/#   two: /' "$out2"; }
-rm -f "$out1" "$out2"
 ok "$rc" "two servers on one host, discriminators \"one\" and \"two\", each reached"
 
-ip netns exec "$A" timeout 300 "$conf" local 2>&1 | sed 's/^/# /'
+"$nsrun" -t 300 "$A" "$conf" local 2>&1 | sed 's/^/# /'
 ok "${PIPESTATUS[0]}" "conformance suite: one process, no connection"
 tmo=400
 pair "conformance suite: server side in A, client side in B" \

@@ -16,11 +16,13 @@
 
 n=0
 failed=0
+nsrun=${BASH_SOURCE[0]%/*}/nsrun
+if [ ! -x "$nsrun" ]; then
+	echo "Bail out! $nsrun not built (make -C selftests)"
+	exit 1
+fi
 # shellcheck disable=SC2034 # for the scripts that source this file
-{
-	nsrun=${BASH_SOURCE[0]%/*}/nsrun
-	tap_tmp=$(mktemp -d)
-}
+tap_tmp=$(mktemp -d)
 
 ok() {
 	n=$((n + 1))

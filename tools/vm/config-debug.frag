@@ -17,5 +17,14 @@ CONFIG_DEBUG_OBJECTS=y
 CONFIG_DEBUG_OBJECTS_FREE=y
 CONFIG_DEBUG_OBJECTS_TIMERS=y
 CONFIG_DEBUG_OBJECTS_WORK=y
-CONFIG_DEBUG_OBJECTS_RCU_HEAD=y
 CONFIG_DEBUG_LIST=y
+# Off: checks of what viaduct does not use, paid on every free under
+# kmemleak (Documentation/testing.rst, "What the debug flavour checks").
+# SLUB_RCU_DEBUG: KASAN's use-after-free checks of SLAB_TYPESAFE_BY_RCU
+# caches (viaduct has none), which delays every free from them (files,
+# sighand, anon_vma) by a grace period. DEBUG_OBJECTS_RCU_HEAD: an
+# rcu_head queued twice; kmemleak frees each of its objects with
+# call_rcu(), so it costs on every kfree(), and viaduct's only RCU frees
+# are kfree_rcu(), whose double free KASAN reports.
+CONFIG_SLUB_RCU_DEBUG=n
+CONFIG_DEBUG_OBJECTS_RCU_HEAD=n

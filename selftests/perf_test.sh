@@ -129,7 +129,7 @@ run_pair "RDMA Write, 2 QPs" "$(bw 3)" -- -t write -n $n300 --sizes 1,4096,65536
 run_pair "RDMA Read" "$(bw 2)" -- -t read -n $n300 --sizes 64,65536
 run_pair "Send, more than a burst of receives" "$(bw 2)" -- -t send -n 600 --sizes 2,8192
 run_pair "Send latency" "$(lat 2)" -- -t lat-send -n $n200 --sizes 2,4096
-run_pair "RDMA Write latency, polled doorbell" "$(lat 2)" -- -t lat-write -n $n200 --sizes 1,4096 --polled
+run_pair "RDMA Write latency, polled doorbell" "$(lat 3)" -- -t lat-write -n $n200 --sizes 1,2,4096 --polled
 # perftest's options: -s size, -t TX depth, --report_gbits; every byte checked.
 run_pair "RDMA Read on 2 QPs, -s, -t 8, events (-e), every byte checked" "$(bw 1)" -- --test read -s 65536 -n $n300 -t 8 -q 2 -e --check=all
 run_pair "RDMA Write in Gb/s, a completion every 8 (-Q), every byte checked" "$(bwg 2)" -- --test write --sizes 4096,65536 -n $n300 -Q 8 --check=all --report_gbits

@@ -481,10 +481,13 @@ public:
     explicit Watchdog(std::string what) : what_(std::move(what)) { kick(); }
     void kick() { last_ = steady_clock::now(); }
     void check() {
-        if (++spins_ % 4096)
-            return;
-        if (steady_clock::now() - last_ > milliseconds(kWaitMs))
+        if (expired())
             fail("no progress for " + std::to_string(kWaitMs / 1000) + " s while " + what_);
+    }
+    // Whether kWaitMs have passed since the last kick (looked at every
+    // 4096th call).
+    bool expired() {
+        return !(++spins_ % 4096) && steady_clock::now() - last_ > milliseconds(kWaitMs);
     }
 
 private:
@@ -755,17 +758,17 @@ std::uint32_t lat_send(Side &s, std::uint32_t size, std::uint32_t iters, bool cl
     return s.check_dst(size, checked, false);
 }
 
-// RDMA Write ping-pong: each side writes the peer's dst and spins on the
-// last byte of its own, which carries the iteration's tag.
 // Whether the byte at @p becomes @want within kWaitMs.
 bool settles(const std::uint8_t *p, std::uint8_t want) {
-    const auto deadline = steady_clock::now() + milliseconds(kWaitMs);
-    for (std::uint32_t spins = 1; load(p) != want; spins++)
-        if (!(spins % 4096) && steady_clock::now() > deadline)
+    Watchdog w("waiting for a byte of a message to be placed");
+    while (load(p) != want)
+        if (w.expired())
             return false;
     return true;
 }
 
+// RDMA Write ping-pong: each side writes the peer's dst and spins on the
+// last byte of its own, which carries the iteration's tag.
 std::uint32_t lat_write(Side &s, const Peer &p, std::uint32_t size, std::uint32_t iters,
                         bool client, std::vector<double> &us) {
     auto &qp = s.qp(0);

@@ -31,16 +31,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# has_line FILE TEXT: whether a line of FILE contains TEXT. No helper
-# process: under the debug kernel every fork and exec costs.
-has_line() {
-	local l
-	while IFS= read -r l; do
-		[[ $l == *"$2"* ]] && return 0
-	done <"$1"
-	return 1
-}
-
 # run_pair DESC AWK_CHECK -- client args...: a server in B, the client in A.
 run_pair() {
 	local desc=$1 check=$2 rc src i
@@ -52,7 +42,7 @@ run_pair() {
 	"$nsrun" "$B" "$perf" -d vd0 --server --addr 192.0.2.2 -p "$port" >"$tmp/server" 2>&1 &
 	spid=$!
 	for ((i = 0; i < 200; i++)); do
-		has_line "$tmp/server" 'waiting for a client' && break
+		has_line "$tmp/server" '*waiting for a client*' && break
 		nap 0.05
 	done
 	# perftest's form: the server's address is the argument.

@@ -50,15 +50,12 @@ in_ns() { "$nsrun" "$NS" "$@"; }
 # start_holder VAR OUTFILE EXTRA: starts a holder in the namespace, waits
 # for its "ready" line and stores its pid in VAR.
 start_holder() {
-	local var=$1 out=$2 extra=$3 i line
+	local var=$1 out=$2 extra=$3 i
 	# not through in_ns: $! must be the holder (nsrun without -t execs it)
 	"$nsrun" "$NS" "$holder" "$DEV" "$extra" >"$out" 2>&1 &
 	printf -v "$var" '%s' $!
-	# no process per look (tap.sh's nap)
 	for ((i = 0; i < 300; i++)); do
-		while read -r line; do
-			[[ $line == ready* ]] && return 0
-		done <"$out"
+		has_line "$out" 'ready*' && return 0
 		kill -0 "${!var}" 2>/dev/null || break
 		nap 0.1
 	done

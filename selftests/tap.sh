@@ -49,9 +49,22 @@ skip() {
 #                          namespace listens on PORT (the kernel's
 #                          sockets of an RDMA CM included); 1 if it did
 #                          not, or if PID exited first
+#   has_line FILE GLOB     whether a line of FILE matches GLOB (a bash
+#                          pattern: '*text*', 'prefix*'); 1 while FILE
+#                          does not exist yet
 exec {tap_nap_fd}<> <(:)
 nap() {
 	read -r -t "$1" -u "$tap_nap_fd" || true
+}
+
+has_line() {
+	local l
+	[ -r "$1" ] || return 1
+	while IFS= read -r l; do
+		# shellcheck disable=SC2053 # $2 is a pattern on purpose
+		[[ $l == $2 ]] && return 0
+	done <"$1"
+	return 1
 }
 
 wait_listen() {

@@ -112,9 +112,7 @@ if [ -x "$perf" ]; then
 	"$nsrun" -t "$tmo" "$A" "$perf" -d vd0 -s --addr $IPA >"$out1" 2>&1 &
 	srv=$!
 	for _ in $(seq 100); do
-		while IFS= read -r l; do
-			[[ $l == *'waiting for a client'* ]] && break 2
-		done <"$out1"
+		has_line "$out1" '*waiting for a client*' && break
 		nap 0.05
 	done
 	"$nsrun" -t "$tmo" "$B" "$perf" -d vd0 --addr $IPA -t lat-send -n 300 \

@@ -79,7 +79,8 @@ static void vd_cq_set_ring(struct vd_cq *cq, struct vd_ring_mem *mem,
 
 static struct vd_cq *vd_cq_alloc(u32 requested, u32 handle, u64 user_data,
 				 struct vd_async_queue *aq,
-				 struct vd_comp_channel *ch)
+				 struct vd_comp_channel *ch,
+				 struct vd_dev_counts *counts)
 {
 	struct vd_ring_mem *mem;
 	struct vd_cq *cq;
@@ -107,7 +108,9 @@ static struct vd_cq *vd_cq_alloc(u32 requested, u32 handle, u64 user_data,
 	cq->user_data = user_data;
 	cq->aq = aq ? vd_async_queue_get(aq) : NULL;
 	cq->ch = ch ? vd_comp_channel_get(ch) : NULL;
+	cq->counts = vd_dev_counts_get(counts);
 	vd_stat_inc(cqs);
+	vd_dev_count_inc(cq->counts, VD_DEV_CQS);
 	return cq;
 }
 
@@ -119,6 +122,8 @@ static struct vd_cq *vd_cq_alloc(u32 requested, u32 handle, u64 user_data,
  * @aq: where an overflow is reported, or NULL; the CQ takes a reference
  * @ch: where armed completions are reported, or NULL; the CQ takes a
  *      reference
+ * @counts: the device counts that count it, or NULL; the CQ takes a
+ *          reference
  *
  * Context: Process context.
  * Return: the CQ with one reference (the creator's) and no user, or
@@ -126,9 +131,10 @@ static struct vd_cq *vd_cq_alloc(u32 requested, u32 handle, u64 user_data,
  */
 struct vd_cq *vd_cq_create(u32 entries, u32 handle, u64 user_data,
 			   struct vd_async_queue *aq,
-			   struct vd_comp_channel *ch)
+			   struct vd_comp_channel *ch,
+			   struct vd_dev_counts *counts)
 {
-	return vd_cq_alloc(entries, handle, user_data, aq, ch);
+	return vd_cq_alloc(entries, handle, user_data, aq, ch, counts);
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_cq_create);
 
@@ -138,6 +144,7 @@ EXPORT_SYMBOL_IF_KUNIT(vd_cq_create);
  * @qp_handle: the QP's handle, which its events report
  * @qp_user_data: the QP's user data, which its events report
  * @aq: where an overflow raises VIADUCT_EVENT_CQ_ERROR for the QP, or NULL
+ * @counts: as for vd_cq_create()
  *
  * For a QP whose send or receive queue has no CQ: the same object as
  * vd_cq_create() gives, without a channel. It needs no user count.
@@ -147,10 +154,11 @@ EXPORT_SYMBOL_IF_KUNIT(vd_cq_create);
  */
 struct vd_cq *vd_cq_create_private(u32 entries, u32 qp_handle,
 				   u64 qp_user_data,
-				   struct vd_async_queue *aq)
+				   struct vd_async_queue *aq,
+				   struct vd_dev_counts *counts)
 {
 	/* The same ring; only the names its events carry differ. */
-	return vd_cq_alloc(entries, qp_handle, qp_user_data, aq, NULL);
+	return vd_cq_alloc(entries, qp_handle, qp_user_data, aq, NULL, counts);
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_cq_create_private);
 
@@ -164,6 +172,8 @@ static void vd_cq_free(struct kref *ref)
 	vd_comp_channel_put(cq->ch);
 	vd_async_queue_put(cq->aq);
 	vd_stat_dec(cqs);
+	vd_dev_count_dec(cq->counts, VD_DEV_CQS);
+	vd_dev_counts_put(cq->counts);
 	kfree(cq);
 }
 

@@ -33,6 +33,7 @@
 
 struct vd_async_queue;
 struct vd_comp_channel;
+struct vd_dev_counts;
 struct vd_ring_mem;
 
 struct vd_cq {
@@ -42,6 +43,7 @@ struct vd_cq {
 	u64 user_data;
 	struct vd_async_queue *aq;	/* may be NULL */
 	struct vd_comp_channel *ch;	/* may be NULL */
+	struct vd_dev_counts *counts;	/* referenced; may be NULL */
 
 	spinlock_t lock;		/* producers, arming, resize */
 	struct vd_ring_mem *mem;	/* current ring, referenced */
@@ -60,10 +62,12 @@ size_t vd_cq_ring_size(u32 entries);
 
 struct vd_cq *vd_cq_create(u32 entries, u32 handle, u64 user_data,
 			   struct vd_async_queue *aq,
-			   struct vd_comp_channel *ch);
+			   struct vd_comp_channel *ch,
+			   struct vd_dev_counts *counts);
 struct vd_cq *vd_cq_create_private(u32 entries, u32 qp_handle,
 				   u64 qp_user_data,
-				   struct vd_async_queue *aq);
+				   struct vd_async_queue *aq,
+				   struct vd_dev_counts *counts);
 void vd_cq_put(struct vd_cq *cq);
 int vd_cq_attach(struct vd_cq *cq);
 void vd_cq_detach(struct vd_cq *cq);

@@ -70,6 +70,7 @@ static void vd_device_release(struct kref *ref)
 	WARN_ON_ONCE(!list_empty(&vd->clients));
 	mutex_destroy(&vd->clients_lock);
 	vd_tpt_uninit(&vd->tpt);
+	vd_dev_counts_put(vd->counts);
 	kfree(vd);
 }
 
@@ -228,6 +229,12 @@ struct vd_device *vd_device_create(struct net_device *netdev, const char *name)
 	vd = kzalloc(sizeof(*vd), GFP_KERNEL);
 	if (!vd)
 		return ERR_PTR(-ENOMEM);
+	vd->counts = kzalloc(sizeof(*vd->counts), GFP_KERNEL);
+	if (!vd->counts) {
+		kfree(vd);
+		return ERR_PTR(-ENOMEM);
+	}
+	refcount_set(&vd->counts->ref, 1);
 	kref_init(&vd->ref);
 	strscpy(vd->name, name, sizeof(vd->name));
 	write_pnet(&vd->net, dev_net(netdev));
@@ -239,6 +246,7 @@ struct vd_device *vd_device_create(struct net_device *netdev, const char *name)
 	ret = vd_doorbell_worker_start(&vd->db_worker, name);
 	if (ret) {
 		vd_tpt_uninit(&vd->tpt);
+		vd_dev_counts_put(vd->counts);
 		kfree(vd);
 		return ERR_PTR(ret);
 	}
@@ -270,6 +278,7 @@ err_unlock:
 	mutex_unlock(&vd_devices_lock);
 	vd_doorbell_worker_stop(&vd->db_worker);
 	vd_tpt_uninit(&vd->tpt);
+	vd_dev_counts_put(vd->counts);
 	kfree(vd);
 	return ERR_PTR(ret);
 }

@@ -48,6 +48,7 @@
 #include <viaduct/viaduct-abi.h>
 
 #include "doorbell.h"
+#include "stats.h"
 #include "tpt.h"
 #include "viaduct.h"
 
@@ -72,6 +73,7 @@ struct vd_device {
 	netdevice_tracker netdev_tracker;
 	bool removed;
 	atomic_t contexts;
+	struct vd_dev_counts *counts;	/* referenced */
 	struct vd_tpt tpt;			/* until the last put */
 	struct vd_doorbell_worker db_worker;	/* stopped at removal */
 	struct mutex clients_lock;	/* @clients, the calls of @removed */

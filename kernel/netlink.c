@@ -107,6 +107,35 @@ static int put_limits(struct sk_buff *skb,
 	return 0;
 }
 
+static int put_stat(struct sk_buff *skb, int type, u64 val)
+{
+	return nla_put_u64_64bit(skb, type, val, VIADUCT_A_STAT_PAD);
+}
+
+/* The objects of @vd not yet freed, as a VIADUCT_A_STATS nest. */
+static int put_dev_stats(struct sk_buff *skb, struct vd_device *vd)
+{
+	const struct vd_dev_counts *c = vd->counts;
+	struct nlattr *stats;
+
+	stats = nla_nest_start(skb, VIADUCT_A_STATS);
+	if (!stats ||
+	    put_stat(skb, VIADUCT_A_STAT_PDS,
+		     vd_dev_count_read(c, VD_DEV_PDS)) ||
+	    put_stat(skb, VIADUCT_A_STAT_MRS, atomic_read(&vd->tpt.nr_alive)) ||
+	    put_stat(skb, VIADUCT_A_STAT_CQS,
+		     vd_dev_count_read(c, VD_DEV_CQS)) ||
+	    put_stat(skb, VIADUCT_A_STAT_QPS,
+		     vd_dev_count_read(c, VD_DEV_QPS)) ||
+	    put_stat(skb, VIADUCT_A_STAT_SRQS,
+		     vd_dev_count_read(c, VD_DEV_SRQS)) ||
+	    put_stat(skb, VIADUCT_A_STAT_PINNED_PAGES,
+		     atomic64_read(&vd->tpt.pinned_pages)))
+		return -EMSGSIZE;
+	nla_nest_end(skb, stats);
+	return 0;
+}
+
 /*
  * One LINK_GET message for @vd; @attr is scratch space. -ENODEV if the
  * device was removed meanwhile, -EMSGSIZE if @skb is full (then @skb is
@@ -134,7 +163,8 @@ static int fill_link(struct sk_buff *skb, struct vd_device *vd, u32 portid,
 	    nla_put_u32(skb, VIADUCT_A_FLAGS, attr->flags) ||
 	    nla_put_u32(skb, VIADUCT_A_ABI_VERSION, attr->abi_version) ||
 	    put_addrs(skb, attr) || put_limits(skb, attr) ||
-	    nla_put_u32(skb, VIADUCT_A_CONTEXTS, vd_device_contexts(vd))) {
+	    nla_put_u32(skb, VIADUCT_A_CONTEXTS, vd_device_contexts(vd)) ||
+	    put_dev_stats(skb, vd)) {
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;
 	}
@@ -339,11 +369,6 @@ static int vd_nl_link_dump(struct sk_buff *skb, struct netlink_callback *cb)
 }
 
 /* --- Counters and resources ---------------------------------------- */
-
-static int put_stat(struct sk_buff *skb, int type, u64 val)
-{
-	return nla_put_u64_64bit(skb, type, val, VIADUCT_A_STAT_PAD);
-}
 
 static int fill_global_stats(struct sk_buff *skb, u32 portid, u32 seq,
 			     int flags)

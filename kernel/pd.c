@@ -25,12 +25,14 @@ static DEFINE_IDA(vd_pdn_ida);
 /**
  * vd_pd_create() - a new protection domain
  * @dev: the device it belongs to (not dereferenced; it outlives the PD)
+ * @counts: @dev's counts, which count the PD and take a reference of it;
+ *          or NULL
  *
  * Context: Process context; allocates with GFP_KERNEL.
  * Return: the PD with one reference (the creator's) and no user, or
  * ERR_PTR(-ENOMEM), or ERR_PTR(-ENOSPC) when the PD numbers are exhausted.
  */
-struct vd_pd *vd_pd_create(struct vd_device *dev)
+struct vd_pd *vd_pd_create(struct vd_device *dev, struct vd_dev_counts *counts)
 {
 	struct vd_pd *pd;
 	int pdn;
@@ -47,9 +49,11 @@ struct vd_pd *vd_pd_create(struct vd_device *dev)
 
 	kref_init(&pd->ref);
 	pd->dev = dev;
+	pd->counts = vd_dev_counts_get(counts);
 	pd->pdn = pdn;
 	atomic_set(&pd->users, 0);
 	vd_stat_inc(pds);
+	vd_dev_count_inc(pd->counts, VD_DEV_PDS);
 	return pd;
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_pd_create);
@@ -62,6 +66,8 @@ static void vd_pd_free(struct kref *ref)
 	WARN_ON_ONCE(atomic_read(&pd->users) > 0);
 	ida_free(&vd_pdn_ida, pd->pdn);
 	vd_stat_dec(pds);
+	vd_dev_count_dec(pd->counts, VD_DEV_PDS);
+	vd_dev_counts_put(pd->counts);
 	kfree(pd);
 }
 

@@ -19,7 +19,8 @@
  * They are for reporting; access checks compare PD pointers.
  *
  * @dev is never dereferenced here: the caller guarantees that the device
- * outlives its PDs.
+ * outlives its PDs. The device's counts (@counts, which may outlive the
+ * device) count the PD, and the QPs and SRQs made on it (vd_pd_counts()).
  */
 #ifndef _VD_PD_H
 #define _VD_PD_H
@@ -28,20 +29,36 @@
 #include <linux/kref.h>
 #include <linux/types.h>
 
+struct vd_dev_counts;
 struct vd_device;
 
 struct vd_pd {
 	struct kref ref;
 	struct vd_device *dev;
+	struct vd_dev_counts *counts;	/* @dev's, referenced; may be NULL */
 	u32 pdn;
 	atomic_t users;		/* MRs and QPs attached; -1 once destroyed */
 };
 
-struct vd_pd *vd_pd_create(struct vd_device *dev);
+struct vd_pd *vd_pd_create(struct vd_device *dev, struct vd_dev_counts *counts);
 int vd_pd_try_destroy(struct vd_pd *pd);
 int vd_pd_attach(struct vd_pd *pd);
 void vd_pd_detach(struct vd_pd *pd);
 void vd_pd_put(struct vd_pd *pd);
+
+/**
+ * vd_pd_counts() - the device counts of the objects made on a PD
+ * @pd: the PD, referenced by the caller, or NULL
+ *
+ * For an object that holds a reference to @pd until it is freed, and so
+ * can count itself in the PD's device's counts from creation to free.
+ *
+ * Return: the counts, or NULL (no PD, or a PD made without a device).
+ */
+static inline struct vd_dev_counts *vd_pd_counts(const struct vd_pd *pd)
+{
+	return pd ? pd->counts : NULL;
+}
 
 /**
  * vd_pd_get() - take a reference

@@ -98,7 +98,7 @@ static int wq_attach_cq(struct vd_qp *qp, struct vd_wq *wq,
 		return 0;
 	}
 	cq = vd_cq_create_private(wq->depth, qp->handle, qp->user_data,
-				  qp->aq);
+				  qp->aq, vd_pd_counts(qp->pd));
 	if (IS_ERR(cq))
 		return PTR_ERR(cq);
 	wq->cq = cq;
@@ -122,6 +122,7 @@ static void vd_qp_free(struct kref *ref)
 	wq_free(&qp->rq);
 	vd_srq_put(qp->srq);
 	vd_ring_mem_put(qp->db_mem);
+	vd_dev_count_dec(vd_pd_counts(qp->pd), VD_DEV_QPS);
 	vd_pd_put(qp->pd);
 	vd_async_queue_put(qp->aq);
 	mem_cgroup_put(qp->memcg);
@@ -276,6 +277,7 @@ struct vd_qp *vd_qp_create(const struct vd_qp_init *init)
 	if (err)
 		goto put;
 	qp->pd = vd_pd_get(init->pd);
+	vd_dev_count_inc(vd_pd_counts(qp->pd), VD_DEV_QPS);
 	if (init->srq) {
 		err = vd_srq_attach(init->srq);
 		if (err)

@@ -16,6 +16,7 @@
 #include "qp.h"
 #include "ring.h"
 #include "srq.h"
+#include "stats.h"
 #include "viaduct.h"
 
 static_assert(sizeof(struct viaduct_srq_ring) == VIADUCT_RING_HDR_SIZE);
@@ -49,6 +50,7 @@ static void vd_srq_free(struct kref *ref)
 	/* an SRQ freed while counted as used means a QP leaked its count */
 	WARN_ON_ONCE(atomic_read(&srq->users) > 0);
 	vd_ring_mem_put(srq->mem);
+	vd_dev_count_dec(vd_pd_counts(srq->pd), VD_DEV_SRQS);
 	vd_pd_put(srq->pd);
 	vd_async_queue_put(srq->aq);
 	kfree(srq);
@@ -126,6 +128,7 @@ struct vd_srq *vd_srq_create(struct vd_pd *pd, struct vd_async_queue *aq,
 	if (err)
 		goto put;
 	srq->pd = vd_pd_get(pd);
+	vd_dev_count_inc(vd_pd_counts(srq->pd), VD_DEV_SRQS);
 
 	a->depth = depth;
 	a->max_sge = lim.max_sge;

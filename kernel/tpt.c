@@ -32,8 +32,12 @@ static void vd_mr_free(struct vd_mr *mr)
 	struct vd_tpt *tpt = mr->tpt;
 	u32 i;
 
-	if (!mr->borrowed_umem)
+	if (!mr->borrowed_umem) {
+		/* a pinned umem, not a view (frmr.c), is vd_mr_register()'s */
+		if (mr->umem && mr->umem->mm)
+			atomic64_sub(mr->umem->npages, &tpt->pinned_pages);
 		vd_umem_release(mr->umem);
+	}
 	vd_mw_unlink(mr);
 	for (i = 0; i < mr->nr_srcs; i++)
 		vd_mr_put(mr->srcs[i]);
@@ -80,6 +84,7 @@ void vd_tpt_init(struct vd_tpt *tpt, u32 max_mr)
 		      max_mr : VD_STAG_INDEX_MAX;
 	atomic_set(&tpt->nr_mrs, 0);
 	atomic_set(&tpt->nr_alive, 0);
+	atomic64_set(&tpt->pinned_pages, 0);
 	atomic_set(&tpt->tcp_holds, 0);
 	init_llist_head(&tpt->release_list);
 	INIT_WORK(&tpt->release_work, vd_tpt_release_work);
@@ -110,6 +115,7 @@ void vd_tpt_uninit(struct vd_tpt *tpt)
 	flush_work(&tpt->release_work);
 	WARN_ON(!xa_empty(&tpt->mrs));
 	WARN_ON(atomic_read(&tpt->nr_alive));
+	WARN_ON(atomic64_read(&tpt->pinned_pages));
 	xa_destroy(&tpt->mrs);
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_tpt_uninit);
@@ -328,6 +334,8 @@ struct vd_mr *vd_mr_register(struct vd_tpt *tpt, struct vd_pd *pd, u64 addr,
 	mr = vd_mr_insert(tpt, pd, umem, addr, length, access, key);
 	if (IS_ERR(mr))
 		vd_umem_release(umem);
+	else
+		atomic64_add(umem->npages, &tpt->pinned_pages);
 	return mr;
 }
 

@@ -114,6 +114,7 @@ struct vd_tpt {
 	u32 max_mr;
 	atomic_t nr_mrs;		/* registered (not yet deregistered) */
 	atomic_t nr_alive;		/* not yet freed */
+	atomic64_t pinned_pages;	/* pinned by its registrations now */
 	atomic_t tcp_holds;		/* vd_mr_tcp_hold()s not yet released */
 	struct llist_head release_list;	/* last put outside process context */
 	struct work_struct release_work;

@@ -10,19 +10,28 @@
 #include <linux/xarray.h>
 
 #include "cq.h"
+#include "device.h"
 #include "event.h"
 #include "ring.h"
 #include "uctx.h"
 #include "uobj_priv.h"
 
+/* What build_cq() needs besides the request */
+struct cq_init {
+	struct vd_comp_channel *ch;	/* or NULL */
+	struct vd_device *vd;		/* whose counts count the CQ */
+};
+
 static int build_cq(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 		    void *arg)
 {
+	const struct cq_init *init = arg;
 	struct viaduct_create_cq *c = reply;
 	struct vd_cq *cq;
 	int ret;
 
-	cq = vd_cq_create(c->entries, c->handle, c->user_data, t->aq, arg);
+	cq = vd_cq_create(c->entries, c->handle, c->user_data, t->aq, init->ch,
+			  init->vd->counts);
 	if (IS_ERR(cq))
 		return PTR_ERR(cq);
 	u->cq = cq;
@@ -37,22 +46,22 @@ static int build_cq(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 long vd_uobj_create_cq(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 		       const struct vd_uarg *uarg)
 {
+	struct cq_init init = { .vd = vd };
 	struct viaduct_create_cq *c = karg;
-	struct vd_comp_channel *ch = NULL;
 	long ret;
 
 	if (c->flags)
 		return -EINVAL;
 	if (c->channel_fd != -1) {
-		ch = vd_comp_channel_fdget(c->channel_fd);
-		if (IS_ERR(ch))
-			return PTR_ERR(ch);
+		init.ch = vd_comp_channel_fdget(c->channel_fd);
+		if (IS_ERR(init.ch))
+			return PTR_ERR(init.ch);
 	}
-	ret = vd_uobj_create(&ctx->objs, VD_UOBJ_CQ, build_cq, ch, c,
+	ret = vd_uobj_create(&ctx->objs, VD_UOBJ_CQ, build_cq, &init, c,
 			     &c->handle, sizeof(*c), uarg);
 	/* the CQ holds a reference of its own */
-	if (ch)
-		vd_comp_channel_put(ch);
+	if (init.ch)
+		vd_comp_channel_put(init.ch);
 	return ret;
 }
 

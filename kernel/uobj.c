@@ -588,7 +588,8 @@ long vd_uobj_destroy_qp(struct vd_uctx *ctx, struct vd_device *vd, void *karg,
 static int build_pd(struct vd_uobj_table *t, struct vd_uobj *u, void *reply,
 		    void *arg)
 {
-	struct vd_pd *pd = vd_pd_create(arg);
+	struct vd_device *vd = arg;
+	struct vd_pd *pd = vd_pd_create(vd, vd->counts);
 
 	if (IS_ERR(pd))
 		return PTR_ERR(pd);

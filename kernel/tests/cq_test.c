@@ -54,7 +54,7 @@ static struct vd_cq *new_cq(struct kunit *test, u32 entries)
 	struct cq_fixture *f = test->priv;
 	struct vd_cq *cq;
 
-	cq = vd_cq_create(entries, HANDLE, USER_DATA, f->aq, f->ch);
+	cq = vd_cq_create(entries, HANDLE, USER_DATA, f->aq, f->ch, NULL);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, cq);
 	return cq;
 }
@@ -110,11 +110,11 @@ static void cq_test_sizes(struct kunit *test)
 	struct vd_cq *cq;
 	u32 n;
 
-	KUNIT_EXPECT_EQ(test, PTR_ERR(vd_cq_create(0, 1, 0, f->aq, NULL)),
+	KUNIT_EXPECT_EQ(test, PTR_ERR(vd_cq_create(0, 1, 0, f->aq, NULL, NULL)),
 			-EINVAL);
 	KUNIT_EXPECT_EQ(test, PTR_ERR(vd_cq_create(VD_MAX_CQE + 1, 1, 0,
-						   f->aq, NULL)), -EINVAL);
-	KUNIT_EXPECT_EQ(test, PTR_ERR(vd_cq_create(U32_MAX, 1, 0, NULL, NULL)),
+						   f->aq, NULL, NULL)), -EINVAL);
+	KUNIT_EXPECT_EQ(test, PTR_ERR(vd_cq_create(U32_MAX, 1, 0, NULL, NULL, NULL)),
 			-EINVAL);
 	KUNIT_EXPECT_EQ(test, vd_cq_round_entries(1, &n), 0);
 	KUNIT_EXPECT_EQ(test, n, 1U);
@@ -131,7 +131,7 @@ static void cq_test_sizes(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, hdr_of(cq)->flags, 0U);
 	vd_cq_put(cq);
 
-	cq = vd_cq_create(VD_MAX_CQE, 1, 0, NULL, NULL);
+	cq = vd_cq_create(VD_MAX_CQE, 1, 0, NULL, NULL, NULL);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, cq);
 	KUNIT_EXPECT_EQ(test, vd_cq_entries(cq), VD_MAX_CQE);
 	vd_cq_put(cq);
@@ -472,7 +472,7 @@ static void cq_test_private(struct kunit *test)
 	struct viaduct_async_event ev;
 	struct vd_cq *cq;
 
-	cq = vd_cq_create_private(2, QP_HANDLE, 42, f->aq);
+	cq = vd_cq_create_private(2, QP_HANDLE, 42, f->aq, NULL);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, cq);
 	KUNIT_EXPECT_EQ(test, push(cq, 1, 0, false), 0);
 	KUNIT_EXPECT_EQ(test, push(cq, 2, 0, false), 0);

@@ -3,7 +3,8 @@
  * KUnit suite viaduct_device: device lifetime against real (test-made)
  * interfaces in the initial namespace: creation rules, lookups, indices
  * that are never reused, query, listing, removal by request and by
- * interface unregistration, which must not wait for the last reference.
+ * interface unregistration, which must not wait for the last reference;
+ * the counts of a device's objects, which outlive the device.
  */
 #include <kunit/test.h>
 #include <linux/etherdevice.h>
@@ -13,7 +14,9 @@
 #include <linux/string.h>
 #include <net/net_namespace.h>
 
+#include "../cq.h"
 #include "../device.h"
+#include "../pd.h"
 
 #define NR_NETDEVS	2
 
@@ -316,6 +319,42 @@ static void device_removed_with_interface(struct kunit *test)
 	KUNIT_EXPECT_NULL(test, vd_device_get_by_name(&init_net, "vdkt_w"));
 }
 
+/*
+ * A device's counts count its PDs and CQs from creation to free, and stay
+ * for the objects that outlive the device (KASAN watches the last puts).
+ */
+static void device_counts_outlive_the_device(struct kunit *test)
+{
+	struct dev_fixture *f = test->priv;
+	struct vd_dev_counts *c;
+	struct vd_device *vd;
+	struct vd_pd *pd;
+	struct vd_cq *cq;
+
+	vd = create(f->nd[0], "vdkt_c");
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, vd);
+	c = vd_dev_counts_get(vd->counts);
+	KUNIT_EXPECT_EQ(test, vd_dev_count_read(c, VD_DEV_PDS), 0U);
+	pd = vd_pd_create(vd, vd->counts);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, pd);
+	cq = vd_cq_create(4, 1, 0, NULL, NULL, vd->counts);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, cq);
+	KUNIT_EXPECT_EQ(test, vd_dev_count_read(c, VD_DEV_PDS), 1U);
+	KUNIT_EXPECT_EQ(test, vd_dev_count_read(c, VD_DEV_CQS), 1U);
+	KUNIT_EXPECT_EQ(test, vd_dev_count_read(c, VD_DEV_QPS), 0U);
+
+	/* the device goes: removal drops the table's reference, this ours */
+	KUNIT_EXPECT_EQ(test, vd_device_remove(vd), 0);
+	vd_device_put(vd);
+	KUNIT_EXPECT_EQ(test, vd_dev_count_read(c, VD_DEV_PDS), 1U);
+
+	vd_pd_put(pd);
+	KUNIT_EXPECT_EQ(test, vd_dev_count_read(c, VD_DEV_PDS), 0U);
+	vd_cq_put(cq);
+	KUNIT_EXPECT_EQ(test, vd_dev_count_read(c, VD_DEV_CQS), 0U);
+	vd_dev_counts_put(c);
+}
+
 static struct kunit_case device_test_cases[] = {
 	KUNIT_CASE(device_create_rules),
 	KUNIT_CASE(device_lookup),
@@ -324,6 +363,7 @@ static struct kunit_case device_test_cases[] = {
 	KUNIT_CASE(device_list),
 	KUNIT_CASE(device_netdev_unregister),
 	KUNIT_CASE(device_removed_with_interface),
+	KUNIT_CASE(device_counts_outlive_the_device),
 	{}
 };
 

@@ -43,9 +43,9 @@ static int mw_test_init(struct kunit *test)
 	f = kunit_kzalloc(test, sizeof(*f), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, f);
 	vd_tpt_init(&f->tpt, 0);
-	f->pd = vd_pd_create(NULL);
+	f->pd = vd_pd_create(NULL, NULL);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, f->pd);
-	f->pd2 = vd_pd_create(NULL);
+	f->pd2 = vd_pd_create(NULL, NULL);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, f->pd2);
 	test->priv = f;
 	return 0;

@@ -662,7 +662,7 @@ static int qp_test_init(struct kunit *test)
 	f = kunit_kzalloc(test, sizeof(*f), GFP_KERNEL);
 	if (!f)
 		return -ENOMEM;
-	f->pd = vd_pd_create(NULL);
+	f->pd = vd_pd_create(NULL, NULL);
 	if (IS_ERR(f->pd))
 		return PTR_ERR(f->pd);
 	f->aq = vd_async_queue_create();
@@ -1140,7 +1140,7 @@ static void qp_test_shared_cq(struct kunit *test)
 	struct vd_cq *cq;
 	struct vd_qp *qp;
 
-	cq = vd_cq_create(16, 7, 0, NULL, NULL);
+	cq = vd_cq_create(16, 7, 0, NULL, NULL, NULL);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, cq);
 	init.send_cq = cq;
 	init.recv_cq = cq;
@@ -1171,7 +1171,7 @@ static void qp_test_shared_cq(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, PTR_ERR(vd_qp_create(&init)), -EOPNOTSUPP);
 	/* A destroyed PD takes no new QP. */
 	good_attr(&f->attr);
-	init.pd = vd_pd_create(NULL);
+	init.pd = vd_pd_create(NULL, NULL);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, init.pd);
 	KUNIT_EXPECT_EQ(test, vd_pd_try_destroy(init.pd), 0);
 	KUNIT_EXPECT_EQ(test, PTR_ERR(vd_qp_create(&init)), -ENOENT);

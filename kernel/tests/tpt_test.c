@@ -47,9 +47,9 @@ static int tpt_test_init(struct kunit *test)
 	f = kunit_kzalloc(test, sizeof(*f), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, f);
 	vd_tpt_init(&f->tpt, 0);
-	f->pd = vd_pd_create(NULL);
+	f->pd = vd_pd_create(NULL, NULL);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, f->pd);
-	f->pd2 = vd_pd_create(NULL);
+	f->pd2 = vd_pd_create(NULL, NULL);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, f->pd2);
 	KUNIT_EXPECT_NE(test, f->pd->pdn, f->pd2->pdn);
 	test->priv = f;
@@ -597,7 +597,7 @@ static void tpt_test_index_wrap(struct kunit *test)
 static void tpt_test_ref_outlives_dereg(struct kunit *test)
 {
 	struct tpt_fixture *f = test->priv;
-	struct vd_pd *pd = vd_pd_create(NULL);
+	struct vd_pd *pd = vd_pd_create(NULL, NULL);
 	struct vd_mr *mr, *held = NULL;
 	u32 s;
 
@@ -649,7 +649,7 @@ static void tpt_test_check_without_ref(struct kunit *test)
 static void tpt_test_pd_users(struct kunit *test)
 {
 	struct tpt_fixture *f = test->priv;
-	struct vd_pd *pd = vd_pd_create(NULL);
+	struct vd_pd *pd = vd_pd_create(NULL, NULL);
 	struct vd_mr *a, *b;
 
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, pd);

@@ -24,8 +24,14 @@
  *       namespace. Each reply carries: DEV_INDEX, DEV_NAME, IFINDEX, IFNAME,
  *       MTU, FLAGS, ABI_VERSION, a nested VIADUCT_A_ADDRS list of
  *       VIADUCT_A_ADDR entries (each a nest of ADDR_FAMILY, ADDR_PREFIXLEN,
- *       ADDR_DATA), a nested VIADUCT_A_LIMITS (VIADUCT_A_LIMIT_*), and
- *       VIADUCT_A_CONTEXTS (open contexts that selected the device).
+ *       ADDR_DATA), a nested VIADUCT_A_LIMITS (VIADUCT_A_LIMIT_*),
+ *       VIADUCT_A_CONTEXTS (open contexts that selected the device), and a
+ *       nested VIADUCT_A_STATS with the device's objects not yet freed:
+ *       PDS, MRS (regions, windows and fast registrations, as the module's
+ *       "mrs"), CQS (a QP's private completion rings too), QPS, SRQS and
+ *       PINNED_PAGES. An object counts until it is freed, which may be
+ *       after its context was closed; the module-wide STATS_GET counts the
+ *       same objects of every device.
  *
  *   VIADUCT_CMD_STATS_GET  (NLM_F_REQUEST [| NLM_F_DUMP])
  *       Without NLM_F_DUMP: one message with a nested VIADUCT_A_STATS of
@@ -153,7 +159,10 @@ enum viaduct_limit_attr {
 
 #define VIADUCT_A_LIMIT_MAX (__VIADUCT_A_LIMIT_MAX - 1)
 
-/* Inside VIADUCT_A_STATS; all u64. A context reports PDS to DOORBELLS. */
+/*
+ * Inside VIADUCT_A_STATS; all u64. A context reports PDS to DOORBELLS and
+ * SRQS, a device PDS to PINNED_PAGES and SRQS.
+ */
 enum viaduct_stat_attr {
 	VIADUCT_A_STAT_UNSPEC,
 	VIADUCT_A_STAT_PAD,
@@ -176,7 +185,7 @@ enum viaduct_stat_attr {
 	VIADUCT_A_STAT_TX_DEFERRED,	/* messages sent by the transmit work */
 	VIADUCT_A_STAT_RX_UPCALL,	/* FPDUs handled in the data_ready upcall */
 	VIADUCT_A_STAT_RX_DEFERRED,	/* FPDUs handled by the receive work */
-	VIADUCT_A_STAT_SRQS,		/* a context's SRQs */
+	VIADUCT_A_STAT_SRQS,		/* SRQs of a context or a device */
 	VIADUCT_A_STAT_TX_ONECOPY_BYTES, /* FPDU bytes sent from the pages */
 	VIADUCT_A_STAT_TX_BUFFERED_BYTES, /* ... from the transmit buffer */
 	VIADUCT_A_STAT_RX_ONECOPY_BYTES, /* FPDU bytes placed from the skbs */

@@ -21,6 +21,8 @@ struct LinkInfo {
     std::vector<std::string> addresses; // "192.0.2.1/24", "2001:db8::1/64"
     // In VIADUCT_A_LIMIT_* order: ("max_pd", 1024), ...
     std::vector<std::pair<std::string, std::uint64_t>> limits;
+    // The device's objects not yet freed: ("pds", 1), ("mrs", 2), ...
+    std::vector<std::pair<std::string, std::uint64_t>> resources;
 };
 
 } // namespace viaductctl

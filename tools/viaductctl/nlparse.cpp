@@ -104,6 +104,7 @@ LinkInfo parse_link(nlattr **tb) {
         parse_addrs(tb[VIADUCT_A_ADDRS], info);
     if (tb[VIADUCT_A_LIMITS])
         parse_limits(tb[VIADUCT_A_LIMITS], info);
+    info.resources = parse_counters(tb[VIADUCT_A_STATS]);
     return info;
 }
 

@@ -184,6 +184,15 @@ void print_devices(std::ostream &out, const std::vector<LinkInfo> &links, Output
         for (const auto &[name, v] : l.limits)
             p.any(name.c_str(), name.c_str(), v);
         p.end_json_object();
+        // as rdma(8)'s "resource show" summarises a device
+        p.begin_json_object("resources");
+        if (!l.resources.empty()) {
+            p.text_newline();
+            p.text("resources");
+        }
+        for (const auto &[name, v] : l.resources)
+            p.any(name.c_str(), name.c_str(), v);
+        p.end_json_object();
         p.end_record();
     }
     p.end_list();

@@ -50,7 +50,7 @@ void put_addr(nl_msg *m, std::uint16_t family, const void *data, int len, std::u
 
 } // namespace
 
-TEST(NlParse, LinkWithAddressesAndLimits) {
+TEST(NlParse, LinkWithAddressesLimitsAndResources) {
     Msg m = genl_msg(VIADUCT_CMD_LINK_GET);
     nla_put_u32(m.get(), VIADUCT_A_DEV_INDEX, 3);
     nla_put_string(m.get(), VIADUCT_A_DEV_NAME, "vd0");
@@ -71,6 +71,11 @@ TEST(NlParse, LinkWithAddressesAndLimits) {
     nla_put_u64(m.get(), VIADUCT_A_LIMIT_MAX_MSG_SIZE, 1ull << 31);
     nla_put_u32(m.get(), VIADUCT_A_LIMIT_MAX_MW, 4096);
     nla_nest_end(m.get(), lim);
+    nlattr *st = nla_nest_start(m.get(), VIADUCT_A_STATS);
+    nla_put_u64(m.get(), VIADUCT_A_STAT_PDS, 2);
+    nla_put_u64(m.get(), VIADUCT_A_STAT_PINNED_PAGES, 256);
+    nla_put_u64(m.get(), VIADUCT_A_STAT_SRQS, 1);
+    nla_nest_end(m.get(), st);
 
     Parsed p(m.get());
     LinkInfo l = parse_link(p.tb);
@@ -90,6 +95,13 @@ TEST(NlParse, LinkWithAddressesAndLimits) {
     EXPECT_EQ(1ull << 31, l.limits[1].second);
     EXPECT_EQ("max_mw", l.limits[2].first);
     EXPECT_EQ(4096u, l.limits[2].second);
+    ASSERT_EQ(3u, l.resources.size());
+    EXPECT_EQ("pds", l.resources[0].first);
+    EXPECT_EQ(2u, l.resources[0].second);
+    EXPECT_EQ("pinned_pages", l.resources[1].first);
+    EXPECT_EQ(256u, l.resources[1].second);
+    EXPECT_EQ("srqs", l.resources[2].first);
+    EXPECT_EQ(1u, l.resources[2].second);
 }
 
 // Attributes shorter than their type: absent, never read past their end.

@@ -25,6 +25,7 @@ LinkInfo sample() {
     l.contexts = 3;
     l.addresses = {"192.0.2.1/24", "2001:db8::1/64"};
     l.limits = {{"max_pd", 1024}, {"max_msg_size", 1ULL << 31}};
+    l.resources = {{"pds", 2}, {"qps", 1}, {"pinned_pages", 256}};
     return l;
 }
 
@@ -79,7 +80,8 @@ TEST(Output, DeviceText) {
     EXPECT_EQ("1: vd0: netdev eth0 ifindex 2 mtu 1500 state ACTIVE abi 1 contexts 3\n"
               "    inet 192.0.2.1/24\n"
               "    inet6 2001:db8::1/64\n"
-              "    limits max_pd 1024 max_msg_size 2147483648\n",
+              "    limits max_pd 1024 max_msg_size 2147483648\n"
+              "    resources pds 2 qps 1 pinned_pages 256\n",
               devices({sample()}, {}));
 }
 
@@ -87,7 +89,8 @@ TEST(Output, DeviceJson) {
     EXPECT_EQ(R"([{"ifindex":1,"ifname":"vd0","netdev":"eth0","netdev_index":2,"mtu":1500,)"
               R"("state":"ACTIVE","abi_version":1,"contexts":3,"flags":["UP","RUNNING"],)"
               R"("addresses":["192.0.2.1/24","2001:db8::1/64"],)"
-              R"("limits":{"max_pd":1024,"max_msg_size":2147483648}}])"
+              R"("limits":{"max_pd":1024,"max_msg_size":2147483648},)"
+              R"("resources":{"pds":2,"qps":1,"pinned_pages":256}}])"
               "\n",
               devices({sample()}, {true, false}));
 }

@@ -166,7 +166,7 @@ FIXTURE_SETUP(badarg)
 	close(self->closed_fd);
 	ASSERT_EQ(-1, fcntl(self->closed_fd, F_GETFD));
 
-	vd_snap_take(&self->before);
+	vd_snap_take_dev(&self->before, NULL, self->dev.name);
 
 	self->null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, self->null_fd);

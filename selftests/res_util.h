@@ -23,6 +23,7 @@
 #include <linux/veth.h>
 #include <net/if.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -574,32 +575,173 @@ static inline int vd_count_fds(void)
 	return n - 1;	/* the directory's own descriptor */
 }
 
+/*
+ * The counters of device @name (VIADUCT_CMD_LINK_GET) in namespace @ns
+ * ("" or NULL: the caller's): the contexts that selected it in
+ * st[VD_ST_CONTEXTS], its objects not yet freed in st[VD_ST_PDS] to
+ * st[VD_ST_PINNED], the rest -1. 0, or -errno. A netlink socket belongs
+ * to the namespace it was made in: the caller enters @ns for the request.
+ */
+static inline int vd_dev_stats_read(const char *ns, const char *name, long long st[VD_ST_NR])
+{
+	struct genlmsghdr g = { .cmd = VIADUCT_CMD_LINK_GET, .version = VIADUCT_GENL_VERSION };
+	int family = vd_nl_family(), self = -1, fd = -1, ret, k;
+	char ans[8192] = { 0 };
+	struct nlmsghdr *h = (struct nlmsghdr *)ans;
+	struct nlattr *a, *b;
+	struct vd_nlreq r;
+
+	for (k = 0; k < VD_ST_NR; k++)
+		st[k] = -1;
+	if (family < 0)
+		return family;
+	if (ns && *ns) {
+		char path[96];
+
+		snprintf(path, sizeof(path), "/var/run/netns/%s", ns);
+		self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (self < 0 || fd < 0 || setns(fd, CLONE_NEWNET)) {
+			ret = -errno;
+			goto out;
+		}
+	}
+	vd_nl_init(&r, family, 0, &g, sizeof(g));
+	vd_nl_put_str(&r, VIADUCT_A_DEV_NAME, name);
+	ret = vd_nl_talk(NETLINK_GENERIC, &r, ans, sizeof(ans));
+	if (self >= 0 && setns(self, CLONE_NEWNET) && !ret)
+		ret = -errno;
+	if (ret)
+		goto out;
+	for (a = (struct nlattr *)((char *)NLMSG_DATA(h) + GENL_HDRLEN);
+	     (char *)a + NLA_HDRLEN <= ans + h->nlmsg_len && a->nla_len >= NLA_HDRLEN;
+	     a = (struct nlattr *)((char *)a + NLA_ALIGN(a->nla_len))) {
+		int type = a->nla_type & NLA_TYPE_MASK;
+
+		if (type == VIADUCT_A_CONTEXTS && a->nla_len >= NLA_HDRLEN + sizeof(__u32)) {
+			__u32 v;
+
+			memcpy(&v, (char *)a + NLA_HDRLEN, sizeof(v));
+			st[VD_ST_CONTEXTS] = v;
+		}
+		if (type != VIADUCT_A_STATS)
+			continue;
+		for (b = (struct nlattr *)((char *)a + NLA_HDRLEN);
+		     (char *)b + NLA_HDRLEN <= (char *)a + a->nla_len && b->nla_len >= NLA_HDRLEN;
+		     b = (struct nlattr *)((char *)b + NLA_ALIGN(b->nla_len))) {
+			int i = vd_stat_index(b->nla_type);
+			__u64 v;
+
+			if (i < VD_ST_PDS || i > VD_ST_PINNED ||
+			    b->nla_len < NLA_HDRLEN + sizeof(v))
+				continue;
+			memcpy(&v, (char *)b + NLA_HDRLEN, sizeof(v));
+			st[i] = (long long)v;
+		}
+	}
+	for (k = VD_ST_CONTEXTS; k <= VD_ST_PINNED; k++)
+		if (st[k] < 0)
+			ret = -ENOENT;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (self >= 0)
+		close(self);
+	return ret;
+}
+
+/* One counter of device @name of the caller's namespace, or -1. */
+static inline long long vd_dev_stat(const char *name, int which)
+{
+	long long st[VD_ST_NR];
+
+	if (vd_dev_stats_read(NULL, name, st))
+		return -1;
+	return st[which];
+}
+
+/*
+ * What a test compares before and after: the process's pinned memory and
+ * open descriptors, and either the whole module's reference count and
+ * counters (vd_snap_take(); then no other program may use the module
+ * meanwhile) or those of the test's own devices (vd_snap_take_dev() and
+ * _pair(); programs with devices of their own may run beside it). A
+ * device's counts keep an object until it is freed, after its context
+ * was closed too, so a leak shows on the device it was made on.
+ */
+#define VD_SNAP_DEVS	2
+
 struct vd_snap {
-	long refcnt;
+	unsigned int ndevs;			/* 0: the whole module */
+	char ns[VD_SNAP_DEVS][32];		/* "": the caller's namespace */
+	char dev[VD_SNAP_DEVS][VIADUCT_NAME_SIZE];
+	long refcnt;				/* the module's; -1 for devices */
 	long vmpin_kb;
 	int nfds;
 	int have_stats;
-	long long st[VD_ST_NR];
+	long long st[VD_SNAP_DEVS][VD_ST_NR];	/* the module's in [0] */
 };
 
-static inline void vd_snap_take(struct vd_snap *s)
+/* Reads the counters of @s's scope again. */
+static inline void vd_snap_read(struct vd_snap *s)
 {
-	s->refcnt = vd_module_refcnt();
+	unsigned int d;
+
 	s->vmpin_kb = vd_vmpin_kb();
 	s->nfds = vd_count_fds();
-	s->have_stats = !vd_stats_read(s->st);
+	if (!s->ndevs) {
+		s->refcnt = vd_module_refcnt();
+		s->have_stats = !vd_stats_read(s->st[0]);
+		return;
+	}
+	s->refcnt = -1;
+	s->have_stats = 1;
+	for (d = 0; d < s->ndevs; d++)
+		if (vd_dev_stats_read(s->ns[d], s->dev[d], s->st[d]))
+			s->have_stats = 0;
+}
+
+/* A snapshot of the whole module. */
+static inline void vd_snap_take(struct vd_snap *s)
+{
+	memset(s, 0, sizeof(*s));
+	vd_snap_read(s);
+}
+
+/* A snapshot of device @dev of namespace @ns ("" or NULL: the caller's). */
+static inline void vd_snap_take_dev(struct vd_snap *s, const char *ns, const char *dev)
+{
+	memset(s, 0, sizeof(*s));
+	s->ndevs = 1;
+	snprintf(s->ns[0], sizeof(s->ns[0]), "%s", ns ? ns : "");
+	snprintf(s->dev[0], sizeof(s->dev[0]), "%s", dev);
+	vd_snap_read(s);
+}
+
+/* A snapshot of the devices @dev of namespaces @ns_a and @ns_b. */
+static inline void vd_snap_take_pair(struct vd_snap *s, const char *ns_a, const char *ns_b,
+				     const char *dev)
+{
+	memset(s, 0, sizeof(*s));
+	s->ndevs = 2;
+	snprintf(s->ns[0], sizeof(s->ns[0]), "%s", ns_a);
+	snprintf(s->ns[1], sizeof(s->ns[1]), "%s", ns_b);
+	snprintf(s->dev[0], sizeof(s->dev[0]), "%s", dev);
+	snprintf(s->dev[1], sizeof(s->dev[1]), "%s", dev);
+	vd_snap_read(s);
 }
 
 static inline int vd_snap_same(const struct vd_snap *a, const struct vd_snap *b)
 {
-	unsigned int k;
+	unsigned int d, k;
 
 	if (a->refcnt != b->refcnt || a->vmpin_kb != b->vmpin_kb || a->nfds != b->nfds)
 		return 0;
 	if (a->have_stats && b->have_stats)
-		for (k = 0; k < VD_ARRAY_SIZE(vd_level_stats); k++)
-			if (a->st[vd_level_stats[k]] != b->st[vd_level_stats[k]])
-				return 0;
+		for (d = 0; d < (a->ndevs ? a->ndevs : 1); d++)
+			for (k = 0; k < VD_ARRAY_SIZE(vd_level_stats); k++)
+				if (a->st[d][vd_level_stats[k]] != b->st[d][vd_level_stats[k]])
+					return 0;
 	return 1;
 }
 
@@ -612,11 +754,11 @@ static inline void vd_snap_check_back(struct __test_metadata *_metadata,
 				       const char *what)
 {
 	uint64_t end = vd_now_ms() + ms;
-	struct vd_snap now;
-	unsigned int k;
+	struct vd_snap now = *before;
+	unsigned int d, k;
 
 	for (;;) {
-		vd_snap_take(&now);
+		vd_snap_read(&now);
 		if (vd_snap_same(before, &now) || vd_now_ms() > end)
 			break;
 		vd_sleep_ms(20);
@@ -625,25 +767,34 @@ static inline void vd_snap_check_back(struct __test_metadata *_metadata,
 	EXPECT_EQ(before->vmpin_kb, now.vmpin_kb) TH_LOG("%s: VmPin (kB)", what);
 	EXPECT_EQ(before->nfds, now.nfds) TH_LOG("%s: open descriptors", what);
 	ASSERT_TRUE(before->have_stats && now.have_stats)
-		TH_LOG("%s: the module's counters could not be read (STATS_GET)", what);
-	for (k = 0; k < VD_ARRAY_SIZE(vd_level_stats); k++) {
-		int i = vd_level_stats[k];
+		TH_LOG("%s: the %s counters could not be read", what,
+		       before->ndevs ? "devices' (LINK_GET)" : "module's (STATS_GET)");
+	for (d = 0; d < (before->ndevs ? before->ndevs : 1); d++) {
+		for (k = 0; k < VD_ARRAY_SIZE(vd_level_stats); k++) {
+			int i = vd_level_stats[k];
 
-		EXPECT_EQ(before->st[i], now.st[i])
-			TH_LOG("%s: counter %s", what, vd_stat_names[i]);
+			EXPECT_EQ(before->st[d][i], now.st[d][i])
+				TH_LOG("%s: counter %s of %s%s%s", what, vd_stat_names[i],
+				       before->ndevs ? before->dev[d] : "the module",
+				       before->ns[d][0] ? " in " : "", before->ns[d]);
+		}
 	}
 }
 
 #define vd_snap_expect_back(before, ms, what) \
 	vd_snap_check_back(_metadata, before, ms, what)
 
-/* The snapshot as it would be with one open /dev/viaduct file fewer. */
+/*
+ * The snapshot as it would be with one open /dev/viaduct file fewer, one
+ * that selected the (first) device of a device snapshot.
+ */
 static inline void vd_snap_drop_file(struct vd_snap *s)
 {
 	s->nfds--;
-	s->refcnt--;
+	if (!s->ndevs)
+		s->refcnt--;
 	if (s->have_stats)
-		s->st[VD_ST_CONTEXTS]--;
+		s->st[0][VD_ST_CONTEXTS]--;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1145,7 +1296,7 @@ FIXTURE_SETUP(res) \
 	int ret = vd_testdev_up(&self->dev, tag); \
 	self->fd = self->dev.fd; \
 	ASSERT_EQ(0, ret) TH_LOG("test device %s: step %d", self->dev.name, -ret); \
-	vd_snap_take(&self->before); \
+	vd_snap_take_dev(&self->before, NULL, self->dev.name); \
 } \
 FIXTURE_TEARDOWN(res) \
 { \

@@ -157,14 +157,17 @@ budget() { # wanted: sets $tmo
 # The programs that may run beside one another (VD_LANES at a time, 2 by
 # default; 1 runs every program alone). Each works in network namespaces,
 # devices and files of its own (named after its pid) and reads no
-# module-wide state. The others run alone after them: they compare the
-# module's reference count or counters (pinned pages, doorbell calls,
-# direct and deferred transmits) before and after, set its parameters,
-# or need the polled doorbell's thread to themselves (isolation_test),
-# and any other program's work would change what they read. In the order
-# they start: the longest first, as the debug flavour times them.
-shared_progs=(verbs_test.sh vipl_test.sh perf_test.sh ping_test.sh siw_mem_test
-	netns_test.sh itapi_test.sh rx_test install_test.sh)
+# module-wide state: their leak checks read their own devices' counts
+# (res_util.h). The others run alone after them: they compare the
+# module's reference count or counters (doorbell calls, zero-copy and
+# direct transmits) before and after, set its parameters, unload it, or
+# need the polled doorbell's thread to themselves (isolation_test), and
+# any other program's work would change what they read. In the order they
+# start: the longest first (fuzz_test runs for a set time, 60 s in the
+# normal flavour, 20 s in the debug one), as the debug flavour times them.
+shared_progs=(fuzz_test verbs_test.sh vipl_test.sh perf_test.sh cq_test res_show_test.sh pd_mr_test
+	siw_mem_test ping_test.sh netns_test.sh itapi_test.sh memlock_test rx_test
+	install_test.sh)
 contains() { # word list...: whether word is one of the list
 	local w=$1 s
 	shift
@@ -250,6 +253,36 @@ if [[ -n ${VD_GTEST:-} ]]; then
 		echo "$VD_GTEST is not executable" >"$res/gtest.log"
 		echo 127 >"$res/gtest.rc"
 	fi
+fi
+
+# Every program has ended: the module holds no object of any of them. The
+# programs' own leak checks look at their devices (res_util.h), and a
+# device removed under its users takes its counts out of their sight; the
+# module's counters see every device's objects until they are freed.
+# Releases may finish in a worker: a few seconds to settle.
+# shellcheck disable=SC2317 # called through try
+module_idle() {
+	local ctl=$VD_BUILD/cmake/tools/viaductctl/viaductctl line w i left=50
+	while :; do
+		line=$("$ctl" stats show) || return 1
+		line=${line%%$'\n'*}
+		read -ra w <<<"$line"
+		for ((i = 1; i + 1 < ${#w[@]}; i += 2)); do
+			case ${w[i]} in
+			contexts | pds | mrs | cqs | qps | pinned_pages)
+				[[ ${w[i + 1]} == 0 ]] || break
+				;;
+			esac
+		done
+		((i + 1 < ${#w[@]})) || return 0
+		((--left > 0)) || break
+		sleep 0.1
+	done
+	echo "still held: $line"
+	return 1
+}
+if [[ $loaded == 1 ]]; then
+	try module-holds-nothing module_idle || true
 fi
 
 # Unloading must work with everything closed; a refcount leak shows here.

@@ -522,6 +522,16 @@ static bool rx_run(struct vd_tp *tp, int budget, bool upcall)
  * The receive work item: what the upcall leaves (a budget spent, the end
  * of the stream, errors, urgent data), and what came while it could not
  * run. If the upcall is at work, it reads until the socket is empty.
+ *
+ * An upcall that finds VD_TP_RX_BUSY taken by this run sets
+ * VD_TP_RX_AGAIN instead of queueing the work once more: this run reads
+ * again if that came after its last read, unless the upcall took the bit
+ * back meanwhile. (Queued again, a running work item would run once more
+ * later, maybe much later on a busy workqueue, and take from the upcall
+ * the first FPDU that arrives while it runs or is queued.) Either this
+ * run sees VD_TP_RX_AGAIN after it released the bit, or the upcall sees
+ * the bit released after it set VD_TP_RX_AGAIN: full barriers on both
+ * sides between the store and the load.
  */
 void vd_rx_work(struct work_struct *work)
 {
@@ -530,17 +540,28 @@ void vd_rx_work(struct work_struct *work)
 
 	if (test_and_set_bit_lock(VD_TP_RX_BUSY, &tp->rx_busy))
 		return;
-	again = rx_run(tp, VD_TP_BUDGET, false);
-	clear_bit_unlock(VD_TP_RX_BUSY, &tp->rx_busy);
-	if (again)
-		vd_tp_queue_rx(tp);
+	for (;;) {
+		/* what came before this is read by this turn */
+		clear_bit(VD_TP_RX_AGAIN, &tp->rx_busy);
+		again = rx_run(tp, VD_TP_BUDGET, false);
+		clear_bit_unlock(VD_TP_RX_BUSY, &tp->rx_busy);
+		if (again)
+			break;
+		/* orders the release above before the load of AGAIN: rx_upcall() */
+		smp_mb__after_atomic();
+		if (!test_bit(VD_TP_RX_AGAIN, &tp->rx_busy) ||
+		    test_and_set_bit_lock(VD_TP_RX_BUSY, &tp->rx_busy))
+			return;
+	}
+	vd_tp_queue_rx(tp);
 }
 
 /*
  * sk_data_ready, with the socket locked (bottom half in softirq, or its
  * owner in release_sock()): handles the FPDUs right here when nobody else
  * receives and no work is queued ahead, bounded by VD_TP_UPCALL_BUDGET;
- * else, or for what it leaves, the work item. False: queue the work.
+ * else, or for what it leaves, the work item: a running one reads again
+ * (vd_rx_work()). False: queue the work.
  */
 static bool rx_upcall(struct vd_tp *tp)
 {
@@ -549,8 +570,16 @@ static bool rx_upcall(struct vd_tp *tp)
 	if (!READ_ONCE(rx_upcall_on) || READ_ONCE(tp->stopping) ||
 	    work_pending(&tp->rx_work))
 		return false;
-	if (test_and_set_bit_lock(VD_TP_RX_BUSY, &tp->rx_busy))
-		return false;
+	while (test_and_set_bit_lock(VD_TP_RX_BUSY, &tp->rx_busy)) {
+		/* the work item runs: it reads again before it stops */
+		set_bit(VD_TP_RX_AGAIN, &tp->rx_busy);
+		/* orders the store of AGAIN before the load of BUSY: vd_rx_work() */
+		smp_mb__after_atomic();
+		if (test_bit(VD_TP_RX_BUSY, &tp->rx_busy))
+			return true;
+	}
+	/* this turn reads what a work item would have read again */
+	clear_bit(VD_TP_RX_AGAIN, &tp->rx_busy);
 	again = rx_run(tp, VD_TP_UPCALL_BUDGET, true);
 	clear_bit_unlock(VD_TP_RX_BUSY, &tp->rx_busy);
 	return !again;

@@ -81,6 +81,8 @@ struct vd_zc_msg;
 #define VD_TP_UPCALL_BUDGET	(64U * 1024)
 /* @rx_busy: the upcall or the work item is receiving */
 #define VD_TP_RX_BUSY		0
+/* @rx_busy: data came while the work item had VD_TP_RX_BUSY (vd_rx_work()) */
+#define VD_TP_RX_AGAIN		1
 
 /* Terminate state of a stream; only ever moves forward. */
 enum vd_tp_term {
@@ -213,7 +215,7 @@ struct vd_tp {
 	u32 tx_nmrs;
 
 	/* who receives: the data_ready upcall or the work item (rx.c) */
-	unsigned long rx_busy;		/* VD_TP_RX_BUSY held by the one that does */
+	unsigned long rx_busy;		/* VD_TP_RX_BUSY, VD_TP_RX_AGAIN */
 
 	/* receive work only */
 	bool rx_dead;

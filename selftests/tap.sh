@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
 #
 # TAP helpers of the shell selftests, sourced (installed as helpers/tap.sh
 # next to them): counts tests in $n and failures in $failed.
@@ -68,12 +69,12 @@ has_line() {
 }
 
 wait_listen() {
-	local pid=$1 hex i f sl loc rem st rest
+	local pid=$1 hex i f loc st rest
 	printf -v hex '%04X' "$2"
 	for ((i = 0; i < 200; i++)); do
 		for f in /proc/"$pid"/net/tcp /proc/"$pid"/net/tcp6; do
 			[ -r "$f" ] || continue
-			while read -r sl loc rem st rest; do
+			while read -r _ loc _ st rest; do
 				[ "$st" = 0A ] && [ "${loc##*:}" = "$hex" ] && return 0
 			done <"$f"
 		done

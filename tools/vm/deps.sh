@@ -18,7 +18,7 @@ pkgs=(
 	libnl-3-dev libnl-genl-3-dev libibverbs-dev librdmacm-dev
 	cmake pkg-config googletest libgtest-dev libgmock-dev ccache
 	# style and packaging checks; clang (with libFuzzer) for tools/fuzz
-	clang-format dkms clang libclang-rt-dev
+	clang-format shellcheck dkms clang libclang-rt-dev
 )
 
 log() { echo "[deps] $*" >&2; }

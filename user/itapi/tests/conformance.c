@@ -172,7 +172,8 @@ void expect_dto(it_evd_handle_t evd, it_event_type_t want, it_dto_cookie_t cooki
 /*
  * The completion of a Send after which the peer ends the connection as
  * soon as the message is there (S5: a Write to a region that forbids it;
- * S6: a Write we refuse; S7: one more Send, then a disconnect).
+ * S6: a Write we refuse; S7: one more Send, then a disconnect; S9: the
+ * Sends that overflow our SEVD).
  * The peer checks that the message arrived. Having it, it can end the
  * connection before the transmit work here retired the Send: the EP
  * leaves CONNECTED with the Send still outstanding, and the document

@@ -423,6 +423,40 @@ static inline void vd_testdev_down(struct vd_testdev *d)
 	d->made = 0;
 }
 
+/*
+ * Enters the named network namespace @ns (/var/run/netns/@ns): a
+ * descriptor of the caller's namespace for vd_netns_leave(), or -errno.
+ */
+static inline int vd_netns_enter(const char *ns)
+{
+	int self, fd, err = 0;
+	char path[96];
+
+	snprintf(path, sizeof(path), "/var/run/netns/%s", ns);
+	self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (self < 0)
+		return -errno;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || setns(fd, CLONE_NEWNET))
+		err = -errno;
+	if (fd >= 0)
+		close(fd);
+	if (err) {
+		close(self);
+		return err;
+	}
+	return self;
+}
+
+/* Back to the namespace vd_netns_enter() left (@self): 0 or -errno. */
+static inline int vd_netns_leave(int self)
+{
+	int ret = setns(self, CLONE_NEWNET) ? -errno : 0;
+
+	close(self);
+	return ret;
+}
+
 /* ------------------------------------------------------------------ */
 /* Counters and the leak check                                        */
 /* ------------------------------------------------------------------ */
@@ -473,6 +507,25 @@ static const int vd_level_stats[] = {
 	VD_ST_CONTEXTS, VD_ST_PDS, VD_ST_MRS, VD_ST_CQS, VD_ST_QPS, VD_ST_PINNED,
 };
 
+/* The counters @lo to @hi (VD_ST_*) of the VIADUCT_A_STATS nest @a into @st. */
+static inline void vd_stats_nest(const struct nlattr *a, long long st[VD_ST_NR], int lo, int hi)
+{
+	const struct nlattr *b;
+
+	for (b = (const struct nlattr *)((const char *)a + NLA_HDRLEN);
+	     (const char *)b + NLA_HDRLEN <= (const char *)a + a->nla_len &&
+	     b->nla_len >= NLA_HDRLEN;
+	     b = (const struct nlattr *)((const char *)b + NLA_ALIGN(b->nla_len))) {
+		int i = vd_stat_index(b->nla_type);
+		__u64 v;
+
+		if (i < lo || i > hi || b->nla_len < NLA_HDRLEN + sizeof(v))
+			continue;
+		memcpy(&v, (const char *)b + NLA_HDRLEN, sizeof(v));
+		st[i] = (long long)v;
+	}
+}
+
 /*
  * Reads the module-wide counters (VIADUCT_CMD_STATS_GET) straight from
  * the generic-netlink family: 0, or -errno. A leak check takes two reads
@@ -486,7 +539,7 @@ static inline int vd_stats_read(long long st[VD_ST_NR])
 	int family = vd_nl_family();
 	char ans[8192] = { 0 };
 	struct nlmsghdr *h = (struct nlmsghdr *)ans;
-	struct nlattr *a, *b;
+	struct nlattr *a;
 	struct vd_nlreq r;
 	unsigned int k;
 	int ret;
@@ -501,21 +554,9 @@ static inline int vd_stats_read(long long st[VD_ST_NR])
 		return ret;
 	for (a = (struct nlattr *)((char *)NLMSG_DATA(h) + GENL_HDRLEN);
 	     (char *)a + NLA_HDRLEN <= ans + h->nlmsg_len && a->nla_len >= NLA_HDRLEN;
-	     a = (struct nlattr *)((char *)a + NLA_ALIGN(a->nla_len))) {
-		if ((a->nla_type & NLA_TYPE_MASK) != VIADUCT_A_STATS)
-			continue;
-		for (b = (struct nlattr *)((char *)a + NLA_HDRLEN);
-		     (char *)b + NLA_HDRLEN <= (char *)a + a->nla_len && b->nla_len >= NLA_HDRLEN;
-		     b = (struct nlattr *)((char *)b + NLA_ALIGN(b->nla_len))) {
-			int i = vd_stat_index(b->nla_type);
-			__u64 v;
-
-			if (i < 0 || i >= VD_ST_NR || b->nla_len < NLA_HDRLEN + sizeof(v))
-				continue;
-			memcpy(&v, (char *)b + NLA_HDRLEN, sizeof(v));
-			st[i] = (long long)v;
-		}
-	}
+	     a = (struct nlattr *)((char *)a + NLA_ALIGN(a->nla_len)))
+		if ((a->nla_type & NLA_TYPE_MASK) == VIADUCT_A_STATS)
+			vd_stats_nest(a, st, 0, VD_ST_NR - 1);
 	for (k = 0; k < VD_ST_NR; k++)
 		if (st[k] < 0)
 			return -ENOENT;
@@ -585,34 +626,30 @@ static inline int vd_count_fds(void)
 static inline int vd_dev_stats_read(const char *ns, const char *name, long long st[VD_ST_NR])
 {
 	struct genlmsghdr g = { .cmd = VIADUCT_CMD_LINK_GET, .version = VIADUCT_GENL_VERSION };
-	int family = vd_nl_family(), self = -1, fd = -1, ret, k;
+	int family = vd_nl_family(), self = -1, ret, k;
 	char ans[8192] = { 0 };
 	struct nlmsghdr *h = (struct nlmsghdr *)ans;
-	struct nlattr *a, *b;
 	struct vd_nlreq r;
+	struct nlattr *a;
 
 	for (k = 0; k < VD_ST_NR; k++)
 		st[k] = -1;
 	if (family < 0)
 		return family;
 	if (ns && *ns) {
-		char path[96];
-
-		snprintf(path, sizeof(path), "/var/run/netns/%s", ns);
-		self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (self < 0 || fd < 0 || setns(fd, CLONE_NEWNET)) {
-			ret = -errno;
-			goto out;
-		}
+		self = vd_netns_enter(ns);
+		if (self < 0)
+			return self;
 	}
 	vd_nl_init(&r, family, 0, &g, sizeof(g));
 	vd_nl_put_str(&r, VIADUCT_A_DEV_NAME, name);
 	ret = vd_nl_talk(NETLINK_GENERIC, &r, ans, sizeof(ans));
-	if (self >= 0 && setns(self, CLONE_NEWNET) && !ret)
-		ret = -errno;
+	if (self >= 0) {
+		k = vd_netns_leave(self);
+		ret = ret ? ret : k;
+	}
 	if (ret)
-		goto out;
+		return ret;
 	for (a = (struct nlattr *)((char *)NLMSG_DATA(h) + GENL_HDRLEN);
 	     (char *)a + NLA_HDRLEN <= ans + h->nlmsg_len && a->nla_len >= NLA_HDRLEN;
 	     a = (struct nlattr *)((char *)a + NLA_ALIGN(a->nla_len))) {
@@ -624,30 +661,13 @@ static inline int vd_dev_stats_read(const char *ns, const char *name, long long 
 			memcpy(&v, (char *)a + NLA_HDRLEN, sizeof(v));
 			st[VD_ST_CONTEXTS] = v;
 		}
-		if (type != VIADUCT_A_STATS)
-			continue;
-		for (b = (struct nlattr *)((char *)a + NLA_HDRLEN);
-		     (char *)b + NLA_HDRLEN <= (char *)a + a->nla_len && b->nla_len >= NLA_HDRLEN;
-		     b = (struct nlattr *)((char *)b + NLA_ALIGN(b->nla_len))) {
-			int i = vd_stat_index(b->nla_type);
-			__u64 v;
-
-			if (i < VD_ST_PDS || i > VD_ST_PINNED ||
-			    b->nla_len < NLA_HDRLEN + sizeof(v))
-				continue;
-			memcpy(&v, (char *)b + NLA_HDRLEN, sizeof(v));
-			st[i] = (long long)v;
-		}
+		if (type == VIADUCT_A_STATS)
+			vd_stats_nest(a, st, VD_ST_PDS, VD_ST_PINNED);
 	}
 	for (k = VD_ST_CONTEXTS; k <= VD_ST_PINNED; k++)
 		if (st[k] < 0)
-			ret = -ENOENT;
-out:
-	if (fd >= 0)
-		close(fd);
-	if (self >= 0)
-		close(self);
-	return ret;
+			return -ENOENT;
+	return 0;
 }
 
 /* One counter of device @name of the caller's namespace, or -1. */

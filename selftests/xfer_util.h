@@ -50,25 +50,13 @@ static inline void xf_sides_init(struct xf_side *a, struct xf_side *b, int id)
 /* Runs @fn in namespace @ns, then returns to ours. */
 static inline int xf_in_ns(const char *ns, int (*fn)(struct xf_side *), struct xf_side *s)
 {
-	char path[96];
-	int self, fd, ret;
+	int self = vd_netns_enter(ns), ret, back;
 
-	snprintf(path, sizeof(path), "/var/run/netns/%s", ns);
-	self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (self < 0 || fd < 0 || setns(fd, CLONE_NEWNET)) {
-		ret = -errno;
-		goto out;
-	}
+	if (self < 0)
+		return self;
 	ret = fn(s);
-	if (setns(self, CLONE_NEWNET))
-		ret = -errno;
-out:
-	if (fd >= 0)
-		close(fd);
-	if (self >= 0)
-		close(self);
-	return ret;
+	back = vd_netns_leave(self);
+	return back ? back : ret;
 }
 
 /* A QP of the side, with private completion rings. */

@@ -150,6 +150,23 @@ void print_links(std::ostream &out, const std::vector<LinkInfo> &links, OutputSt
     p.end_list();
 }
 
+namespace {
+
+// Named numbers: a JSON object @key, in text a line that begins with @key.
+void named_numbers(Printer &p, const char *key,
+                   const std::vector<std::pair<std::string, std::uint64_t>> &v) {
+    p.begin_json_object(key);
+    if (!v.empty()) {
+        p.text_newline();
+        p.text(key);
+    }
+    for (const auto &[name, n] : v)
+        p.any(name.c_str(), name.c_str(), n);
+    p.end_json_object();
+}
+
+} // namespace
+
 void print_devices(std::ostream &out, const std::vector<LinkInfo> &links, OutputStyle style) {
     Printer p(out, style);
     p.begin_list();
@@ -176,23 +193,9 @@ void print_devices(std::ostream &out, const std::vector<LinkInfo> &links, Output
             p.text((a.find(':') != std::string::npos ? "inet6 " : "inet ") + a);
         }
         p.end_json_array();
-        p.begin_json_object("limits");
-        if (!l.limits.empty()) {
-            p.text_newline();
-            p.text("limits");
-        }
-        for (const auto &[name, v] : l.limits)
-            p.any(name.c_str(), name.c_str(), v);
-        p.end_json_object();
+        named_numbers(p, "limits", l.limits);
         // as rdma(8)'s "resource show" summarises a device
-        p.begin_json_object("resources");
-        if (!l.resources.empty()) {
-            p.text_newline();
-            p.text("resources");
-        }
-        for (const auto &[name, v] : l.resources)
-            p.any(name.c_str(), name.c_str(), v);
-        p.end_json_object();
+        named_numbers(p, "resources", l.resources);
         p.end_record();
     }
     p.end_list();

@@ -531,16 +531,19 @@ static bool rx_run(struct vd_tp *tp, int budget, bool upcall)
  * the first FPDU that arrives while it runs or is queued.) Either this
  * run sees VD_TP_RX_AGAIN after it released the bit, or the upcall sees
  * the bit released after it set VD_TP_RX_AGAIN: full barriers on both
- * sides between the store and the load.
+ * sides between the store and the load. After VD_TP_RX_TURNS turns it
+ * queues itself instead, as before, so that a stream that keeps it busy
+ * does not keep its worker.
  */
 void vd_rx_work(struct work_struct *work)
 {
 	struct vd_tp *tp = container_of(work, struct vd_tp, rx_work);
+	unsigned int turn;
 	bool again;
 
 	if (test_and_set_bit_lock(VD_TP_RX_BUSY, &tp->rx_busy))
 		return;
-	for (;;) {
+	for (turn = 1;; turn++) {
 		/* what came before this is read by this turn */
 		clear_bit(VD_TP_RX_AGAIN, &tp->rx_busy);
 		again = rx_run(tp, VD_TP_BUDGET, false);
@@ -549,8 +552,12 @@ void vd_rx_work(struct work_struct *work)
 			break;
 		/* orders the release above before the load of AGAIN: rx_upcall() */
 		smp_mb__after_atomic();
-		if (!test_bit(VD_TP_RX_AGAIN, &tp->rx_busy) ||
-		    test_and_set_bit_lock(VD_TP_RX_BUSY, &tp->rx_busy))
+		if (!test_bit(VD_TP_RX_AGAIN, &tp->rx_busy))
+			return;
+		/* a stream that keeps it busy: queued, the work lets others run */
+		if (turn == VD_TP_RX_TURNS)
+			break;
+		if (test_and_set_bit_lock(VD_TP_RX_BUSY, &tp->rx_busy))
 			return;
 	}
 	vd_tp_queue_rx(tp);

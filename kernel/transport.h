@@ -83,6 +83,8 @@ struct vd_zc_msg;
 #define VD_TP_RX_BUSY		0
 /* @rx_busy: data came while the work item had VD_TP_RX_BUSY (vd_rx_work()) */
 #define VD_TP_RX_AGAIN		1
+/* Turns of the receive work item for VD_TP_RX_AGAIN before it queues itself. */
+#define VD_TP_RX_TURNS		4
 
 /* Terminate state of a stream; only ever moves forward. */
 enum vd_tp_term {

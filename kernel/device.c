@@ -19,6 +19,7 @@
 #include <kunit/visibility.h>
 
 #include "device.h"
+#include "stats.h"
 
 static DEFINE_MUTEX(vd_devices_lock);
 /* Runs the removal of devices: stopping their clients (remove_work()). */

@@ -48,7 +48,6 @@
 #include <viaduct/viaduct-abi.h>
 
 #include "doorbell.h"
-#include "stats.h"
 #include "tpt.h"
 #include "viaduct.h"
 
@@ -63,6 +62,8 @@ struct vd_device_client {
 	struct list_head node;
 	void (*removed)(struct vd_device_client *c);
 };
+
+struct vd_dev_counts;
 
 struct vd_device {
 	struct kref ref;

@@ -44,6 +44,12 @@ int vd_umem_copy_to(struct vd_umem *umem, u64 offset, const void *src,
 int vd_umem_copy_from(const struct vd_umem *umem, u64 offset, void *dst,
 		      size_t len);
 
+/* Pages @umem pinned (and vd_umem_release() unpins): 0 for a view, or NULL. */
+static inline unsigned long vd_umem_pinned(const struct vd_umem *umem)
+{
+	return umem && umem->mm ? umem->npages : 0;
+}
+
 /*
  * Pure address arithmetic, shared by the pin path, the data path and tests.
  */

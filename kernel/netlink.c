@@ -122,7 +122,7 @@ static int put_dev_stats(struct sk_buff *skb, struct vd_device *vd)
 	if (!stats ||
 	    put_stat(skb, VIADUCT_A_STAT_PDS,
 		     vd_dev_count_read(c, VD_DEV_PDS)) ||
-	    put_stat(skb, VIADUCT_A_STAT_MRS, atomic_read(&vd->tpt.nr_alive)) ||
+	    put_stat(skb, VIADUCT_A_STAT_MRS, vd_tpt_regions(&vd->tpt)) ||
 	    put_stat(skb, VIADUCT_A_STAT_CQS,
 		     vd_dev_count_read(c, VD_DEV_CQS)) ||
 	    put_stat(skb, VIADUCT_A_STAT_QPS,
@@ -130,7 +130,7 @@ static int put_dev_stats(struct sk_buff *skb, struct vd_device *vd)
 	    put_stat(skb, VIADUCT_A_STAT_SRQS,
 		     vd_dev_count_read(c, VD_DEV_SRQS)) ||
 	    put_stat(skb, VIADUCT_A_STAT_PINNED_PAGES,
-		     atomic64_read(&vd->tpt.pinned_pages)))
+		     vd_tpt_pinned_pages(&vd->tpt)))
 		return -EMSGSIZE;
 	nla_nest_end(skb, stats);
 	return 0;

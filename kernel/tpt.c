@@ -33,9 +33,7 @@ static void vd_mr_free(struct vd_mr *mr)
 	u32 i;
 
 	if (!mr->borrowed_umem) {
-		/* a pinned umem, not a view (frmr.c), is vd_mr_register()'s */
-		if (mr->umem && mr->umem->mm)
-			atomic64_sub(mr->umem->npages, &tpt->pinned_pages);
+		atomic64_sub(vd_umem_pinned(mr->umem), &tpt->pinned_pages);
 		vd_umem_release(mr->umem);
 	}
 	vd_mw_unlink(mr);
@@ -335,7 +333,7 @@ struct vd_mr *vd_mr_register(struct vd_tpt *tpt, struct vd_pd *pd, u64 addr,
 	if (IS_ERR(mr))
 		vd_umem_release(umem);
 	else
-		atomic64_add(umem->npages, &tpt->pinned_pages);
+		atomic64_add(vd_umem_pinned(umem), &tpt->pinned_pages);
 	return mr;
 }
 

@@ -17,6 +17,7 @@
 #include "../cq.h"
 #include "../device.h"
 #include "../pd.h"
+#include "../stats.h"
 
 #define NR_NETDEVS	2
 

@@ -728,13 +728,20 @@ static inline void vd_snap_take(struct vd_snap *s)
 	vd_snap_read(s);
 }
 
+/* Adds device @dev of namespace @ns ("" or NULL: the caller's) to @s's scope. */
+static inline void vd_snap_add_dev(struct vd_snap *s, const char *ns, const char *dev)
+{
+	unsigned int d = s->ndevs++;
+
+	snprintf(s->ns[d], sizeof(s->ns[d]), "%s", ns ? ns : "");
+	snprintf(s->dev[d], sizeof(s->dev[d]), "%s", dev);
+}
+
 /* A snapshot of device @dev of namespace @ns ("" or NULL: the caller's). */
 static inline void vd_snap_take_dev(struct vd_snap *s, const char *ns, const char *dev)
 {
 	memset(s, 0, sizeof(*s));
-	s->ndevs = 1;
-	snprintf(s->ns[0], sizeof(s->ns[0]), "%s", ns ? ns : "");
-	snprintf(s->dev[0], sizeof(s->dev[0]), "%s", dev);
+	vd_snap_add_dev(s, ns, dev);
 	vd_snap_read(s);
 }
 
@@ -743,11 +750,8 @@ static inline void vd_snap_take_pair(struct vd_snap *s, const char *ns_a, const 
 				     const char *dev)
 {
 	memset(s, 0, sizeof(*s));
-	s->ndevs = 2;
-	snprintf(s->ns[0], sizeof(s->ns[0]), "%s", ns_a);
-	snprintf(s->ns[1], sizeof(s->ns[1]), "%s", ns_b);
-	snprintf(s->dev[0], sizeof(s->dev[0]), "%s", dev);
-	snprintf(s->dev[1], sizeof(s->dev[1]), "%s", dev);
+	vd_snap_add_dev(s, ns_a, dev);
+	vd_snap_add_dev(s, ns_b, dev);
 	vd_snap_read(s);
 }
 

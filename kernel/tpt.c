@@ -119,6 +119,32 @@ void vd_tpt_uninit(struct vd_tpt *tpt)
 EXPORT_SYMBOL_IF_KUNIT(vd_tpt_uninit);
 
 /**
+ * vd_tpt_regions() - the table's regions not yet freed, for reports
+ * @tpt: the table
+ *
+ * Context: Any context.
+ * Return: regions, windows and fast registrations made in @tpt and not
+ * yet freed.
+ */
+u32 vd_tpt_regions(const struct vd_tpt *tpt)
+{
+	return atomic_read(&tpt->nr_alive);
+}
+
+/**
+ * vd_tpt_pinned_pages() - pages the table's registrations pin, for reports
+ * @tpt: the table
+ *
+ * Context: Any context.
+ * Return: the pages vd_mr_register() pinned for regions of @tpt not yet
+ * freed.
+ */
+u64 vd_tpt_pinned_pages(const struct vd_tpt *tpt)
+{
+	return atomic64_read(&tpt->pinned_pages);
+}
+
+/**
  * vd_mr_access_rights() - the rights an access mask grants
  * @access: VIADUCT_ACCESS_* as the user gave them
  *

@@ -232,18 +232,8 @@ void vd_mr_tcp_release(struct vd_mr *mr);
 enum vd_access_status vd_tpt_invalidate_sync(struct vd_tpt *tpt, u32 stag,
 					     const struct vd_pd *pd, u32 qpn,
 					     bool remote);
-
-/* Regions, windows and fast registrations of @tpt not yet freed. */
-static inline u32 vd_tpt_regions(const struct vd_tpt *tpt)
-{
-	return atomic_read(&tpt->nr_alive);
-}
-
-/* Pages pinned by the registrations of @tpt now. */
-static inline u64 vd_tpt_pinned_pages(const struct vd_tpt *tpt)
-{
-	return atomic64_read(&tpt->pinned_pages);
-}
+u32 vd_tpt_regions(const struct vd_tpt *tpt);
+u64 vd_tpt_pinned_pages(const struct vd_tpt *tpt);
 
 /**
  * vd_mr_offset() - the byte offset of an address in the region

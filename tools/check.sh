@@ -224,9 +224,11 @@ host_checks() {
 	phase_name= # the main shell's phase goes on there, not here
 	phase "host tests (ctest) [beside the VM]"
 	if [[ $cmake_ok == 1 ]]; then
+		# (the JUnit file keeps what a skipped test said: its reason)
 		ctest --test-dir build/cmake --output-on-failure -E '^libviaduct\.install$|^Live|^Live/' \
-			>"$out/ctest.log" 2>&1 || true
-		python3 "$vm/report.py" ctest "$out/ctest.log" host/ctest | record_lines || true
+			--output-junit "$out/ctest.xml" >"$out/ctest.log" 2>&1 || true
+		python3 "$vm/report.py" ctest "$out/ctest.log" host/ctest "$out/ctest.xml" |
+			record_lines || true
 	else
 		record SKIP host/ctest
 	fi

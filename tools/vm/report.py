@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 """Turns test output into verdict lines.
 
-    report.py vm RESULTS_DIR FLAVOUR   a results dir written by guest-check.sh
-    report.py ctest LOG [PREFIX]       the output of "ctest --output-on-failure"
-    report.py costs RESULTS_DIR [N]    the N dearest tests of a VM run (seconds)
+    report.py vm RESULTS_DIR FLAVOUR     a results dir written by guest-check.sh
+    report.py ctest LOG [PREFIX [XML]]   the output of "ctest --output-on-failure";
+                                         XML, its --output-junit file, gives the
+                                         skipped tests' reasons
+    report.py costs RESULTS_DIR [N]      the N dearest tests of a VM run (seconds)
 
 Prints one line per test, "PASS|FAIL|SKIP <prefix>/<suite>/<name>", failures
 followed by indented lines that show why, then a "# totals" comment line.
@@ -30,6 +32,7 @@ What counts as a test:
 import os
 import re
 import sys
+import xml.etree.ElementTree as ET
 
 verdicts = []  # (status, name, [detail lines])
 
@@ -336,7 +339,31 @@ def vm(results, flavour):
 CTEST_RE = re.compile(r'^\s*\d+/\d+ Test\s+#\d+: (\S+) \.*\s*(\**)(Passed|Failed|Not Run|Skipped|Timeout|Exception|SEGFAULT|\w+)')
 
 
-def ctest(path, prefix):
+def skip_reasons(junit):
+    """{test: [why]} for the skipped tests of ctest's --output-junit file:
+    what a gtest skip printed after "file:line: Skipped", else ctest's
+    own message (e.g. the expression that matched)."""
+    why = {}
+    try:
+        root = ET.parse(junit).getroot()
+    except (OSError, ET.ParseError):
+        return why
+    for tc in root.iter('testcase'):
+        sk = tc.find('skipped')
+        if sk is None:
+            continue
+        out = (tc.findtext('system-out') or '').splitlines()
+        said = []
+        for i, l in enumerate(out):
+            if l.endswith(': Skipped'):
+                said = [x for x in out[i + 1:] if x.strip()][:1]
+                break
+        why[tc.get('name')] = said or [sk.get('message') or 'skipped']
+    return why
+
+
+def ctest(path, prefix, junit=None):
+    why = skip_reasons(junit) if junit else {}
     lines = read(path).splitlines()
     seen = False
     for i, line in enumerate(lines):
@@ -349,7 +376,7 @@ def ctest(path, prefix):
         if st == 'Passed':
             add('PASS', full)
         elif st == 'Skipped' or 'Skipped' in line:
-            add('SKIP', full)
+            add('SKIP', full, why.get(name, ()))
         else:
             detail = []
             for l in lines[i + 1:i + 40]:
@@ -404,7 +431,8 @@ def main(argv):
     if len(argv) >= 4 and argv[1] == 'vm':
         vm(argv[2], argv[3])
     elif len(argv) >= 3 and argv[1] == 'ctest':
-        ctest(argv[2], argv[3] if len(argv) > 3 else 'host/ctest')
+        ctest(argv[2], argv[3] if len(argv) > 3 else 'host/ctest',
+              argv[4] if len(argv) > 4 else None)
     else:
         sys.stderr.write(__doc__)
         return 2

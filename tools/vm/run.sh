@@ -129,6 +129,14 @@ append=(
 	vd.job="$job" vd.results="$results" vd.flavour="$flavour"
 	# The guest has no real hardware to wait for.
 	random.trust_cpu=on tsc=reliable no_timer_check
+	# A vCPU is a host thread: on a loaded host it may not run for many
+	# seconds, and the guest's clock goes on meanwhile. The soft lockup
+	# detector (which panics: config-base.frag) and RCU's stall warnings
+	# would then report the host's scheduling (seen: a soft lockup of
+	# 22 s in the boot's free_reserved_area(), two niced VMs beside a
+	# kernel build). A CPU stuck for 120 s, or a grace period stalled
+	# for 60 s, is still reported.
+	watchdog_thresh=60 rcupdate.rcu_cpu_stall_timeout=60
 	# -cpu max offers 5-level paging; 4 levels are cheaper to emulate, and
 	# the debug kernel's KASAN was seen to trip over an interrupt taken
 	# early in boot with LA57 (a wild access in do_raw_spin_lock).

@@ -178,6 +178,12 @@ def tap_program(flavour, name, text, rc):
 GT_RE = re.compile(r'^\[\s*(OK|FAILED|SKIPPED)\s*\] (\S+) \(\d+ ms\)')
 
 
+def gtest_skip_why(between):
+    """What GTEST_SKIP() << "why" printed, from the lines between a test's
+    "[ RUN ]" and its "[  SKIPPED ]": those after "file:line: Skipped"."""
+    return [l for l in between if l.strip() and not l.endswith(': Skipped')][-3:]
+
+
 def gtest(prefix, text, rc):
     n = 0
     lines = text.splitlines()
@@ -195,10 +201,7 @@ def gtest(prefix, text, rc):
             while j > 0 and not lines[j - 1].startswith('[ RUN'):
                 j -= 1
             if st == 'SKIPPED':
-                # GTEST_SKIP() << "why": after "file:line: Skipped"
-                why = [l for l in lines[j:i]
-                       if l.strip() and not l.endswith(': Skipped')]
-                add('SKIP', '%s/%s' % (prefix, name), why[-3:])
+                add('SKIP', '%s/%s' % (prefix, name), gtest_skip_why(lines[j:i]))
             else:
                 add('FAIL', '%s/%s' % (prefix, name), lines[j:i][-30:])
     complete = any(re.match(r'^\[=+\] \d+ tests? from .* ran', l) for l in lines)
@@ -341,8 +344,8 @@ CTEST_RE = re.compile(r'^\s*\d+/\d+ Test\s+#\d+: (\S+) \.*\s*(\**)(Passed|Failed
 
 def skip_reasons(junit):
     """{test: [why]} for the skipped tests of ctest's --output-junit file:
-    what a gtest skip printed after "file:line: Skipped", else ctest's
-    own message (e.g. the expression that matched)."""
+    what a gtest skip printed (gtest_skip_why()), else ctest's own message
+    (e.g. the expression that matched)."""
     why = {}
     try:
         root = ET.parse(junit).getroot()
@@ -353,11 +356,9 @@ def skip_reasons(junit):
         if sk is None:
             continue
         out = (tc.findtext('system-out') or '').splitlines()
-        said = []
-        for i, l in enumerate(out):
-            if l.endswith(': Skipped'):
-                said = [x for x in out[i + 1:] if x.strip()][:1]
-                break
+        run = [i for i, l in enumerate(out) if l.startswith('[ RUN')]
+        end = [i for i, l in enumerate(out) if l.startswith('[  SKIPPED ]')]
+        said = gtest_skip_why(out[run[0] + 1:end[0]]) if run and end else []
         why[tc.get('name')] = said or [sk.get('message') or 'skipped']
     return why
 

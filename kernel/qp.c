@@ -154,7 +154,7 @@ static int wq_take(struct vd_qp *qp, struct vd_wq *wq, bool *bad,
 	}
 
 	if (unlikely(vd_ring_load_user_index(wq->producer, wq->consumer,
-					     wq->depth, &prod))) {
+					     wq->ring_depth, &prod))) {
 		if (!error) {
 			wq->stopped = true;
 			*bad = true;
@@ -171,7 +171,7 @@ static int wq_take(struct vd_qp *qp, struct vd_wq *wq, bool *bad,
 		if (!error && wq->tail - wq->head == wq->depth)
 			break;
 		copy = wq_copy(wq, wq->tail);
-		vd_qp_copy_wqe(copy, wq->mem->va, wq->consumer, wq->depth,
+		vd_qp_copy_wqe(copy, wq->mem->va, wq->consumer, wq->ring_depth,
 			       wq->wqe_size, wq->is_rq, &wq->lim);
 		WRITE_ONCE(wq->consumer, wq->consumer + 1);
 		n++;

@@ -77,6 +77,8 @@ struct vd_wqe_limits {
 struct vd_qp_caps {
 	u32 sq_depth;
 	u32 rq_depth;
+	u32 sq_ring_depth;
+	u32 rq_ring_depth;
 	u32 sq_wqe_size;
 	u32 rq_wqe_size;
 	struct vd_wqe_limits sq;
@@ -93,14 +95,15 @@ struct vd_wqe_meta {
 /* One work queue: the shared ring and the kernel's private side of it. */
 struct vd_wq {
 	spinlock_t lock;		/* the fields below that change */
-	struct vd_ring_mem *mem;	/* the shared slots */
+	struct vd_ring_mem *mem;	/* the shared slots, @ring_depth */
 	u8 *copies;			/* depth private copies of taken slots */
 	struct vd_wqe_meta *meta;	/* depth entries, parallel to @copies */
 	struct vd_cq *cq;
 	u32 *producer;			/* user's index, in the doorbell page */
 	u32 *consumer_pub;		/* kernel's index, in the doorbell page */
 	struct vd_wqe_limits lim;
-	u32 depth;			/* power of two */
+	u32 depth;			/* in-flight copies, power of two */
+	u32 ring_depth;			/* ring slots, power of two <= @depth */
 	u32 wqe_size;			/* power of two */
 	u32 consumer;			/* slots taken (private copy) */
 	u32 head;			/* oldest in-flight copy */

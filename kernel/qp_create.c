@@ -32,20 +32,25 @@ static DEFINE_IDA(vd_qpn_ida);
 
 /* --- Work queues ---------------------------------------------------- */
 
-static int wq_init(struct vd_wq *wq, bool is_rq, u32 depth, u32 size,
-		   const struct vd_wqe_limits *lim, u32 *producer,
+/*
+ * A work queue of @depth in-flight copies whose ring has @ring_depth
+ * slots (at most @depth) of @size bytes.
+ */
+static int wq_init(struct vd_wq *wq, bool is_rq, u32 depth, u32 ring_depth,
+		   u32 size, const struct vd_wqe_limits *lim, u32 *producer,
 		   u32 *consumer_pub)
 {
 	struct vd_ring_mem *mem;
 
 	wq->is_rq = is_rq;
 	wq->depth = depth;
+	wq->ring_depth = ring_depth;
 	wq->wqe_size = size;
 	wq->lim = *lim;
 	wq->producer = producer;
 	wq->consumer_pub = consumer_pub;
 
-	mem = vd_ring_mem_alloc((size_t)depth * size);
+	mem = vd_ring_mem_alloc((size_t)ring_depth * size);
 	if (IS_ERR(mem))
 		return PTR_ERR(mem);
 	wq->mem = mem;
@@ -66,6 +71,7 @@ static int wq_init_shared(struct vd_wq *wq, const struct vd_srq *srq,
 {
 	wq->is_rq = true;
 	wq->depth = 1;
+	wq->ring_depth = 0;
 	wq->wqe_size = srq->wqe_size;
 	wq->lim = srq->lim;
 	wq->producer = producer;
@@ -154,6 +160,8 @@ static void fill_reply(struct vd_qp *qp, const struct vd_qp_caps *c,
 {
 	a->sq_depth = c->sq_depth;
 	a->rq_depth = c->rq_depth;
+	a->sq_ring_depth = c->sq_ring_depth;
+	a->rq_ring_depth = c->rq_ring_depth;
 	a->max_send_sge = c->sq.max_sge;
 	a->max_recv_sge = c->rq.max_sge;
 	a->max_inline = c->sq.max_inline;
@@ -259,16 +267,17 @@ struct vd_qp *vd_qp_create(const struct vd_qp_init *init)
 	qp->db_mem = db_mem;
 	qp->db = db_mem->va;
 
-	err = wq_init(&qp->sq, false, caps.sq_depth, caps.sq_wqe_size,
-		      &caps.sq, &qp->db->sq_producer, &qp->db->sq_consumer);
+	err = wq_init(&qp->sq, false, caps.sq_depth, caps.sq_ring_depth,
+		      caps.sq_wqe_size, &caps.sq, &qp->db->sq_producer,
+		      &qp->db->sq_consumer);
 	if (err)
 		goto put;
 	if (init->srq)
 		err = wq_init_shared(&qp->rq, init->srq, &qp->db->rq_producer,
 				     &qp->db->rq_consumer);
 	else
-		err = wq_init(&qp->rq, true, caps.rq_depth, caps.rq_wqe_size,
-			      &caps.rq, &qp->db->rq_producer,
+		err = wq_init(&qp->rq, true, caps.rq_depth, caps.rq_ring_depth,
+			      caps.rq_wqe_size, &caps.rq, &qp->db->rq_producer,
 			      &qp->db->rq_consumer);
 	if (err)
 		goto put;
@@ -303,8 +312,9 @@ struct vd_qp *vd_qp_create(const struct vd_qp_init *init)
 	}
 
 	fill_reply(qp, &caps, a);
-	vd_dbg_qp(qp, "created: sq %u x %u, rq %u x %u\n", caps.sq_depth,
-		  caps.sq_wqe_size, caps.rq_depth, caps.rq_wqe_size);
+	vd_dbg_qp(qp, "created: sq %u (ring %u) x %u, rq %u (ring %u) x %u\n",
+		  caps.sq_depth, caps.sq_ring_depth, caps.sq_wqe_size,
+		  caps.rq_depth, caps.rq_ring_depth, caps.rq_wqe_size);
 	return qp;
 
 detach_rcq:

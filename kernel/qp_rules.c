@@ -106,8 +106,8 @@ static u32 wqe_size(u32 hdr, u32 payload)
 /**
  * vd_qp_caps() - the sizes of a create request
  * @a: the request
- * @c: filled with the depths, slot sizes and the limits the slots can
- *     really hold (none for an RQ on an SRQ)
+ * @c: filled with the depths (in flight and ring slots), slot sizes and
+ *     the limits the slots can really hold (none for an RQ on an SRQ)
  *
  * Context: Any context; a pure function.
  * Return: 0; -EOPNOTSUPP for Reliable Reception; -EINVAL for anything else
@@ -143,6 +143,13 @@ int vd_qp_caps(const struct viaduct_create_qp *a, struct vd_qp_caps *c)
 
 	c->sq_depth = roundup_pow_of_two(a->sq_depth);
 	c->rq_depth = a->rq_depth ? roundup_pow_of_two(a->rq_depth) : 0;
+	/* a ring of fewer slots than WRs in flight, or as many */
+	if (a->sq_ring_depth > c->sq_depth || a->rq_ring_depth > c->rq_depth)
+		return -EINVAL;
+	c->sq_ring_depth = a->sq_ring_depth ?
+			   roundup_pow_of_two(a->sq_ring_depth) : c->sq_depth;
+	c->rq_ring_depth = a->rq_ring_depth ?
+			   roundup_pow_of_two(a->rq_ring_depth) : c->rq_depth;
 	c->sq_wqe_size = wqe_size(sqe, max(a->max_send_sge * sge,
 					   a->max_inline));
 	c->rq_wqe_size = wqe_size(rqe, a->max_recv_sge * sge);
@@ -156,6 +163,7 @@ int vd_qp_caps(const struct viaduct_create_qp *a, struct vd_qp_caps *c)
 	if (a->srq_handle) {
 		/* the SRQ's slots and limits apply */
 		c->rq_depth = 0;
+		c->rq_ring_depth = 0;
 		c->rq_wqe_size = 0;
 		c->rq.max_sge = 0;
 	}

@@ -161,7 +161,7 @@ static VD_IOCTL_HANDLER(ioctl_query_device)
 		     VIADUCT_DEV_CAP_LOCAL_FENCE | VIADUCT_DEV_CAP_SRQ |
 		     VIADUCT_DEV_CAP_MW | VIADUCT_DEV_CAP_MODIFY_MR |
 		     VIADUCT_DEV_CAP_CM_HANDOFF | VIADUCT_DEV_CAP_CONVERT_DATA |
-		     VIADUCT_DEV_CAP_CQ_THRESHOLD;
+		     VIADUCT_DEV_CAP_CQ_THRESHOLD | VIADUCT_DEV_CAP_RING_DEPTH;
 	if (vd_zc_min())
 		attr->caps |= VIADUCT_DEV_CAP_ZERO_COPY;
 	return vd_uarg_reply(uarg, attr, sizeof(*attr));
@@ -225,7 +225,8 @@ static const struct vd_ioctl vd_ioctls[] = {
 	VD_IOCTL(DESTROY_CQ, vd_uobj_destroy_cq, VD_IOCTL_DEV_GONE),
 	VD_IOCTL_GROWN(ARM_CQ, VIADUCT_ARM_CQ_SIZE_VER0, vd_uobj_arm_cq,
 		       VD_IOCTL_DEV),
-	VD_IOCTL(CREATE_QP, vd_uobj_create_qp, VD_IOCTL_DEV),
+	VD_IOCTL_GROWN(CREATE_QP, VIADUCT_CREATE_QP_SIZE_VER0,
+		       vd_uobj_create_qp, VD_IOCTL_DEV),
 	VD_IOCTL(MODIFY_QP, vd_uobj_modify_qp, VD_IOCTL_DEV),
 	VD_IOCTL(QUERY_QP, vd_uobj_query_qp, VD_IOCTL_DEV_GONE),
 	VD_IOCTL(DESTROY_QP, vd_uobj_destroy_qp, VD_IOCTL_DEV_GONE),

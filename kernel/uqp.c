@@ -15,6 +15,10 @@
 #include "uctx.h"
 #include "uobj_priv.h"
 
+static_assert(offsetof(struct viaduct_create_qp, sq_ring_depth) ==
+	      VIADUCT_CREATE_QP_SIZE_VER0);
+static_assert(sizeof(struct viaduct_create_qp) == VIADUCT_CREATE_QP_SIZE_VER1);
+
 /* Enters the rings of a new QP as mmap keys and fills their keys in @a. */
 static int uobj_add_qp_keys(struct vd_uobj_table *t, struct vd_uobj *u,
 			    struct viaduct_create_qp *a)

@@ -318,10 +318,11 @@ static void check_attr(struct __test_metadata *_metadata,
 	EXPECT_TRUE(a->caps & VIADUCT_DEV_CAP_CM_HANDOFF);
 	EXPECT_TRUE(a->caps & VIADUCT_DEV_CAP_CONVERT_DATA);
 	EXPECT_TRUE(a->caps & VIADUCT_DEV_CAP_CQ_THRESHOLD);
+	EXPECT_TRUE(a->caps & VIADUCT_DEV_CAP_RING_DEPTH);
 	EXPECT_FALSE(a->caps & VIADUCT_DEV_CAP_RELIABLE_RECEPTION)
 		TH_LOG("caps %#x", a->caps);
 	/* no bit the ABI does not name (the highest named one last) */
-	EXPECT_EQ(0, a->caps & ~((VIADUCT_DEV_CAP_CQ_THRESHOLD << 1) - 1));
+	EXPECT_EQ(0, a->caps & ~((VIADUCT_DEV_CAP_RING_DEPTH << 1) - 1));
 }
 
 /* @caps is an output: whatever came in is replaced, nothing is refused. */

@@ -449,6 +449,11 @@ static void op_create_qp(struct fz *z)
 	c.access = rnd(r, 4);
 	c.sq_depth = pick_entries(z, d->max_qp_wr < 512 ? d->max_qp_wr : 512);
 	c.rq_depth = pick_entries(z, d->max_qp_wr < 512 ? d->max_qp_wr : 512);
+	/* rings shorter than the queues, sometimes longer (EINVAL) */
+	if (chance(r, 30)) {
+		c.sq_ring_depth = 1 + rnd(r, c.sq_depth + (chance(r, 10) ? 2 : 0));
+		c.rq_ring_depth = 1 + rnd(r, c.rq_depth + (chance(r, 10) ? 2 : 0));
+	}
 	c.max_send_sge = rnd(r, d->max_sge + 1);
 	c.max_recv_sge = rnd(r, d->max_sge + 1);
 	c.max_inline = rnd(r, d->max_inline + 1);
@@ -460,8 +465,8 @@ static void op_create_qp(struct fz *z)
 	if (!fz_ioctl(z, VIADUCT_IOCTL_CREATE_QP, p) && p == &c) {
 		add_handle(z, T_QP, c.handle);
 		add_key(z, c.db_key, c.db_size, K_DB, 0, 0, c.handle);
-		add_key(z, c.sq_key, c.sq_size, K_SQ, c.sq_depth, c.sq_wqe_size, c.handle);
-		add_key(z, c.rq_key, c.rq_size, K_RQ, c.rq_depth, c.rq_wqe_size, c.handle);
+		add_key(z, c.sq_key, c.sq_size, K_SQ, c.sq_ring_depth, c.sq_wqe_size, c.handle);
+		add_key(z, c.rq_key, c.rq_size, K_RQ, c.rq_ring_depth, c.rq_wqe_size, c.handle);
 		if (!c.send_cq)
 			add_key(z, c.scq_key, c.scq_size, K_PCQ, c.scq_entries, 0, c.handle);
 		if (!c.recv_cq)
@@ -815,7 +820,7 @@ static void op_post_conn(struct fz *z)
 
 		idx = __atomic_load_n(&q->db->rq_producer, __ATOMIC_RELAXED);
 		/* while gentle, never more than the ring holds */
-		if (z->gentle && idx - vd_rq_consumer(q) >= q->c.rq_depth)
+		if (z->gentle && idx - vd_rq_consumer(q) >= q->c.rq_ring_depth)
 			return;
 		e = vd_rq_slot(q, idx);
 		memset(e, 0, q->c.rq_wqe_size);
@@ -834,7 +839,7 @@ static void op_post_conn(struct fz *z)
 		size_t roff = rnd(r, z->rlen);
 
 		idx = __atomic_load_n(&q->db->sq_producer, __ATOMIC_RELAXED);
-		if (z->gentle && idx - vd_sq_consumer(q) >= q->c.sq_depth)
+		if (z->gentle && idx - vd_sq_consumer(q) >= q->c.sq_ring_depth)
 			return;
 		e = vd_sq_slot(q, idx);
 		memset(e, 0, q->c.sq_wqe_size);
@@ -1281,9 +1286,9 @@ static void fz_expose_connected(struct fz *z)
 
 		add_handle(z, T_QP, q->c.handle);
 		add_key(z, q->c.db_key, q->c.db_size, K_DB, 0, 0, q->c.handle);
-		add_key(z, q->c.sq_key, q->c.sq_size, K_SQ, q->c.sq_depth, q->c.sq_wqe_size,
+		add_key(z, q->c.sq_key, q->c.sq_size, K_SQ, q->c.sq_ring_depth, q->c.sq_wqe_size,
 			q->c.handle);
-		add_key(z, q->c.rq_key, q->c.rq_size, K_RQ, q->c.rq_depth, q->c.rq_wqe_size,
+		add_key(z, q->c.rq_key, q->c.rq_size, K_RQ, q->c.rq_ring_depth, q->c.rq_wqe_size,
 			q->c.handle);
 		add_key(z, q->c.scq_key, q->c.scq_size, K_PCQ, q->c.scq_entries, 0, q->c.handle);
 		add_key(z, q->c.rcq_key, q->c.rcq_size, K_PCQ, q->c.rcq_entries, 0, q->c.handle);

@@ -54,6 +54,22 @@ static void f_qp_limits(FIXTURE_DATA(badarg) *s, union vd_arg *a)
 	a->qp.ird = d->max_ird;
 	a->qp.access = VIADUCT_QP_ACCESS_REMOTE_WRITE | VIADUCT_QP_ACCESS_REMOTE_READ;
 }
+static void f_qp_rings(FIXTURE_DATA(badarg) *s, union vd_arg *a)
+{
+	qp_base(s, a);
+	a->qp.sq_ring_depth = 3;	/* rounded up to 4 */
+	a->qp.rq_ring_depth = 16;	/* as deep as the queue */
+}
+static void f_qp_sring_over(FIXTURE_DATA(badarg) *s, union vd_arg *a)
+{
+	qp_base(s, a);
+	a->qp.sq_ring_depth = 17;
+}
+static void f_qp_rring_over(FIXTURE_DATA(badarg) *s, union vd_arg *a)
+{
+	qp_base(s, a);
+	a->qp.rq_ring_depth = 0x80000000U;
+}
 static void f_qp_sq0(FIXTURE_DATA(badarg) *s, union vd_arg *a) { qp_base(s, a); a->qp.sq_depth = 0; }
 static void f_qp_rq0(FIXTURE_DATA(badarg) *s, union vd_arg *a) { qp_base(s, a); a->qp.rq_depth = 0; }
 static void f_qp_sqbig(FIXTURE_DATA(badarg) *s, union vd_arg *a)
@@ -127,19 +143,23 @@ static void f_qp_rcq_pd(FIXTURE_DATA(badarg) *s, union vd_arg *a)
 	VD_WRONG_TYPE(s, cq, a->qp.recv_cq);
 }
 
-static void check_qp_created(struct __test_metadata *_metadata,
-			     FIXTURE_DATA(badarg) *s, const union vd_arg *a, int ret)
+static void check_qp_reply(struct __test_metadata *_metadata, const union vd_arg *a)
 {
 	const struct viaduct_create_qp *c = &a->qp;
 
-	if (ret)
-		return;
 	EXPECT_NE(0, c->handle);
 	EXPECT_EQ(0, c->sq_depth & (c->sq_depth - 1));
 	EXPECT_EQ(0, c->rq_depth & (c->rq_depth - 1));
 	EXPECT_LE(sizeof(struct viaduct_doorbell), c->db_size);
-	EXPECT_LE((__u64)c->sq_depth * c->sq_wqe_size, c->sq_size);
-	EXPECT_LE((__u64)c->rq_depth * c->rq_wqe_size, c->rq_size);
+	/* rings of a power of two slots, at most the queue's depth */
+	EXPECT_EQ(0, c->sq_ring_depth & (c->sq_ring_depth - 1));
+	EXPECT_EQ(0, c->rq_ring_depth & (c->rq_ring_depth - 1));
+	EXPECT_LE(1, c->sq_ring_depth);
+	EXPECT_LE(1, c->rq_ring_depth);
+	EXPECT_GE(c->sq_depth, c->sq_ring_depth);
+	EXPECT_GE(c->rq_depth, c->rq_ring_depth);
+	EXPECT_LE((__u64)c->sq_ring_depth * c->sq_wqe_size, c->sq_size);
+	EXPECT_LE((__u64)c->rq_ring_depth * c->rq_wqe_size, c->rq_size);
 	EXPECT_LE(sizeof(struct viaduct_sqe) + c->max_send_sge * sizeof(struct viaduct_sge),
 		  c->sq_wqe_size);
 	EXPECT_LE(sizeof(struct viaduct_sqe) + c->max_inline, c->sq_wqe_size);
@@ -154,6 +174,32 @@ static void check_qp_created(struct __test_metadata *_metadata,
 			  c->rcq_size);
 }
 
+/* A QP made without ring depths: rings as deep as the queues. */
+static void check_qp_created(struct __test_metadata *_metadata,
+			     FIXTURE_DATA(badarg) *s, const union vd_arg *a, int ret)
+{
+	if (ret)
+		return;
+	check_qp_reply(_metadata, a);
+	EXPECT_EQ(a->qp.sq_depth, a->qp.sq_ring_depth);
+	EXPECT_EQ(a->qp.rq_depth, a->qp.rq_ring_depth);
+}
+
+/* f_qp_rings: an SQ ring of 4 slots (3 rounded up), an RQ ring of 16. */
+static void check_qp_rings(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(badarg) *s, const union vd_arg *a, int ret)
+{
+	if (ret)
+		return;
+	check_qp_reply(_metadata, a);
+	EXPECT_EQ(16, a->qp.sq_depth);
+	EXPECT_EQ(4, a->qp.sq_ring_depth);
+	EXPECT_EQ(16, a->qp.rq_ring_depth);
+	/* the SQ ring's memory is its four slots, not the queue's sixteen */
+	EXPECT_EQ(((__u64)4 * a->qp.sq_wqe_size + VD_PAGE - 1) / VD_PAGE * VD_PAGE,
+		  a->qp.sq_size);
+}
+
 VD_ROW_CHECK(create_qp_shared_cq, VIADUCT_IOCTL_CREATE_QP, f_qp, check_qp_created, 0,
 	     "CREATE_QP on one CQ");
 VD_ROW_CHECK(create_qp_two_cqs, VIADUCT_IOCTL_CREATE_QP, f_qp_sep, check_qp_created, 0,
@@ -164,6 +210,12 @@ VD_ROW_CHECK(create_qp_send_private, VIADUCT_IOCTL_CREATE_QP, f_qp_spriv, check_
 	     "CREATE_QP with a private send ring and a receive CQ");
 VD_ROW_CHECK(create_qp_polled, VIADUCT_IOCTL_CREATE_QP, f_qp_polled, check_qp_created, 0,
 	     "CREATE_QP polled");
+VD_ROW_CHECK(create_qp_short_rings, VIADUCT_IOCTL_CREATE_QP, f_qp_rings, check_qp_rings, 0,
+	     "CREATE_QP with a ring shorter than its queue");
+VD_ROW(create_qp_sq_ring_over, VIADUCT_IOCTL_CREATE_QP, f_qp_sring_over, -EINVAL,
+       "CREATE_QP SQ ring deeper than the queue");
+VD_ROW(create_qp_rq_ring_over, VIADUCT_IOCTL_CREATE_QP, f_qp_rring_over, -EINVAL,
+       "CREATE_QP RQ ring of 2^31 slots");
 VD_ROW(create_qp_reliable_reception, VIADUCT_IOCTL_CREATE_QP, f_qp_rr, -EOPNOTSUPP,
        "CREATE_QP reliable reception: not given by the module");
 VD_ROW_CHECK(create_qp_unreliable, VIADUCT_IOCTL_CREATE_QP, f_qp_unrel, check_qp_created, 0,
@@ -1273,6 +1325,97 @@ TEST_F(res, garbage_indices)
 	EXPECT_LE(0, vd_qp_state(self->fd, b.q.c.handle));
 	burst_teardown(self->fd, &b);
 	vd_snap_expect_back(&self->before, 3000, "garbage_indices");
+}
+
+/*
+ * A ring shorter than its queue: SQ and RQ of 16 in flight behind rings of
+ * 4 and 2 slots. Each doorbell frees the slots, so the queues fill through
+ * the short rings; with the queue full the ring keeps what it holds (the
+ * producer may not pass the ring), and a flush completes everything, the
+ * queue's and the ring's, in posting order. A caller built before the
+ * ring fields (the first published size) gets rings as deep as its queues.
+ */
+TEST_F(res, short_ring)
+{
+	unsigned int i, ns = 0, nr = 0;
+	struct viaduct_create_qp old;
+	struct viaduct_create_cq cq;
+	struct viaduct_query_qp qq;
+	struct viaduct_cqe e;
+	struct vd_cring ring;
+	struct vd_qp q;
+	int pd;
+
+	pd = vd_create_pd(self->fd);
+	ASSERT_LT(0, pd);
+	ASSERT_EQ(0, vd_create_cq(self->fd, 64, -1, 0, &cq));
+	ASSERT_EQ(0, vd_cring_map(&ring, self->fd, cq.mmap_key, cq.mmap_size, cq.entries));
+	memset(&q, 0, sizeof(q));
+	vd_qp_args(&q.c, pd, cq.handle, cq.handle);
+	q.c.sq_ring_depth = 4;
+	q.c.rq_ring_depth = 2;
+	ASSERT_EQ(0, vd_qp_create(self->fd, &q));
+	ASSERT_EQ(16, q.c.sq_depth);
+	ASSERT_EQ(4, q.c.sq_ring_depth);
+	ASSERT_EQ(2, q.c.rq_ring_depth);
+	EXPECT_EQ(MAP_FAILED, vd_mmap_key(self->fd, q.c.sq_key, q.c.sq_size + VD_PAGE));
+
+	for (i = 0; i < 20; i++) {
+		vd_post_sqe(&q, 100 + i, VIADUCT_OP_SEND, VIADUCT_SQE_SIGNALED);
+		if (i % 4 == 3)
+			ASSERT_EQ(0, vd_doorbell(self->fd, q.c.handle, VIADUCT_DOORBELL_SQ));
+	}
+	for (i = 0; i < 18; i++) {
+		vd_post_rqe(&q, 200 + i, NULL, 0, 0);
+		if (i % 2)
+			ASSERT_EQ(0, vd_doorbell(self->fd, q.c.handle, VIADUCT_DOORBELL_RQ));
+	}
+	/* sixteen each in flight, the last four and two waiting in the rings */
+	EXPECT_EQ(16, vd_sq_consumer(&q));
+	EXPECT_EQ(16, vd_rq_consumer(&q));
+	EXPECT_TRUE(vd_sq_full(&q));
+	EXPECT_TRUE(vd_rq_full(&q));
+	ASSERT_EQ(0, vd_query_qp(self->fd, q.c.handle, &qq));
+	EXPECT_EQ(VIADUCT_QPS_IDLE, qq.state);
+	EXPECT_EQ(16, qq.sq_outstanding);
+	EXPECT_EQ(16, qq.rq_outstanding);
+	EXPECT_EQ(0, vd_cring_avail(&ring));
+
+	ASSERT_EQ(0, vd_modify_state(self->fd, q.c.handle, VIADUCT_QPS_ERROR));
+	while (ns + nr < 20 + 18) {
+		ASSERT_EQ(1, vd_cring_wait(&ring, &e, 1, 3000))
+			TH_LOG("%u sends, %u receives flushed of 20, 18", ns, nr);
+		EXPECT_EQ(VIADUCT_WC_FLUSHED, e.status);
+		if (e.flags & VIADUCT_WC_F_RECV) {
+			EXPECT_EQ(200 + nr, e.wr_id);
+			nr++;
+		} else {
+			EXPECT_EQ(100 + ns, e.wr_id);
+			ns++;
+		}
+	}
+	EXPECT_EQ(20, vd_sq_consumer(&q));
+	EXPECT_EQ(18, vd_rq_consumer(&q));
+	vd_qp_unmap(&q);
+	EXPECT_EQ(0, vd_destroy_qp(self->fd, q.c.handle));
+
+	/* the first published size: no ring fields, rings of the queues */
+	vd_qp_args(&old, pd, cq.handle, cq.handle);
+	old.sq_ring_depth = 0xa5a5a5a5U;
+	old.rq_ring_depth = 0x5a5a5a5aU;
+	ASSERT_EQ(0, ioctl(self->fd, _IOC(_IOC_READ | _IOC_WRITE, _IOC_TYPE(VIADUCT_IOCTL_CREATE_QP),
+					  _IOC_NR(VIADUCT_IOCTL_CREATE_QP),
+					  VIADUCT_CREATE_QP_SIZE_VER0), &old));
+	/* the module neither read nor wrote past that size */
+	EXPECT_EQ(0xa5a5a5a5U, old.sq_ring_depth);
+	EXPECT_EQ(0x5a5a5a5aU, old.rq_ring_depth);
+	EXPECT_EQ((16 * (__u64)old.sq_wqe_size + VD_PAGE - 1) / VD_PAGE * VD_PAGE, old.sq_size);
+	EXPECT_EQ(0, vd_destroy_qp(self->fd, old.handle));
+
+	vd_cring_unmap(&ring);
+	EXPECT_EQ(0, vd_destroy_cq(self->fd, cq.handle));
+	EXPECT_EQ(0, vd_destroy_pd(self->fd, pd));
+	vd_snap_expect_back(&self->before, 3000, "short_ring");
 }
 
 TEST_HARNESS_MAIN

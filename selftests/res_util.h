@@ -1118,13 +1118,13 @@ static inline int vd_qp_make(int fd, struct vd_qp *q, __u32 pd, __u32 scq, __u32
 static inline struct viaduct_sqe *vd_sq_slot(struct vd_qp *q, __u32 idx)
 {
 	return (struct viaduct_sqe *)((char *)q->sq +
-		(size_t)(idx & (q->c.sq_depth - 1)) * q->c.sq_wqe_size);
+		(size_t)(idx & (q->c.sq_ring_depth - 1)) * q->c.sq_wqe_size);
 }
 
 static inline struct viaduct_rqe *vd_rq_slot(struct vd_qp *q, __u32 idx)
 {
 	return (struct viaduct_rqe *)((char *)q->rq +
-		(size_t)(idx & (q->c.rq_depth - 1)) * q->c.rq_wqe_size);
+		(size_t)(idx & (q->c.rq_ring_depth - 1)) * q->c.rq_wqe_size);
 }
 
 static inline __u32 vd_sq_consumer(const struct vd_qp *q)
@@ -1139,12 +1139,12 @@ static inline __u32 vd_rq_consumer(const struct vd_qp *q)
 
 static inline int vd_sq_full(const struct vd_qp *q)
 {
-	return q->sq_prod - vd_sq_consumer(q) >= q->c.sq_depth;
+	return q->sq_prod - vd_sq_consumer(q) >= q->c.sq_ring_depth;
 }
 
 static inline int vd_rq_full(const struct vd_qp *q)
 {
-	return q->rq_prod - vd_rq_consumer(q) >= q->c.rq_depth;
+	return q->rq_prod - vd_rq_consumer(q) >= q->c.rq_ring_depth;
 }
 
 /*

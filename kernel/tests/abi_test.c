@@ -197,7 +197,7 @@ static void abi_resource_structs(struct kunit *test)
 		     FIELD(struct viaduct_arm_cq, reserved, 12, 4));
 	KUNIT_EXPECT_EQ(test, VIADUCT_ARM_CQ_SIZE_VER0,
 			offsetof(struct viaduct_arm_cq, threshold));
-	CHECK_LAYOUT(test, viaduct_create_qp, 152,
+	CHECK_LAYOUT(test, viaduct_create_qp, VIADUCT_CREATE_QP_SIZE_VER1,
 		     FIELD(struct viaduct_create_qp, user_data, 0, 8),
 		     FIELD(struct viaduct_create_qp, pd_handle, 8, 4),
 		     FIELD(struct viaduct_create_qp, send_cq, 12, 4),
@@ -229,7 +229,11 @@ static void abi_resource_structs(struct kunit *test)
 		     FIELD(struct viaduct_create_qp, rcq_size, 136, 4),
 		     FIELD(struct viaduct_create_qp, scq_entries, 140, 4),
 		     FIELD(struct viaduct_create_qp, rcq_entries, 144, 4),
-		     FIELD(struct viaduct_create_qp, srq_handle, 148, 4));
+		     FIELD(struct viaduct_create_qp, srq_handle, 148, 4),
+		     FIELD(struct viaduct_create_qp, sq_ring_depth, 152, 4),
+		     FIELD(struct viaduct_create_qp, rq_ring_depth, 156, 4));
+	KUNIT_EXPECT_EQ(test, VIADUCT_CREATE_QP_SIZE_VER0,
+			offsetof(struct viaduct_create_qp, sq_ring_depth));
 	CHECK_LAYOUT(test, viaduct_create_srq, 48,
 		     FIELD(struct viaduct_create_srq, user_data, 0, 8),
 		     FIELD(struct viaduct_create_srq, pd_handle, 8, 4),

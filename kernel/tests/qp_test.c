@@ -192,7 +192,32 @@ static void qp_test_caps(struct kunit *test)
 	EXPECT_BAD(ird, VD_MAX_IRD + 1);
 	EXPECT_BAD(max_msg_size, (u32)VD_MAX_MSG_SIZE + 1);
 	EXPECT_BAD(srq_handle, 1);	/* on an SRQ, with an RQ depth */
+	EXPECT_BAD(sq_ring_depth, 9);	/* more slots than WRs in flight */
+	EXPECT_BAD(rq_ring_depth, U32_MAX);
 #undef EXPECT_BAD
+
+	/* the rings: as deep as the queues, or fewer slots (rounded up) */
+	good_attr(&a);
+	KUNIT_ASSERT_EQ(test, vd_qp_caps(&a, &c), 0);
+	KUNIT_EXPECT_EQ(test, c.sq_ring_depth, 8U);
+	KUNIT_EXPECT_EQ(test, c.rq_ring_depth, 8U);
+	a.sq_depth = 5;
+	a.sq_ring_depth = 8;		/* the depth as rounded */
+	a.rq_ring_depth = 3;
+	KUNIT_ASSERT_EQ(test, vd_qp_caps(&a, &c), 0);
+	KUNIT_EXPECT_EQ(test, c.sq_depth, 8U);
+	KUNIT_EXPECT_EQ(test, c.sq_ring_depth, 8U);
+	KUNIT_EXPECT_EQ(test, c.rq_depth, 8U);
+	KUNIT_EXPECT_EQ(test, c.rq_ring_depth, 4U);
+	/* on an SRQ there is no RQ ring to size */
+	good_attr(&a);
+	a.rq_depth = 0;
+	a.max_recv_sge = 0;
+	a.srq_handle = 1;
+	KUNIT_ASSERT_EQ(test, vd_qp_caps(&a, &c), 0);
+	KUNIT_EXPECT_EQ(test, c.rq_ring_depth, 0U);
+	a.rq_ring_depth = 1;
+	KUNIT_EXPECT_EQ(test, vd_qp_caps(&a, &c), -EINVAL);
 
 	/* valid, but not what the module gives: refused, not ignored */
 	good_attr(&a);
@@ -705,9 +730,12 @@ static void expect_no_event(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, vd_async_queue_pop(f->aq, &ev), -EAGAIN);
 }
 
-/* A QP with private CQs (handles 0), SQ and RQ of 8. */
-static struct vd_qp *make_qp(struct kunit *test,
-			     struct vd_doorbell_worker *worker)
+/*
+ * A QP with private CQs (handles 0), SQ and RQ of 8, whose rings have
+ * @ring slots each (0: eight).
+ */
+static struct vd_qp *make_qp_ring(struct kunit *test,
+				  struct vd_doorbell_worker *worker, u32 ring)
 {
 	struct qp_fixture *f = test->priv;
 	struct vd_qp_init init = {
@@ -721,8 +749,12 @@ static struct vd_qp *make_qp(struct kunit *test,
 
 	good_attr(&f->attr);
 	f->attr.user_data = 0x5eed;
+	f->attr.sq_ring_depth = ring;
+	f->attr.rq_ring_depth = ring;
 	if (worker)
 		f->attr.flags = VIADUCT_QP_F_POLLED;
+	if (!ring)
+		ring = 8;
 	qp = vd_qp_create(&init);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, qp);
 	f->qp = qp;
@@ -731,12 +763,23 @@ static struct vd_qp *make_qp(struct kunit *test,
 	KUNIT_EXPECT_EQ(test, f->attr.handle, 42U);
 	KUNIT_EXPECT_NE(test, f->attr.qpn, 0U);
 	KUNIT_EXPECT_EQ(test, f->attr.db_size, (u32)PAGE_SIZE);
+	KUNIT_EXPECT_EQ(test, f->attr.sq_ring_depth, ring);
+	KUNIT_EXPECT_EQ(test, f->attr.rq_ring_depth, ring);
 	KUNIT_EXPECT_EQ(test, f->attr.sq_size,
-			(u32)PAGE_ALIGN(8 * f->attr.sq_wqe_size));
+			(u32)PAGE_ALIGN(ring * f->attr.sq_wqe_size));
+	KUNIT_EXPECT_EQ(test, f->attr.rq_size,
+			(u32)PAGE_ALIGN(ring * f->attr.rq_wqe_size));
+	/* completions: as many as WRs in flight, whatever the ring */
 	KUNIT_EXPECT_EQ(test, f->attr.scq_entries, 8U);
 	KUNIT_EXPECT_EQ(test, f->attr.rcq_entries, 8U);
 	KUNIT_EXPECT_EQ(test, atomic_read(&f->pd->users), 1);
 	return qp;
+}
+
+static struct vd_qp *make_qp(struct kunit *test,
+			     struct vd_doorbell_worker *worker)
+{
+	return make_qp_ring(test, worker, 0);
 }
 
 /*
@@ -769,7 +812,7 @@ static void post_send(struct vd_qp *qp, u64 wr_id, u8 opcode, u8 flags)
 {
 	struct vd_wq *wq = &qp->sq;
 	u32 prod = READ_ONCE(*wq->producer);
-	u8 *slot = wq->mem->va + (prod & (wq->depth - 1)) * wq->wqe_size;
+	u8 *slot = wq->mem->va + (prod & (wq->ring_depth - 1)) * wq->wqe_size;
 	struct viaduct_sqe *sqe = (struct viaduct_sqe *)slot;
 	struct viaduct_sge *sge = (struct viaduct_sge *)(sqe + 1);
 
@@ -790,7 +833,7 @@ static void post_recv(struct vd_qp *qp, u64 wr_id)
 {
 	struct vd_wq *wq = &qp->rq;
 	u32 prod = READ_ONCE(*wq->producer);
-	u8 *slot = wq->mem->va + (prod & (wq->depth - 1)) * wq->wqe_size;
+	u8 *slot = wq->mem->va + (prod & (wq->ring_depth - 1)) * wq->wqe_size;
 	struct viaduct_rqe *rqe = (struct viaduct_rqe *)slot;
 	struct viaduct_sge *sge = (struct viaduct_sge *)(rqe + 1);
 
@@ -1076,6 +1119,67 @@ static void qp_test_bad_index(struct kunit *test)
 }
 
 /*
+ * A ring of two slots in front of a FIFO of eight: each doorbell frees
+ * the slots, so the ring wraps as often as WRs pass and eight are in
+ * flight through it; two more wait in the ring, a retired WR takes the
+ * next, and a flush completes the rest in order. An index more than the
+ * ring (not the FIFO) ahead is garbage.
+ */
+static void qp_test_short_ring(struct kunit *test)
+{
+	struct vd_qp *qp = make_qp_ring(test, NULL, 2);
+	struct viaduct_cqe cqe = { .byte_len = 64 };
+	u32 i;
+
+	KUNIT_ASSERT_EQ(test, vd_qp_enter_rts(qp, &fake_conn), 0);
+	for (i = 0; i < 40; i++) {
+		post_send(qp, i, SND, SIG);
+		KUNIT_EXPECT_EQ(test, vd_qp_consume(qp, VD_QP_SQ), 1);
+		KUNIT_EXPECT_EQ(test, vd_qp_complete(qp, VD_QP_SQ, &cqe,
+						     false), 0);
+		expect_cqe(test, VD_QP_SQ, i, SND, VIADUCT_WC_SUCCESS);
+	}
+	KUNIT_EXPECT_EQ(test, user_load(&qp->db->sq_consumer), 40U);
+
+	for (i = 0; i < 10; i += 2) {
+		int taken = i < 8 ? 2 : 0;
+
+		post_send(qp, 100 + i, SND, SIG);
+		post_send(qp, 101 + i, SND, SIG);
+		KUNIT_EXPECT_EQ(test, vd_qp_consume(qp, VD_QP_SQ), taken);
+	}
+	KUNIT_EXPECT_EQ(test, user_load(&qp->db->sq_consumer), 48U);
+	/* four receives in flight, two in the ring without a doorbell */
+	for (i = 0; i < 6; i++) {
+		post_recv(qp, 200 + i);
+		if (i % 2 && i < 4)
+			KUNIT_EXPECT_EQ(test, vd_qp_consume(qp, VD_QP_RQ), 2);
+	}
+	KUNIT_EXPECT_EQ(test, user_load(&qp->db->rq_consumer), 4U);
+	KUNIT_EXPECT_EQ(test, qp_state(qp), (u32)RTS);
+
+	/* the oldest retires: WR 108 takes its place, 109 still waits */
+	KUNIT_EXPECT_EQ(test, vd_qp_complete(qp, VD_QP_SQ, &cqe, false), 0);
+	expect_cqe(test, VD_QP_SQ, 100, SND, VIADUCT_WC_SUCCESS);
+	KUNIT_EXPECT_EQ(test, user_load(&qp->db->sq_consumer), 49U);
+
+	/* three ahead of the consumer in a ring of two: garbage */
+	user_publish(qp->sq.producer, qp->sq.consumer + 3);
+	KUNIT_EXPECT_EQ(test, vd_qp_consume(qp, VD_QP_SQ), 0);
+	KUNIT_EXPECT_EQ(test, qp_state(qp), (u32)ERR);
+	expect_event(test, VIADUCT_EVENT_QP_REQ_ERR);
+	/* the SQ's FIFO is flushed, its garbage ring is not touched */
+	for (i = 101; i < 109; i++)
+		expect_cqe(test, VD_QP_SQ, i, SND, VIADUCT_WC_FLUSHED);
+	KUNIT_EXPECT_EQ(test, cqes_new(test, VD_QP_SQ), 0U);
+	/* the RQ's FIFO, then the two its ring still held */
+	for (i = 200; i < 206; i++)
+		expect_cqe(test, VD_QP_RQ, i, VIADUCT_WC_RECV,
+			   VIADUCT_WC_FLUSHED);
+	KUNIT_EXPECT_EQ(test, cqes_new(test, VD_QP_RQ), 0U);
+}
+
+/*
  * RTS: the transport retires WRs; unsignaled successes write no CQE, a
  * retired slot is refilled from the ring, and a CQ overflow errors the QP.
  */
@@ -1289,6 +1393,7 @@ static struct kunit_case qp_test_cases[] = {
 	KUNIT_CASE(qp_test_flush),
 	KUNIT_CASE(qp_test_bad_wqe),
 	KUNIT_CASE(qp_test_bad_index),
+	KUNIT_CASE(qp_test_short_ring),
 	KUNIT_CASE(qp_test_complete),
 	KUNIT_CASE(qp_test_shared_cq),
 	KUNIT_CASE(qp_test_polled),

@@ -158,6 +158,7 @@ struct viaduct_addr {
 #define VIADUCT_DEV_CAP_CONVERT_DATA	(1U << 12)	/* CONVERT_SOCKET: data, takes the fd */
 #define VIADUCT_DEV_CAP_MODIFY_MR	(1U << 13)	/* MODIFY_MR: rights, PD in place */
 #define VIADUCT_DEV_CAP_CQ_THRESHOLD	(1U << 14)	/* ARM_CQ @threshold */
+#define VIADUCT_DEV_CAP_RING_DEPTH	(1U << 15)	/* CREATE_QP's *_ring_depth */
 
 struct viaduct_device_attr {
 	__u32 index;		/* in: device index or VIADUCT_INDEX_SELECTED */
@@ -254,7 +255,15 @@ struct viaduct_device_attr {
  *     its own key), which is how a VI without a CQ completes. The reply gives
  *     the mmap keys of the doorbell page (struct viaduct_doorbell), the SQ
  *     and RQ rings (arrays of fixed-size WQE slots, no header) and the
- *     private completion rings, if any.
+ *     private completion rings, if any. A queue's depth is how many WRs it
+ *     holds in flight (taken, not yet completed); its ring holds the WRs
+ *     posted and not yet taken. The kernel takes WRs at each doorbell,
+ *     while fewer than the depth are in flight, and frees their slots (the
+ *     consumer index in the doorbell page). The ring has as many slots as
+ *     the depth unless @sq_ring_depth (@rq_ring_depth) asks for fewer
+ *     (VIADUCT_DEV_CAP_RING_DEPTH): a power of two from 1 to the depth,
+ *     so that a queue of large slots keeps its depth in flight in a ring
+ *     of few pages.
  *
  *   DOORBELL: tells the kernel that the SQ and/or RQ producer index in the
  *     doorbell page moved. With VIADUCT_QP_F_POLLED the kernel polls the
@@ -429,7 +438,13 @@ struct viaduct_create_qp {
 	__u32 scq_entries;	/* out */
 	__u32 rcq_entries;	/* out */
 	__u32 srq_handle;	/* in: an SRQ to receive from, or 0 (see CREATE_SRQ) */
+	/* VIADUCT_CREATE_QP_SIZE_VER0 ends here */
+	__u32 sq_ring_depth;	/* in: SQ ring slots, 0 for @sq_depth; out: actual */
+	__u32 rq_ring_depth;	/* in/out, likewise for the RQ (0 on an SRQ) */
 };
+
+#define VIADUCT_CREATE_QP_SIZE_VER0	152	/* up to @srq_handle */
+#define VIADUCT_CREATE_QP_SIZE_VER1	160
 
 /* struct viaduct_modify_qp.mask: which fields to apply */
 #define VIADUCT_QP_ATTR_STATE		(1U << 0)

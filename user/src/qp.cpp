@@ -3,6 +3,7 @@
 // path: posting work requests and ringing the doorbell, polling the
 // private completion rings.
 #include <atomic>
+#include <bit>
 #include <cerrno>
 
 #include "objects.hpp"
@@ -70,9 +71,14 @@ void check_config(const QpConfig &c, const DeviceLimits &l) {
                                     std::to_string(hi) + " on this device)");
     };
     bad("send queue depth", c.sq_depth, 1, l.max_qp_wr);
+    bad("send ring depth", c.sq_ring_depth, 0, std::bit_ceil(c.sq_depth));
     if (!c.srq) {
         bad("receive queue depth", c.rq_depth, 1, l.max_qp_wr);
+        bad("receive ring depth", c.rq_ring_depth, 0, std::bit_ceil(c.rq_depth));
         bad("max_recv_sge", c.max_recv_sge, 0, l.max_sge);
+    } else if (c.rq_ring_depth) {
+        throw Error(EINVAL, "cannot create a QP on an SRQ with a receive ring depth: it has no "
+                            "receive ring");
     } else if (!c.recv_cq) {
         throw Error(EINVAL, "cannot create a QP on an SRQ without a receive CQ: its "
                             "receives complete there");
@@ -192,6 +198,9 @@ QueuePair::QueuePair(const ProtectionDomain &pd, const QpConfig &c) {
             throw Error(EINVAL, "a QP and the SRQ it receives from must be made on the same PD");
     }
     check_config(c, s->dev->attr.limits);
+    if ((c.sq_ring_depth || c.rq_ring_depth) && !(s->dev->attr.caps & VIADUCT_DEV_CAP_RING_DEPTH))
+        throw Error(EOPNOTSUPP, "this viaduct module cannot make a ring shorter than its queue "
+                                "(VIADUCT_DEV_CAP_RING_DEPTH is clear)");
 
     viaduct_create_qp a{};
     a.user_data = c.user_data;
@@ -210,14 +219,23 @@ QueuePair::QueuePair(const ProtectionDomain &pd, const QpConfig &c) {
     a.ord = c.ord;
     a.ird = c.ird;
     a.max_msg_size = c.max_msg_size;
+    a.sq_ring_depth = c.sq_ring_depth;
+    a.rq_ring_depth = s->srq ? 0 : c.rq_ring_depth;
     if (int err = detail::do_ioctl(s->dev->fd.get(), VIADUCT_IOCTL_CREATE_QP, &a))
         throw create_error(err, c, s->dev->attr.limits);
     s->handle = a.handle;
+    // a module without VIADUCT_DEV_CAP_RING_DEPTH leaves them 0: full rings
+    if (!a.sq_ring_depth)
+        a.sq_ring_depth = a.sq_depth;
+    if (!a.rq_ring_depth)
+        a.rq_ring_depth = a.rq_depth;
 
     QpCaps &caps = s->caps;
     caps.qpn = a.qpn;
     caps.sq_depth = a.sq_depth;
     caps.rq_depth = a.rq_depth;
+    caps.sq_ring_depth = a.sq_ring_depth;
+    caps.rq_ring_depth = s->srq ? 0 : a.rq_ring_depth;
     caps.max_send_sge = a.max_send_sge;
     caps.max_recv_sge = a.max_recv_sge;
     caps.max_inline = a.max_inline;
@@ -229,9 +247,11 @@ QueuePair::QueuePair(const ProtectionDomain &pd, const QpConfig &c) {
     caps.private_recv_ring = !s->recv_cq;
     caps.single_threaded = c.single_threaded;
     if (!detail::is_pow2(a.sq_depth) || (!s->srq && !detail::is_pow2(a.rq_depth)) ||
+        !detail::is_pow2(a.sq_ring_depth) || a.sq_ring_depth > a.sq_depth ||
+        (!s->srq && (!detail::is_pow2(a.rq_ring_depth) || a.rq_ring_depth > a.rq_depth)) ||
         sizeof(viaduct_doorbell) > a.db_size ||
-        std::uint64_t{a.sq_depth} * a.sq_wqe_size > a.sq_size ||
-        std::uint64_t{a.rq_depth} * a.rq_wqe_size > a.rq_size ||
+        std::uint64_t{a.sq_ring_depth} * a.sq_wqe_size > a.sq_size ||
+        (!s->srq && std::uint64_t{a.rq_ring_depth} * a.rq_wqe_size > a.rq_size) ||
         (caps.private_send_ring && !ring_fits(a.scq_entries, a.scq_size)) ||
         (caps.private_recv_ring && !ring_fits(a.rcq_entries, a.rcq_size)))
         throw Error(EPROTO,
@@ -244,11 +264,11 @@ QueuePair::QueuePair(const ProtectionDomain &pd, const QpConfig &c) {
     if (!s->srq)
         s->rq_map = detail::Mapping(fd, a.rq_key, a.rq_size, "receive queue of " + name);
     s->db = reinterpret_cast<viaduct_doorbell *>(s->db_map.data());
-    s->sq.ring = detail::WorkRing(s->sq_map.data(), a.sq_depth, a.sq_wqe_size, &s->db->sq_producer,
-                                  &s->db->sq_consumer);
+    s->sq.ring = detail::WorkRing(s->sq_map.data(), a.sq_ring_depth, a.sq_wqe_size,
+                                  &s->db->sq_producer, &s->db->sq_consumer);
     s->sq.limits = detail::WqeLimits{a.sq_wqe_size, a.max_send_sge, a.max_inline};
     if (!s->srq) {
-        s->rq.ring = detail::WorkRing(s->rq_map.data(), a.rq_depth, a.rq_wqe_size,
+        s->rq.ring = detail::WorkRing(s->rq_map.data(), a.rq_ring_depth, a.rq_wqe_size,
                                       &s->db->rq_producer, &s->db->rq_consumer);
         s->rq.limits = detail::WqeLimits{a.rq_wqe_size, a.max_recv_sge, 0};
     }

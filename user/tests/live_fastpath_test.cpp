@@ -1047,6 +1047,48 @@ TEST_F(LiveFastPath, FullQueueIsRefused) {
     EXPECT_EQ(4u, qp.send_queue_room());
 }
 
+// A ring shorter than its queue: each post's doorbell frees its slot, so
+// the queue fills through a ring of two, two more wait in the ring, and
+// the flush completes all of them in order. Bad ring depths are refused
+// by the library before the kernel is asked.
+TEST_F(LiveFastPath, ShortRingCarriesTheWholeQueue) {
+    Device dev = open();
+    ProtectionDomain pd(dev);
+    CompletionQueue cq(dev, 64);
+    QpConfig c;
+    c.send_cq = &cq;
+    c.recv_cq = &cq;
+    c.sq_depth = 16;
+    c.sq_ring_depth = 2;
+    c.rq_ring_depth = 64; // the default RQ depth
+    QueuePair qp(pd, c);
+    ASSERT_EQ(16u, qp.caps().sq_depth);
+    ASSERT_EQ(2u, qp.caps().sq_ring_depth);
+    ASSERT_EQ(64u, qp.caps().rq_ring_depth);
+    for (std::uint64_t i = 0; i < 18; ++i)
+        ASSERT_NO_THROW(qp.post_send(SendWr{.wr_id = i})) << i;
+    EXPECT_EQ(0u, qp.send_queue_room());
+    EXPECT_EQ(16u, qp.query().sq_outstanding);
+    std::string m = expect_error(ENOMEM, [&] { qp.post_send(SendWr{.wr_id = 18}); });
+    EXPECT_TRUE(contains(m, "2 slots")) << m;
+    qp.modify(QpState::Error);
+    auto got = poll_cq(cq, 18);
+    ASSERT_EQ(18u, got.size());
+    for (std::uint64_t i = 0; i < 18; ++i) {
+        EXPECT_EQ(i, got[i].wr_id);
+        EXPECT_EQ(WcStatus::Flushed, got[i].status);
+    }
+    EXPECT_EQ(2u, qp.send_queue_room());
+
+    c.sq_ring_depth = 17; // deeper than the queue
+    m = expect_error(EINVAL, [&] { QueuePair bad(pd, c); });
+    EXPECT_TRUE(contains(m, "send ring depth 17")) << m;
+    c.sq_ring_depth = 0;
+    c.rq_ring_depth = 65;
+    m = expect_error(EINVAL, [&] { QueuePair bad(pd, c); });
+    EXPECT_TRUE(contains(m, "receive ring depth 65")) << m;
+}
+
 // try_post_*: a full queue is a false return, with nothing posted and no
 // doorbell; on a single-threaded QP and CQ, which take no lock.
 TEST_F(LiveFastPath, TryPostReportsAFullQueueWithoutThrowing) {

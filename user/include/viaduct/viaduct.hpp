@@ -565,6 +565,16 @@ struct QpConfig {
     const SharedReceiveQueue *srq = nullptr;
     std::uint32_t sq_depth = 64; // minimum; rounded up to a power of two
     std::uint32_t rq_depth = 64;
+    // Slots of the mapped rings, which hold the WRs posted and not yet
+    // taken by the kernel (each doorbell takes them while fewer than the
+    // depth are in flight): 0 for as many as the depth, else 1 to the
+    // depth (rounded up to a power of two; VIADUCT_DEV_CAP_RING_DEPTH). A
+    // queue of large slots (many SGEs) keeps its depth in flight in a
+    // ring of few pages; a post finds the ring full only while the kernel
+    // does not take (a full FIFO, or a QP that does not take on its SQ:
+    // Closing, Terminate).
+    std::uint32_t sq_ring_depth = 0;
+    std::uint32_t rq_ring_depth = 0;
     std::uint32_t max_send_sge = 1;
     std::uint32_t max_recv_sge = 1;
     std::uint32_t max_inline = 0;
@@ -585,6 +595,8 @@ struct QpCaps {
     std::uint32_t qpn = 0;
     std::uint32_t sq_depth = 0;
     std::uint32_t rq_depth = 0;
+    std::uint32_t sq_ring_depth = 0; // slots of the mapped rings
+    std::uint32_t rq_ring_depth = 0;
     std::uint32_t max_send_sge = 0;
     std::uint32_t max_recv_sge = 0;
     std::uint32_t max_inline = 0;

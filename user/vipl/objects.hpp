@@ -141,6 +141,11 @@ private:
 // Reads of Reliable Reception too.
 constexpr std::uint32_t queue_depth = 256;
 
+// Slots of a VI's mapped send and receive rings (4 KiB each): the
+// kernel takes a VI's descriptors from them at each post, so a few are
+// enough (two for a Reliable Reception pair).
+constexpr std::uint32_t ring_slots = 8;
+
 // The descriptors of a work queue in posting order, at most queue_depth
 // of them, in room allocated with the queue (a deque allocates and frees
 // a chunk every few posts). push_back() needs size() < queue_depth.

@@ -579,12 +579,17 @@ std::unique_ptr<viaduct::QueuePair> make_qp(Nic &nic, Vi &vi, const VIP_VI_ATTRI
     cfg.send_cq = &vi.sq.ncq->cq;
     cfg.recv_cq = &vi.rq.ncq->cq;
     // A descriptor is one native work request, and on Reliable Reception
-    // two (the trailing Read). Every slot is 4 KiB (252 segments): a ring
-    // no larger than it must be cycles through fewer pages, each of which
-    // a post writes and the kernel's intake reads.
+    // two (the trailing Read). Every slot is 4 KiB (252 segments), and
+    // every post writes its slot and the kernel's intake reads it: the
+    // rings are short (ring_slots pages) in front of queues that hold
+    // every descriptor the VI may have posted.
     cfg.sq_depth =
         a.ReliabilityLevel == VIP_SERVICE_RELIABLE_RECEPTION ? 2 * queue_depth : queue_depth;
     cfg.rq_depth = queue_depth;
+    if (nic.attr.caps & VIADUCT_DEV_CAP_RING_DEPTH) {
+        cfg.sq_ring_depth = ring_slots;
+        cfg.rq_ring_depth = ring_slots;
+    }
     cfg.max_send_sge = std::min(nic.attr.limits.max_sge, max_data_segments);
     cfg.max_recv_sge = cfg.max_send_sge;
     // Reliable Reception is this library's (a zero-length RDMA Read behind
@@ -1237,6 +1242,18 @@ VIP_RETURN VipSetViAttributes(VIP_VI_HANDLE ViHandle, VIP_VI_ATTRIBUTES *ViAttri
         read.remote_stag = rdma ? as.Handle : 0;
         vi.qp->post_send(std::span<const viaduct::SendWr>(wq.wr));
     } catch (const viaduct::Error &e) {
+        // Each post rings the doorbell, and the kernel takes what the ring
+        // holds while fewer WRs than the queue's depth (every descriptor
+        // the VI may have posted) are in flight; so the short ring is full
+        // only while the kernel takes nothing: a connection closing or
+        // terminated, whose descriptors are all flushed. The connection's
+        // end fails the VI, not this post.
+        const std::uint32_t room = wq.recv ? vi.qp->recv_queue_room() : vi.qp->send_queue_room();
+        if (e.errnum() == ENOMEM && room < (wq.q.back().rr ? 2u : 1u)) {
+            wq.finish(wq.q.back(), VIP_STATUS_DESC_FLUSHED_ERROR, 0, c.op, 0);
+            wq.advance();
+            return VIP_SUCCESS;
+        }
         return local_error(e.errnum() == ENOMEM ? VIP_STATUS_LENGTH_ERROR
                                                 : VIP_STATUS_FORMAT_ERROR);
     }

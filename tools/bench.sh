@@ -17,7 +17,8 @@
 # VD_BENCH_LAT_ITERS, VD_BENCH_RATE_ITERS, VD_BENCH_TCP_SECS,
 # VD_BENCH_FACE_BW64K_ITERS, VD_BENCH_FACE_BW1M_ITERS,
 # VD_BENCH_STEP_TIMEOUT, VD_BENCH_ROUNDS (interleaved rounds of the face
-# and transport comparison, default 3), VD_BENCH_PARTS (which parts to
+# and transport comparison, default 3), VD_BENCH_FACES and
+# VD_BENCH_FACE_METRICS (a part of that comparison), VD_BENCH_PARTS (which parts to
 # run, default mr,post,datapath,facecost,faces) (tools/vm/guest-bench.sh), VD_MEM
 # (guest MiB, default 2048), VD_TIMEOUT. The tables name the commit and
 # the host's load average before and after the run: on a shared machine

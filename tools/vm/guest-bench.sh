@@ -41,7 +41,8 @@
 # VD_BENCH_ITERS, VD_BENCH_BATCHES, VD_BENCH_MR_SCALE; for the data path
 # VD_BENCH_BW_ITERS (200), VD_BENCH_LAT_ITERS (1000), VD_BENCH_RATE_ITERS
 # (2000 per QP), VD_BENCH_TCP_SECS (iperf3, 2), VD_BENCH_ROUNDS (3),
-# VD_BENCH_FACECOST_ITERS (5000), VD_BENCH_STEP_TIMEOUT (90);
+# VD_BENCH_FACECOST_ITERS (5000), VD_BENCH_STEP_TIMEOUT (90),
+# VD_BENCH_FACES and VD_BENCH_FACE_METRICS (a part of the rotation);
 # VD_BENCH_COMMIT and VD_BENCH_HOSTLOAD (from tools/bench.sh) head the
 # tables.
 #
@@ -312,8 +313,20 @@ fi
 # cannot ask for fewer: viaduct-perf -l 1 -Q 1, perftest -l 1 -Q 1 -t 128).
 rounds=${VD_BENCH_ROUNDS:-3}
 rounds_file=$dp/rounds.txt
-faces=(native vipl verbs itapi siw tcp)
-face_metrics=(lat-send lat-write bw64k bw1m)
+# VD_BENCH_FACES and VD_BENCH_FACE_METRICS (comma-separated) run a part
+# of the rotation, e.g. more rounds of one row: the faces' cost columns
+# need native among the faces.
+all_faces=(native vipl verbs itapi siw tcp)
+all_face_metrics=(lat-send lat-write bw64k bw1m)
+IFS=, read -r -a faces <<<"${VD_BENCH_FACES:-$(IFS=,; echo "${all_faces[*]}")}"
+IFS=, read -r -a face_metrics <<<"${VD_BENCH_FACE_METRICS:-$(IFS=,; echo "${all_face_metrics[*]}")}"
+for f in "${faces[@]}"; do
+	[[ " ${all_faces[*]} " == *" $f "* ]] || die "VD_BENCH_FACES: no face '$f' (${all_faces[*]})"
+done
+for m in "${face_metrics[@]}"; do
+	[[ " ${all_face_metrics[*]} " == *" $m "* ]] ||
+		die "VD_BENCH_FACE_METRICS: no metric '$m' (${all_face_metrics[*]})"
+done
 dropin=$VD_BUILD/cmake/user/verbs/viaduct
 vipl_pp=$VD_BUILD/cmake/examples/vipl/vipl-pingpong
 vipl_st=$VD_BUILD/cmake/examples/vipl/vipl-stream
@@ -562,11 +575,16 @@ faces_table() {
 	fi
 }
 
-# res[KEY] from the rotation's median of METRIC FACE (for the table below).
+# res[KEY] from the rotation's median of METRIC FACE (for the table below);
+# "-" when the rotation did not run that row.
 res_from_rounds() {
 	local med rest
 	read -r med rest <<<"$(rot_stats "$2" "$3")"
 	res[$1]=$med
+	if ! part faces || [[ " ${face_metrics[*]} " != *" $2 "* || " ${faces[*]} " != *" $3 "* ]]; then
+		res[$1]=-
+		return
+	fi
 	[[ $med != - ]] || res[$1]=ERR
 }
 

@@ -15,7 +15,7 @@
 # viaductctl. Knobs (environment): VD_BENCH_ITERS, VD_BENCH_BATCHES,
 # VD_BENCH_MR_SCALE (see viaduct-bench --help), VD_BENCH_BW_ITERS,
 # VD_BENCH_LAT_ITERS, VD_BENCH_RATE_ITERS, VD_BENCH_TCP_SECS,
-# VD_BENCH_FACE_BW64K_ITERS, VD_BENCH_FACE_BW1M_ITERS,
+# VD_BENCH_FACE_BW64K_ITERS, VD_BENCH_FACE_BW1M_ITERS, VD_BENCH_FACECOST_RUNS,
 # VD_BENCH_STEP_TIMEOUT, VD_BENCH_ROUNDS (interleaved rounds of the face
 # and transport comparison, default 3), VD_BENCH_FACES and
 # VD_BENCH_FACE_METRICS (a part of that comparison), VD_BENCH_PARTS (which parts to

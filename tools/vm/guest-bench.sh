@@ -381,7 +381,8 @@ perftest_step() {
 		# and a client that connects first is refused. Once more, saying so.
 		((try == 1)) && grep -q 'REJECTED; error: -111\|Connection refused\|ECONNREFUSED' "$dp/$name.out" ||
 			return 1
-		say "$name: perftest -R listen race (refused before its server listened again); once more"
+		# (to stderr: the caller reads the step's value from stdout)
+		say "$name: perftest -R listen race (refused before its server listened again); once more" >&2
 		mv "$dp/$name.out" "$dp/$name.refused.out"
 		mv "$dp/$name.srv" "$dp/$name.refused.srv"
 	done

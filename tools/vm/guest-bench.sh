@@ -659,6 +659,7 @@ verbs_run() {
 }
 if part datapath; then
 	vd_run read -t read -n "$bw_iters" --sizes 65536,1048576
+	vd_run send64k -t send -n "$bw_iters" -S 65536
 	vd_run rate1 -t write -n "$rate_iters" -S 64 -q 1
 	vd_run rate1p --polled -t write -n "$rate_iters" -S 64 -q 1
 	vd_run rate8 -t write -n "$rate_iters" -S 64 -q 8
@@ -670,6 +671,7 @@ if part datapath; then
 	vd_run rate1-l16 -t write -n "$rate_iters" -S 64 -q 1 -l 16 -Q 100
 	siw_run read64k ib_read_bw -s 65536 -n "$bw_iters"
 	siw_run read1m ib_read_bw -s 1048576 -n "$bw_iters"
+	siw_run send64k ib_send_bw -s 65536 -n "$bw_iters"
 	siw_run rate1 ib_write_bw -s 64 -n "$rate_iters" -q 1
 	siw_run rate8 ib_write_bw -s 64 -n "$rate_iters" -q 8
 	# The same perftest binaries on viaduct, through libviaduct-verbs'
@@ -677,6 +679,7 @@ if part datapath; then
 	if [[ -e $dropin/libibverbs.so.1 ]]; then
 		verbs_run read64k ib_read_bw -s 65536 -n "$bw_iters"
 		verbs_run read1m ib_read_bw -s 1048576 -n "$bw_iters"
+		verbs_run send64k ib_send_bw -s 65536 -n "$bw_iters"
 		verbs_run rate1 ib_write_bw -s 64 -n "$rate_iters" -q 1
 		verbs_run rate8 ib_write_bw -s 64 -n "$rate_iters" -q 8
 		verbs_run rate1-l16 ib_write_bw -s 64 -n "$rate_iters" -q 1 -l 16
@@ -701,6 +704,8 @@ dp_get() {
 }
 dp_get vd_rd64k vd-read 65536 4
 dp_get vd_rd1m vd-read 1048576 4
+dp_get vd_send64k vd-send64k 65536 4
+dp_get siw_send64k siw-send64k 65536 4
 dp_get vd_r1 vd-rate1 64 5
 dp_get vd_r1p vd-rate1p 64 5
 dp_get vd_r8 vd-rate8 64 5
@@ -712,7 +717,7 @@ dp_get siw_rd64k siw-read64k 65536 4
 dp_get siw_rd1m siw-read1m 1048576 4
 dp_get siw_r1 siw-rate1 64 5
 dp_get siw_r8 siw-rate8 64 5
-for k in read64k:65536:4 read1m:1048576:4 rate1:64:5 rate8:64:5 rate1-l16:64:5; do
+for k in read64k:65536:4 read1m:1048576:4 send64k:65536:4 rate1:64:5 rate8:64:5 rate1-l16:64:5; do
 	IFS=: read -r n sz col <<<"$k"
 	dp_get "verbs_$n" "verbs-$n" "$sz" "$col"
 done
@@ -804,6 +809,7 @@ if part datapath; then
 		printf '   %-36s %-5s %10s %10s %7s %12s %12s\n' metric unit "vd verbs" siw vd/siw "vd native" "verbs cost"
 		vrow "read bw 64 KiB" MB/s read64k siw_rd64k vd_rd64k 1
 		vrow "read bw 1 MiB" MB/s read1m siw_rd1m vd_rd1m 1
+		vrow "send bw 64 KiB" MB/s send64k siw_send64k vd_send64k 1
 		vrow "msg rate 64 B, 1 QP" Mpps rate1 siw_r1 vd_r1l1 1
 		vrow "msg rate 64 B, 8 QPs" Mpps rate8 siw_r8 vd_r8l1 1
 		vrow "msg rate 64 B, 1 QP, 16 WRs a post" Mpps rate1-l16 none vd_r1l16 1

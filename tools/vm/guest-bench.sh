@@ -581,12 +581,12 @@ faces_table() {
 # "-" when the rotation did not run that row.
 res_from_rounds() {
 	local med rest
-	read -r med rest <<<"$(rot_stats "$2" "$3")"
-	res[$1]=$med
 	if ! part faces || [[ " ${face_metrics[*]} " != *" $2 "* || " ${faces[*]} " != *" $3 "* ]]; then
 		res[$1]=-
 		return
 	fi
+	read -r med rest <<<"$(rot_stats "$2" "$3")"
+	res[$1]=$med
 	[[ $med != - ]] || res[$1]=ERR
 }
 

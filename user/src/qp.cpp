@@ -224,7 +224,8 @@ QueuePair::QueuePair(const ProtectionDomain &pd, const QpConfig &c) {
     if (int err = detail::do_ioctl(s->dev->fd.get(), VIADUCT_IOCTL_CREATE_QP, &a))
         throw create_error(err, c, s->dev->attr.limits);
     s->handle = a.handle;
-    // a module without VIADUCT_DEV_CAP_RING_DEPTH leaves them 0: full rings
+    // a module without VIADUCT_DEV_CAP_RING_DEPTH leaves them 0: full
+    // rings (and a QP on an SRQ has no RQ ring: 0 either way)
     if (!a.sq_ring_depth)
         a.sq_ring_depth = a.sq_depth;
     if (!a.rq_ring_depth)
@@ -235,7 +236,7 @@ QueuePair::QueuePair(const ProtectionDomain &pd, const QpConfig &c) {
     caps.sq_depth = a.sq_depth;
     caps.rq_depth = a.rq_depth;
     caps.sq_ring_depth = a.sq_ring_depth;
-    caps.rq_ring_depth = s->srq ? 0 : a.rq_ring_depth;
+    caps.rq_ring_depth = a.rq_ring_depth;
     caps.max_send_sge = a.max_send_sge;
     caps.max_recv_sge = a.max_recv_sge;
     caps.max_inline = a.max_inline;
@@ -251,7 +252,7 @@ QueuePair::QueuePair(const ProtectionDomain &pd, const QpConfig &c) {
         (!s->srq && (!detail::is_pow2(a.rq_ring_depth) || a.rq_ring_depth > a.rq_depth)) ||
         sizeof(viaduct_doorbell) > a.db_size ||
         std::uint64_t{a.sq_ring_depth} * a.sq_wqe_size > a.sq_size ||
-        (!s->srq && std::uint64_t{a.rq_ring_depth} * a.rq_wqe_size > a.rq_size) ||
+        std::uint64_t{a.rq_ring_depth} * a.rq_wqe_size > a.rq_size ||
         (caps.private_send_ring && !ring_fits(a.scq_entries, a.scq_size)) ||
         (caps.private_recv_ring && !ring_fits(a.rcq_entries, a.rcq_size)))
         throw Error(EPROTO,

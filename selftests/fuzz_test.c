@@ -151,6 +151,7 @@ struct fz {
 	size_t llen, rlen;
 	__u32 lstag, rstag;
 	__u64 raddr;
+	__u32 conn_pd, conn_mr;	/* the connected side's PD and region */
 	int gentle;		/* traffic first: faults rare, nothing deadly */
 	/* completions of the connected QPs reaped while gentle */
 	unsigned long gentle_ok, gentle_err;
@@ -221,7 +222,7 @@ static void add_key(struct fz *z, uint64_t key, uint64_t size, int kind, uint32_
 }
 
 /* A handle of type @t, mostly a live one, sometimes anything but. */
-static uint32_t pick(struct fz *z, int t)
+static uint32_t pick_any(struct fz *z, int t)
 {
 	uint64_t *r = &z->rng;
 	int o;
@@ -245,6 +246,28 @@ static uint32_t pick(struct fz *z, int t)
 	default:
 		return z->n[t] ? z->h[t][rnd(r, z->n[t])] : rnd(r, 8);
 	}
+}
+
+/*
+ * A handle for a command: pick_any()'s, except that while the connected
+ * phase is gentle, its PD, region and QPs are never the target (a small
+ * handle guessed at random is often one of them, and a command on it
+ * would end the traffic before it began); they become fair game with
+ * fz_expose_connected().
+ */
+static uint32_t pick(struct fz *z, int t)
+{
+	uint32_t h = pick_any(z, t);
+	unsigned int i;
+
+	if (!z->gentle || !h)
+		return h;
+	if (h == z->conn_pd || h == z->conn_mr)
+		return 0;
+	for (i = 0; i < z->nconn; i++)
+		if (h == z->conn[i].c.handle)
+			return 0;
+	return h;
 }
 
 /* Where an argument structure lives: mostly @arg, sometimes nowhere good. */
@@ -275,6 +298,9 @@ static void corrupt(struct fz *z, void *p, size_t len)
 {
 	unsigned int i, n = 1 + rnd(&z->rng, 3);
 
+	/* a flipped bit makes a handle of 0 one of the gentle half's: see pick() */
+	if (z->gentle)
+		return;
 	for (i = 0; i < n; i++) {
 		size_t at = rnd(&z->rng, len);
 
@@ -1266,6 +1292,8 @@ static int fz_take_connected(struct fz *z)
 	z->rlen = fzc.rlen;
 	z->rstag = fzc.rstag;
 	z->raddr = fzc.raddr;
+	z->conn_pd = fzc.pd;
+	z->conn_mr = fzc.mr;
 	z->gentle = 1;
 	return 0;
 }

@@ -51,7 +51,16 @@ static void ok(int cond, const char *fmt, ...)
 	fflush(stdout);
 }
 
-#define IS(call, want) ok((call) == (want), "%s is %s", #call, #want)
+/* A call that must return @want; a failure says what it returned. */
+#define IS(call, want)                                                          \
+	do {                                                                    \
+		VIP_RETURN is_ret_ = (call);                                    \
+		if (is_ret_ == (want))                                          \
+			ok(1, "%s is %s", #call, #want);                        \
+		else                                                            \
+			ok(0, "%s is %s (returned %d)", #call, #want,           \
+			   (int)is_ret_);                                       \
+	} while (0)
 
 static void bail(const char *what)
 {

@@ -139,6 +139,37 @@ static void vd_event_ring_consume(struct vd_event_ring *r, u32 n)
 }
 
 /*
+ * Removes the queued records @match picks, keeping the others in their
+ * order. Under @read_lock: a reader between its peek and its consume counts
+ * on the records it copied staying at the head. A fatal signal while
+ * waiting for a reader leaves the records: the process is going.
+ */
+static void vd_event_ring_forget(struct vd_event_ring *r,
+				 bool (*match)(const void *rec, u32 arg),
+				 u32 arg)
+{
+	unsigned long flags;
+	u32 i, kept;
+
+	if (mutex_lock_killable(&r->read_lock))
+		return;
+	spin_lock_irqsave(&r->lock, flags);
+	kept = r->head;
+	for (i = r->head; i != r->tail; i++) {
+		void *rec = vd_event_rec(r, i);
+
+		if (match(rec, arg))
+			continue;
+		if (kept != i)
+			memcpy(vd_event_rec(r, kept), rec, r->rec_size);
+		kept++;
+	}
+	WRITE_ONCE(r->tail, kept);
+	spin_unlock_irqrestore(&r->lock, flags);
+	mutex_unlock(&r->read_lock);
+}
+
+/*
  * Readers are serialised by @read_lock, so the records a reader peeked are
  * still at the head when it consumes them: producers only append. A record
  * is consumed only once it reached user space, so a fault loses nothing.
@@ -275,6 +306,29 @@ int vd_async_queue_push(struct vd_async_queue *aq, u32 type, u32 handle,
 	return vd_event_ring_push(&aq->ring, &ev, "async event queue");
 }
 EXPORT_SYMBOL_IF_KUNIT(vd_async_queue_push);
+
+static bool async_event_of(const void *rec, u32 handle)
+{
+	return ((const struct viaduct_async_event *)rec)->handle == handle;
+}
+
+/**
+ * vd_async_queue_forget() - drop the unread events of a destroyed object
+ * @aq: the queue
+ * @handle: the object's handle (not 0, the device's)
+ *
+ * Handles are reused: an event still queued when its object is destroyed
+ * would be read as one of the next object that gets the handle. The caller
+ * makes sure that the object raises no more events and that @handle names
+ * nothing else yet.
+ *
+ * Context: Process context; sleeps while a reader copies records out.
+ */
+void vd_async_queue_forget(struct vd_async_queue *aq, u32 handle)
+{
+	vd_event_ring_forget(&aq->ring, async_event_of, handle);
+}
+EXPORT_SYMBOL_IF_KUNIT(vd_async_queue_forget);
 
 /**
  * vd_async_queue_read() - the read() of the context file

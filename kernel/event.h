@@ -67,6 +67,7 @@ struct vd_async_queue *vd_async_queue_create(void);
 void vd_async_queue_put(struct vd_async_queue *aq);
 int vd_async_queue_push(struct vd_async_queue *aq, u32 type, u32 handle,
 			u64 user_data, u32 detail);
+void vd_async_queue_forget(struct vd_async_queue *aq, u32 handle);
 ssize_t vd_async_queue_read(struct vd_async_queue *aq, char __user *buf,
 			    size_t len, bool nonblock);
 __poll_t vd_async_queue_poll(struct vd_async_queue *aq, struct file *file,

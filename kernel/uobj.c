@@ -385,6 +385,7 @@ static int uobj_remove(struct vd_uobj_table *t, u32 handle,
 		       enum vd_uobj_type type)
 {
 	struct vd_uobj *u;
+	bool events;
 	int ret;
 
 	mutex_lock(&t->lock);
@@ -395,14 +396,26 @@ static int uobj_remove(struct vd_uobj_table *t, u32 handle,
 	ret = uobj_try_destroy(u);
 	if (ret)
 		goto out;
-	xa_erase(&t->handles, handle);
+	/*
+	 * The handle names nothing (a NULL entry) but stays reserved until
+	 * the object's unread events are gone: read later, they would be
+	 * taken for events of the next object that gets the handle.
+	 */
+	xa_store(&t->handles, handle, NULL, GFP_KERNEL);
 	uobj_account(t, u, -1);
 out:
 	mutex_unlock(&t->lock);
+	if (ret)
+		return ret;
 	/* nobody can name it any more: released without the lock */
-	if (!ret)
-		uobj_release(t, u);
-	return ret;
+	events = u->type == VD_UOBJ_QP || u->type == VD_UOBJ_CQ ||
+		 u->type == VD_UOBJ_SRQ;
+	uobj_release(t, u);
+	/* it raises no more events: forget those not read yet */
+	if (events)
+		vd_async_queue_forget(t->aq, handle);
+	xa_erase(&t->handles, handle);
+	return 0;
 }
 
 /**

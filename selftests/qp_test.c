@@ -1054,6 +1054,76 @@ TEST_F(badwqe, error_cqe_state_event)
 	vd_snap_expect_back(&self->before, 3000, "malformed WQE");
 }
 
+/* A malformed SQE: the QP goes to Error and raises QP_REQ_ERR. */
+static int break_qp(int fd, struct vd_qp *q)
+{
+	struct viaduct_query_qp qq;
+	uint64_t end = vd_now_ms() + 3000;
+
+	vd_post_sqe(q, 0xbad, 255, VIADUCT_SQE_SIGNALED);
+	if (vd_doorbell(fd, q->c.handle, VIADUCT_DOORBELL_SQ))
+		return -1;
+	/* the event is queued with the state change, under the QP's locks */
+	while (!vd_query_qp(fd, q->c.handle, &qq) && qq.state != VIADUCT_QPS_ERROR) {
+		if (vd_now_ms() > end)
+			return -1;
+		usleep(1000);
+	}
+	return qq.state == VIADUCT_QPS_ERROR ? 0 : -1;
+}
+
+/*
+ * Handles are reused, so an event of a destroyed QP that was not read yet
+ * goes with it: read later, it would name the QP that got the handle next.
+ * The events of the others stay, in order.
+ */
+TEST(destroyed_qps_events_go_with_it)
+{
+	struct vd_testdev dev;
+	struct viaduct_async_event ev;
+	struct viaduct_create_cq cq;
+	struct vd_qp a = {}, b = {}, c = {};
+	int fd, pd, n = 0;
+
+	ASSERT_EQ(0, vd_testdev_up(&dev, "ev"));
+	fd = dev.fd;
+	pd = vd_create_pd(fd);
+	ASSERT_LT(0, pd);
+	ASSERT_EQ(0, vd_create_cq(fd, 64, -1, 0, &cq));
+	vd_qp_args(&b.c, pd, cq.handle, cq.handle);
+	b.c.user_data = 0xb;
+	ASSERT_EQ(0, vd_qp_create(fd, &b));
+	vd_qp_args(&a.c, pd, cq.handle, cq.handle);
+	a.c.user_data = 0xa;
+	ASSERT_EQ(0, vd_qp_create(fd, &a));
+	ASSERT_EQ(0, break_qp(fd, &a));
+	ASSERT_EQ(0, break_qp(fd, &b));
+	vd_qp_unmap(&a);
+	ASSERT_EQ(0, vd_destroy_qp(fd, a.c.handle));
+	vd_qp_args(&c.c, pd, cq.handle, cq.handle);
+	c.c.user_data = 0xc;
+	ASSERT_EQ(0, vd_qp_create(fd, &c));
+	/* the lowest free handle: the destroyed QP's */
+	ASSERT_EQ(a.c.handle, c.c.handle);
+	while (vd_read_async(fd, &ev, 200) == 0) {
+		n++;
+		EXPECT_NE(0xa, ev.user_data);
+		EXPECT_FALSE(ev.handle == c.c.handle)
+			TH_LOG("event %u of the destroyed QP read as the new one's", ev.type);
+		EXPECT_EQ(b.c.handle, ev.handle);
+		EXPECT_EQ(VIADUCT_EVENT_QP_REQ_ERR, ev.type);
+		EXPECT_EQ(0xb, ev.user_data);
+	}
+	EXPECT_EQ(1, n) TH_LOG("the other QP's event is kept");
+	vd_qp_unmap(&b);
+	vd_qp_unmap(&c);
+	EXPECT_EQ(0, vd_destroy_qp(fd, b.c.handle));
+	EXPECT_EQ(0, vd_destroy_qp(fd, c.c.handle));
+	EXPECT_EQ(0, vd_destroy_cq(fd, cq.handle));
+	EXPECT_EQ(0, vd_destroy_pd(fd, pd));
+	vd_testdev_down(&dev);
+}
+
 /* ------------------------------------------------------------------ */
 /* Doorbells: system call and polled with NEED_WAKEUP                 */
 /* ------------------------------------------------------------------ */

@@ -544,6 +544,51 @@ static void cq_test_event_queue_bound(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ev.type, 3U);
 }
 
+/* A destroyed object's unread events go; the others keep their order. */
+static void cq_test_event_queue_forget(struct kunit *test)
+{
+	static const u32 handles[] = { 7, 3, 7, 0, 9, 7 };
+	struct cq_fixture *f = test->priv;
+	struct viaduct_async_event ev;
+	u32 i;
+
+	for (i = 0; i < ARRAY_SIZE(handles); i++)
+		KUNIT_ASSERT_EQ(test, vd_async_queue_push(f->aq, 2, handles[i], i, 0), 0);
+	/* a record already read is not touched: the head moved past it */
+	KUNIT_ASSERT_EQ(test, vd_async_queue_pop(f->aq, &ev), 0);
+	KUNIT_EXPECT_EQ(test, ev.handle, 7U);
+	vd_async_queue_forget(f->aq, 7);
+	vd_async_queue_forget(f->aq, 42);	/* none: nothing changes */
+	for (i = 1; i < ARRAY_SIZE(handles); i++) {
+		if (handles[i] == 7)
+			continue;
+		KUNIT_ASSERT_EQ(test, vd_async_queue_pop(f->aq, &ev), 0);
+		KUNIT_EXPECT_EQ(test, ev.handle, handles[i]);
+		KUNIT_EXPECT_EQ(test, ev.user_data, (u64)i);
+	}
+	KUNIT_EXPECT_EQ(test, vd_async_queue_pop(f->aq, &ev), -EAGAIN);
+
+	/* across the ring's wrap, with the queue full */
+	for (i = 0; i < VD_ASYNC_QUEUE_LEN; i++)
+		KUNIT_ASSERT_EQ(test, vd_async_queue_push(f->aq, 2, 1 + i % 2, i, 0), 0);
+	vd_async_queue_forget(f->aq, 2);
+	/* room for half a queue again, after the survivors */
+	for (i = 0; i < VD_ASYNC_QUEUE_LEN / 2; i++)
+		KUNIT_ASSERT_EQ(test, vd_async_queue_push(f->aq, 3, 5, i, 0), 0);
+	KUNIT_EXPECT_EQ(test, vd_async_queue_push(f->aq, 3, 6, 0, 0), -ENOSPC);
+	for (i = 0; i < VD_ASYNC_QUEUE_LEN; i += 2) {
+		KUNIT_ASSERT_EQ(test, vd_async_queue_pop(f->aq, &ev), 0);
+		KUNIT_EXPECT_EQ(test, ev.handle, 1U);
+		KUNIT_EXPECT_EQ(test, ev.user_data, (u64)i);
+	}
+	for (i = 0; i < VD_ASYNC_QUEUE_LEN / 2; i++) {
+		KUNIT_ASSERT_EQ(test, vd_async_queue_pop(f->aq, &ev), 0);
+		KUNIT_EXPECT_EQ(test, ev.handle, 5U);
+		KUNIT_EXPECT_EQ(test, ev.user_data, (u64)i);
+	}
+	KUNIT_EXPECT_EQ(test, vd_async_queue_pop(f->aq, &ev), -EAGAIN);
+}
+
 static void cq_test_channel_bound(struct kunit *test)
 {
 	struct cq_fixture *f = test->priv;
@@ -686,6 +731,7 @@ static struct kunit_case cq_test_cases[] = {
 	KUNIT_CASE(cq_test_users),
 	KUNIT_CASE(cq_test_mem_outlives_cq),
 	KUNIT_CASE(cq_test_event_queue_bound),
+	KUNIT_CASE(cq_test_event_queue_forget),
 	KUNIT_CASE(cq_test_channel_bound),
 	KUNIT_CASE(cq_test_fdget_rejects),
 	KUNIT_CASE(cq_test_concurrent),

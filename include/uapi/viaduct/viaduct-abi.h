@@ -275,7 +275,9 @@ struct viaduct_device_attr {
  *
  *   Asynchronous events (CQ overflow, QP errors) are read() from the
  *     /dev/viaduct descriptor itself as struct viaduct_async_event records;
- *     it polls readable while events are pending.
+ *     it polls readable while events are pending. Handles are reused: the
+ *     unread events of a QP, CQ or SRQ go when DESTROY_* returns, before
+ *     another object can get its handle.
  *
  * mmap: call mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, key)
  * with a key and size from a create reply. Mappings are not inherited by a

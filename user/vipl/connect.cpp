@@ -295,14 +295,6 @@ constexpr std::uint32_t term_no_recv_buffer = 0x1202;
 void on_async(Nic &nic, const viaduct::AsyncEvent &ae) {
     VIP_ERROR_DESCRIPTOR ed{};
     Vi *vi = nullptr;
-    if (ae.type != viaduct::AsyncEventType::CqError &&
-        ae.type != viaduct::AsyncEventType::DeviceFatal) {
-        std::shared_lock<std::shared_mutex> g(nic.vi_mu);
-        auto it = nic.vis.find(ae.handle);
-        if (it == nic.vis.end())
-            return;
-        vi = it->second;
-    }
     switch (ae.type) {
     case viaduct::AsyncEventType::QpAccessError:
         ed.ErrorCode = VIP_ERROR_RDMAW_PROT;
@@ -323,10 +315,20 @@ void on_async(Nic &nic, const viaduct::AsyncEvent &ae) {
     default:
         return; // established, drained: nothing VIPL reports
     }
+    if (ae.type != viaduct::AsyncEventType::CqError &&
+        ae.type != viaduct::AsyncEventType::DeviceFatal) {
+        // The VI cannot go while vi_mu is held. An event read just before
+        // its VI was destroyed may find another VI under the handle: the
+        // serial tells.
+        std::shared_lock<std::shared_mutex> g(nic.vi_mu);
+        auto it = nic.vis.find(ae.handle);
+        if (it == nic.vis.end() || it->second->serial != ae.user_data)
+            return;
+        vi = it->second;
+        vi->error_latched = true;
+    }
     ed.ViHandle = vi;
     ed.ResourceCode = vi ? VIP_RESOURCE_VI : VIP_RESOURCE_NIC;
-    if (vi)
-        vi->error_latched = true;
     nic.raise(ed);
 }
 

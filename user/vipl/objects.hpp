@@ -231,10 +231,17 @@ struct WorkQueue {
 
 struct Conn;
 
+inline std::uint64_t next_serial() {
+    static std::atomic<std::uint64_t> last{0};
+    return last.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 struct Vi : Object {
     Vi() : Object(Kind::Vi) {}
     ~Vi() override;
     Nic *nic = nullptr;
+    // unique in the process: the user data of the VI's native QPs
+    const std::uint64_t serial = next_serial();
     VIP_VI_ATTRIBUTES attrs{};
     std::shared_ptr<Ptag> ptag;
     std::unique_ptr<viaduct::QueuePair> qp;

@@ -592,6 +592,9 @@ std::unique_ptr<viaduct::QueuePair> make_qp(Nic &nic, Vi &vi, const VIP_VI_ATTRI
     }
     cfg.max_send_sge = std::min(nic.attr.limits.max_sge, max_data_segments);
     cfg.max_recv_sge = cfg.max_send_sge;
+    // asynchronous events name the QP by its handle, which a later QP may
+    // get: the serial tells the VI's own (on_async())
+    cfg.user_data = vi.serial;
     // Reliable Reception is this library's (a zero-length RDMA Read behind
     // each Send and Write, Documentation/vipl.rst); the module refuses it
     // on a QP, so such a VI runs on a Reliable Delivery QP.

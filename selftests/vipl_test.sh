@@ -61,7 +61,7 @@ pair() {
 	if [ $rc_c -ne 0 ] || [ $rc_s -ne 0 ]; then
 		echo "# $desc: client exit $rc_c, server exit $rc_s"
 		echo "# server (${scmd[*]}):"
-		tail -n 60 "$out_s" | sed 's/^/#   /'
+		tail -n 120 "$out_s" | sed 's/^/#   /'
 	fi
 	ok $((rc_c != 0 || rc_s != 0)) "$desc"
 }

@@ -141,6 +141,7 @@ static VIP_VI_HANDLE mkvi(VIP_RELIABILITY_LEVEL rel, VIP_ULONG mtu, VIP_BOOLEAN 
 
 	if (VipCreateVi(nic, &va, scq, rcq, &vi) != VIP_SUCCESS)
 		bail("VipCreateVi");
+	printf("# VI %p created\n", (void *)vi);
 	return vi;
 }
 
@@ -221,6 +222,9 @@ static VIP_VI_HANDLE last_error_vi;
 static void on_error(VIP_PVOID ctx, VIP_ERROR_DESCRIPTOR *ed)
 {
 	(void)ctx;
+	/* a diagnostic line in the TAP stream: which error, where, in order */
+	printf("# error callback: code %d, resource %d, VI %p\n", (int)ed->ErrorCode,
+	       (int)ed->ResourceCode, (void *)ed->ViHandle);
 	atomic_fetch_add(&errors_seen, 1);
 	last_error_vi = ed->ViHandle;
 	if (ed->ErrorCode == VIP_ERROR_CONN_LOST)

@@ -521,21 +521,30 @@ static bool cm_tp_reading(struct vd_cm_id *id)
  * would tell the application the connection ended before its last
  * completions. So the transport reports the end itself once it read up to
  * the FIN (vd_conn_closed()); @force (the timeout) ends the wait should it
- * not.
+ * not. A reset is no different: the bytes TCP delivered before it are
+ * the peer's last messages (a peer that completed a Send and then aborts
+ * has sent it), so the transport is asked to read those first (drain())
+ * and the QP enters Error after them, not over them.
  */
 static void cm_watch(struct vd_cm_id *id, bool force)
 {
 	bool closing = id->state == VD_CM_CLOSING;
 	int tp = READ_ONCE(id->tp_closed);
-	int err;
+	int err, sock_err;
+	bool gone;
 
 	if (closing && vd_cm_sock_discard(id))
 		vd_cm_queue(id);	/* more to drop: after the others' turn */
-	if (tp) {
-		err = tp == 1 ? 0 : tp;	/* what the transport saw */
-	} else if (!vd_cm_sock_gone(id, &err)) {
+	gone = vd_cm_sock_gone(id, &sock_err);
+	if (!tp && !gone)
 		return;
-	} else if (!err && !closing && !force && cm_tp_reading(id)) {
+	/*
+	 * What the transport saw; but an end of stream it read after a reset
+	 * is the reset (the error went to whoever read it first).
+	 */
+	err = tp < 0 ? tp : sock_err;
+	if (!closing && !force && cm_tp_reading(id) &&
+	    (sock_err ? id->conn->ops->drain(id->conn) : !tp)) {
 		if (!delayed_work_pending(&id->timeout))
 			vd_cm_arm_timeout(id, VD_CM_TIMEOUT_MS);
 		return;

@@ -84,11 +84,18 @@ struct vd_mpa_params {
  *	a full socket, and the peer would see our FIN alone. The CM then
  *	waits (bounded) until the transport calls @conn->end again, which
  *	it does once that Terminate is out.
+ * @drain: CM endpoint lock held, between start() and stop(). The peer
+ *	reset the stream (or it failed), and TCP may hold bytes that arrived
+ *	before that and that the transport has not read: it reads and
+ *	handles them as it would have, then reports the end with
+ *	@conn->closed. True if the transport is still to report that (the
+ *	CM waits, bounded); false once its receiver has stopped.
  */
 struct vd_stream_ops {
 	int (*start)(struct vd_conn *conn);
 	void (*stop)(struct vd_conn *conn, bool abort);
 	bool (*term_pending)(struct vd_conn *conn);
+	bool (*drain)(struct vd_conn *conn);
 };
 
 struct vd_conn {

@@ -52,7 +52,7 @@ static void rx_fail_code(struct vd_tp *tp, u16 code, const u8 *ulpdu,
 {
 	pr_debug("qp%u: receive error 0x%04x (%s)\n", tp->qp->qpn, code,
 		 vd_term_name(code));
-	tp->rx_dead = true;
+	WRITE_ONCE(tp->rx_dead, true);
 	vd_tp_terminate(tp, code, vd_rx_event(code), ulpdu,
 			ulpdu ? min_t(u32, ulpdu_len, VD_HDR_READ_REQ) : 0,
 			ulpdu_len);
@@ -556,7 +556,7 @@ static void rx_terminate(struct vd_tp *tp, const struct vd_iw_hdr *hdr,
 
 	/* vd_iw_parse() saw the control word; the rest is best effort */
 	vd_term_parse(ulpdu + hdr->hdr_len, hdr->payload_len, &msg);
-	tp->rx_dead = true;
+	WRITE_ONCE(tp->rx_dead, true);
 	rx_fail_recv(tp, VIADUCT_WC_REM_TERMINATED);
 	vd_tp_terminated(tp, &msg);
 }

@@ -104,7 +104,7 @@ static bool rx_check_partial(struct vd_tp *tp)
 		return true;
 	pr_debug("qp%u: bad headers of an FPDU not whole (%u of %u bytes)\n",
 		 tp->qp->qpn, have, vd_mpa_fpdu_len(ulpdu_len));
-	tp->rx_dead = true;
+	WRITE_ONCE(tp->rx_dead, true);
 	vd_tp_terminate(tp, vd_term_code(err), vd_rx_event(vd_term_code(err)),
 			ulpdu, min_t(u32, got, VD_HDR_READ_REQ), ulpdu_len);
 	return false;
@@ -510,7 +510,7 @@ static bool rx_run(struct vd_tp *tp, int budget, bool upcall)
 			pr_debug("qp%u: stream %s: %d (%u bytes of an FPDU unread)\n",
 				 tp->qp->qpn, ret ? "failed" : "closed by the peer",
 				 ret, tp->rx_end - tp->rx_start);
-			tp->rx_dead = true;
+			WRITE_ONCE(tp->rx_dead, true);
 			vd_conn_closed(tp->conn, ret);
 			return false;
 		}

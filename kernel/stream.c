@@ -378,6 +378,23 @@ static bool tp_term_pending(struct vd_conn *conn)
 }
 
 /*
+ * The stream was reset: what TCP delivered before the reset is still in
+ * the socket's receive queue (recvmsg() returns it before the error), and
+ * the receive work reads it, handles it and then reports the end
+ * (rx_run()). Nothing to wait for once the receiver stopped: it reported
+ * the end already, or the QP left RTS.
+ */
+static bool tp_drain(struct vd_conn *conn)
+{
+	struct vd_tp *tp = conn->tp;
+
+	if (!tp || READ_ONCE(tp->rx_dead))
+		return false;
+	vd_tp_queue_rx(tp);
+	return true;
+}
+
+/*
  * The transport as the connection manager sees it (main.c hands it over):
  * start() takes over the socket's sk_data_ready and sk_write_space,
  * installs the stream's ops on the QP and starts moving data; stop() gives
@@ -388,6 +405,7 @@ const struct vd_stream_ops vd_transport_ops = {
 	.start = tp_start,
 	.stop = tp_stop,
 	.term_pending = tp_term_pending,
+	.drain = tp_drain,
 };
 
 /**

@@ -219,8 +219,10 @@ struct vd_tp {
 	/* who receives: the data_ready upcall or the work item (rx.c) */
 	unsigned long rx_busy;		/* VD_TP_RX_BUSY, VD_TP_RX_AGAIN */
 
-	/* receive work only */
+	/* the receiver stopped for good (its writes; drain() reads it) */
 	bool rx_dead;
+
+	/* receive work only */
 	bool rx_rtr;			/* passive P2P: the RTR is still to come */
 	u32 rx_msn[VD_QN_NR];		/* next expected MSN per queue */
 	bool rx_recv;			/* a Send is being placed into @rqe */

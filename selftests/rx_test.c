@@ -37,6 +37,11 @@
  *                start of another (one byte of its length field, or all
  *                of it but the last CRC byte): the first is placed, the
  *                second is not, and the connection ends DISCONNECTED.
+ * reset_after_data
+ *                the peer writes thousands of FPDUs and a Send, then
+ *                resets the connection while viaduct's receive work is
+ *                still reading them: all are placed before the QP enters
+ *                Error, and the connection ends DISCONNECTED -ECONNRESET.
  *
  * Variants run with and without the MPA CRC (bad_crc needs it).
  */
@@ -49,6 +54,7 @@
 #define RX_RECV_AREA	(RX_REGION)	/* receives: 64 KiB each from here */
 #define RX_RECV_SIZE	65536U
 #define RX_NRECV	12
+#define RX_UPCALL_PARAM	"/sys/module/viaduct/parameters/rx_upcall_on"
 
 /* --- The fixture ----------------------------------------------------- */
 
@@ -60,6 +66,7 @@ FIXTURE(rx)
 	int port;
 	int fd;			/* the peer's end of the connection */
 	int a_port;		/* viaduct's end */
+	int upcall_saved;	/* rx_upcall_on to put back, or -1 */
 	struct rx_stream st;
 	unsigned char *src;	/* payload the peer sends: a copy of a's buffer */
 };
@@ -85,6 +92,7 @@ FIXTURE_SETUP(rx)
 	crc32c_init();
 	ASSERT_EQ(0xe3069283U, crc32c((const unsigned char *)"123456789", 9));
 	self->lfd = self->fd = -1;
+	self->upcall_saved = -1;
 	memset(&self->st, 0, sizeof(self->st));
 	self->st.crc = variant->crc;
 	ASSERT_EQ(0, xf_net_share(&self->a, &self->b));
@@ -97,8 +105,12 @@ FIXTURE_SETUP(rx)
 	xf_fill(self->src, self->a.len, 3);
 }
 
+static int rx_bool_param(const char *path, int set);
+
 FIXTURE_TEARDOWN(rx)
 {
+	if (self->upcall_saved >= 0)
+		rx_bool_param(RX_UPCALL_PARAM, self->upcall_saved);
 	if (self->fd >= 0)
 		close(self->fd);
 	if (self->lfd >= 0)
@@ -516,6 +528,92 @@ TEST_F_TIMEOUT(rx, closed_in_length, XF_TIMEOUT_S)
 TEST_F_TIMEOUT(rx, closed_in_crc, XF_TIMEOUT_S)
 {
 	rx_closed_in(_metadata, self, -1);
+}
+
+/*
+ * The peer's last messages, then its RST: what TCP delivered before the
+ * reset is placed and completed before the QP enters Error, as for a FIN.
+ * A peer that saw its Send complete and then aborts has sent it. The
+ * receive work does the reading here (rx_upcall_on off) and still has
+ * thousands of small FPDUs in the socket when the reset arrives, so the
+ * connection manager learns of the reset long before the transport has
+ * read up to it: the Writes are all placed, the Send behind them fills
+ * its receive, the receives after it are flushed, and DISCONNECTED says
+ * -ECONNRESET.
+ */
+#define RX_RST_WRITES	8000U		/* of 8 bytes, 128 apart */
+
+/* Sets the bool module parameter at @path; returns what it was, or -1. */
+static int rx_bool_param(const char *path, int set)
+{
+	char was = 0;
+	FILE *f = fopen(path, "r+");
+
+	if (!f)
+		return -1;
+	if (fscanf(f, " %c", &was) == 1 && set >= 0) {
+		rewind(f);
+		fprintf(f, "%d\n", set);
+	}
+	if (fclose(f) || (was != 'Y' && was != 'N'))
+		return -1;
+	return was == 'Y';
+}
+
+TEST_F_TIMEOUT(rx, reset_after_data, XF_TIMEOUT_S)
+{
+	struct rx_stream *s = &self->st;
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	struct viaduct_async_event aev;
+	struct viaduct_cm_event ev;
+	struct viaduct_cqe cqe;
+	uint64_t end;
+	size_t i;
+	int outq = -1;
+
+	ASSERT_GE(RX_REGION, RX_RST_WRITES * 128);
+	rx_post_recvs(self);
+	rx_connect(_metadata, self, s->crc);
+	for (i = 0; i < RX_RST_WRITES; i++)
+		st_write(s, self->a.stag, rx_to(self, i * 128), self->src + i * 128, 8);
+	st_send(s, 1, 0, 1, self->src + RX_RECV_AREA, 64);
+
+	self->upcall_saved = rx_bool_param(RX_UPCALL_PARAM, 0);
+	ASSERT_LE(0, self->upcall_saved) TH_LOG("no %s", RX_UPCALL_PARAM);
+	if (rx_write_all(self->fd, s->p, s->len) == 0) {
+		/* all of it acknowledged, i.e. in viaduct's socket: then RST */
+		end = vd_now_ms() + XF_WAIT_MS;
+		while (!ioctl(self->fd, SIOCOUTQ, &outq) && outq && vd_now_ms() < end)
+			vd_sleep_ms(1);
+		EXPECT_EQ(0, outq);
+		ASSERT_EQ(0, setsockopt(self->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
+		close(self->fd);
+		self->fd = -1;
+	}
+	rx_established(_metadata, self);
+
+	ASSERT_EQ(1U, vd_cring_wait(&self->a.q.rcq, &cqe, 1, XF_WAIT_MS));
+	EXPECT_EQ(100U, cqe.wr_id);
+	EXPECT_EQ(VIADUCT_WC_SUCCESS, cqe.status) TH_LOG("the Send before the RST was lost");
+	EXPECT_EQ(64U, cqe.byte_len);
+	EXPECT_EQ(0, memcmp(self->a.buf + RX_RECV_AREA, self->src + RX_RECV_AREA, 64));
+	for (i = 1; i < RX_NRECV; i++) {
+		ASSERT_EQ(1U, vd_cring_wait(&self->a.q.rcq, &cqe, 1, XF_WAIT_MS));
+		EXPECT_EQ(100 + i, cqe.wr_id);
+		EXPECT_EQ(VIADUCT_WC_FLUSHED, cqe.status);
+	}
+	for (i = 0; i < RX_RST_WRITES; i++)
+		if (memcmp(self->a.buf + i * 128, self->src + i * 128, 8) ||
+		    !rx_zero(self->a.buf + i * 128 + 8, 120))
+			break;
+	EXPECT_EQ(RX_RST_WRITES, i) TH_LOG("Writes placed before the RST: %zu", i);
+
+	ASSERT_EQ(0, xf_cm_event(&self->a, &ev, XF_WAIT_MS));
+	EXPECT_EQ(VIADUCT_CM_EVENT_DISCONNECTED, ev.type);
+	EXPECT_EQ(-ECONNRESET, ev.status);
+	EXPECT_EQ(0, vd_wait_async(self->a.fd, VIADUCT_EVENT_QP_FATAL, self->a.q.c.handle, &aev,
+				   XF_WAIT_MS));
+	EXPECT_EQ(VIADUCT_QPS_ERROR, vd_qp_state(self->a.fd, self->a.q.c.handle));
 }
 
 /*

@@ -268,6 +268,19 @@ static void qp_set_state(struct vd_qp *qp, u32 state)
 
 	vd_dbg_qp(qp, "state %u -> %u\n", qp->state, state);
 	WRITE_ONCE(qp->state, state);
+	/*
+	 * In RTS a message that finds no receive in the FIFO takes the new
+	 * ones from the ring (rx_take_recv()), so the library may leave the
+	 * RQ's DOORBELL out. Leaving RTS the flag goes before anything takes
+	 * from the ring again (the flush of Error, a DOORBELL): either that
+	 * sees a WQE published meanwhile, or the library sees the flag clear
+	 * and rings (its fence between the producer store and this load;
+	 * Documentation/rings.rst). Only written here: what the user may
+	 * write into the page is never read back.
+	 */
+	WRITE_ONCE(qp->db->rq_on_demand, !qp->srq && state == VIADUCT_QPS_RTS);
+	/* flag before producer: pairs with the library's fence */
+	smp_mb();
 }
 
 /* Entering Error: every outstanding WR completes, in post order per queue. */

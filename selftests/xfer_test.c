@@ -14,7 +14,9 @@
  * sides, more RDMA Reads than the ORD allows (they wait, never fail), and
  * a Terminate: an RDMA Write to a bad STag leaves the target untouched and
  * moves both QPs to Error with flushed completions. Immediate data on
- * Sends and RDMA Writes, with and without a solicited event. Variants run
+ * Sends and RDMA Writes, with and without a solicited event. A receive
+ * only written into the ring of a QP in RTS (rq_on_demand), and one left
+ * there when the QP entered Error. Variants run
  * with MPA CRC, without, and with the RFC 6581 peer-to-peer RTR.
  *
  * xbig: one connection (with CRC) and buffers of 16 MiB and guards, every
@@ -388,6 +390,39 @@ TEST_F_TIMEOUT(xfer, no_receive_posted, XF_TIMEOUT_S)
 				   self->a.q.c.handle, &ev, XF_WAIT_MS));
 	EXPECT_EQ(VIADUCT_QPS_ERROR, vd_qp_state(self->a.fd, self->a.q.c.handle));
 	xf_expect_done_or_blamed(_metadata, &self->a.q.scq, 1, VIADUCT_WC_REM_INV_REQ_ERR);
+}
+
+/*
+ * Receives without a doorbell (Documentation/rings.rst): in RTS the
+ * kernel says rq_on_demand, and a receive only written into the ring gets
+ * its message; once the QP leaves RTS the flag is clear, and a receive
+ * left in the ring when it entered Error is flushed all the same.
+ */
+TEST_F_TIMEOUT(xfer, receive_without_doorbell, XF_TIMEOUT_S)
+{
+	struct viaduct_modify_qp m = {
+		.handle = self->b.q.c.handle, .mask = VIADUCT_QP_ATTR_STATE,
+		.state = VIADUCT_QPS_ERROR,
+	};
+	struct xf_sge src = { 0, 700 }, dst = { 0, 4096 };
+	struct viaduct_cqe cqe;
+
+	EXPECT_EQ(1U, __atomic_load_n(&self->b.q.db->rq_on_demand, __ATOMIC_ACQUIRE));
+	xf_fill(self->a.buf, 700, 7);
+	xf_write_recv_q(&self->b, &self->b.q, 100, &dst, 1);
+	xf_post_send(&self->a, 1, VIADUCT_OP_SEND, VIADUCT_SQE_SIGNALED, &src, 1, 0, 0);
+	XF_EXPECT_CQE(&self->a.q.scq, 1, VIADUCT_WC_SUCCESS, &cqe);
+	XF_EXPECT_CQE(&self->b.q.rcq, 100, VIADUCT_WC_SUCCESS, &cqe);
+	EXPECT_EQ(700U, cqe.byte_len);
+	EXPECT_EQ(0, memcmp(self->a.buf, self->b.buf, 700));
+
+	/* one taken by DOORBELL, one left in the ring: both flushed, in order */
+	xf_post_recv(&self->b, 101, &dst, 1);
+	xf_write_recv_q(&self->b, &self->b.q, 102, &dst, 1);
+	ASSERT_EQ(0, vd_ioctl(self->b.fd, VIADUCT_IOCTL_MODIFY_QP, &m));
+	EXPECT_EQ(0U, __atomic_load_n(&self->b.q.db->rq_on_demand, __ATOMIC_ACQUIRE));
+	XF_EXPECT_CQE(&self->b.q.rcq, 101, VIADUCT_WC_FLUSHED, &cqe);
+	XF_EXPECT_CQE(&self->b.q.rcq, 102, VIADUCT_WC_FLUSHED, &cqe);
 }
 
 /*

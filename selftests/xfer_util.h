@@ -233,9 +233,9 @@ static inline void xf_post_send(struct xf_side *s, __u64 wr_id, __u8 opcode,
 	xf_post_send_q(s, &s->q, wr_id, opcode, flags, sg, n, rstag, raddr);
 }
 
-/* Posts a receive WR on @q, one of @s's QPs. */
-static inline void xf_post_recv_q(struct xf_side *s, struct vd_qp *q, __u64 wr_id,
-				  const struct xf_sge *sg, int n)
+/* Writes a receive WR into @q's ring and publishes it, no DOORBELL. */
+static inline void xf_write_recv_q(struct xf_side *s, struct vd_qp *q, __u64 wr_id,
+				   const struct xf_sge *sg, int n)
 {
 	struct viaduct_rqe *r = vd_rq_slot(q, q->rq_prod);
 	struct viaduct_sge *sge = (struct viaduct_sge *)(r + 1);
@@ -251,6 +251,13 @@ static inline void xf_post_recv_q(struct xf_side *s, struct vd_qp *q, __u64 wr_i
 	}
 	q->rq_prod++;
 	__atomic_store_n(&q->db->rq_producer, q->rq_prod, __ATOMIC_RELEASE);
+}
+
+/* Posts a receive WR on @q, one of @s's QPs. */
+static inline void xf_post_recv_q(struct xf_side *s, struct vd_qp *q, __u64 wr_id,
+				  const struct xf_sge *sg, int n)
+{
+	xf_write_recv_q(s, q, wr_id, sg, n);
 	vd_doorbell(s->fd, q->c.handle, VIADUCT_DOORBELL_RQ);
 }
 

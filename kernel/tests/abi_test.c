@@ -316,7 +316,8 @@ static void abi_shared_memory(struct kunit *test)
 		     FIELD(struct viaduct_doorbell, rq_consumer, 192, 4),
 		     FIELD(struct viaduct_doorbell, pad3, 196, 60),
 		     FIELD(struct viaduct_doorbell, flags, 256, 4),
-		     FIELD(struct viaduct_doorbell, pad4, 260, 60));
+		     FIELD(struct viaduct_doorbell, rq_on_demand, 260, 4),
+		     FIELD(struct viaduct_doorbell, pad4, 264, 56));
 	CHECK_LAYOUT(test, viaduct_ring, VIADUCT_RING_HDR_SIZE,
 		     FIELD(struct viaduct_ring, producer, 0, 4),
 		     FIELD(struct viaduct_ring, pad0, 4, 60),

@@ -135,6 +135,19 @@ void ring_doorbell(QueuePair::State &s, std::uint32_t which) {
                                           "the next doorbell)");
 }
 
+// Receives without a doorbell (Documentation/rings.rst): in RTS the kernel
+// takes new RQ WQEs from the ring when a message needs one, and says so in
+// rq_on_demand. Store-buffer pattern with qp_set_state() leaving RTS: our
+// producer store (released above), a full fence, then its flag; it clears
+// the flag, a full barrier, then reads our producer. While the ring is
+// half full or more we ring anyway, so that a short ring (VIPL's) or a
+// burst of receives goes to the kernel's FIFO and the ring has room.
+bool rq_taken_on_demand(QueuePair::State &s, QueuePair::State::Queue &q) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return detail::load_relaxed(s.db->rq_on_demand) &&
+           q.ring.depth() - q.ring.room() < q.ring.depth() / 2;
+}
+
 // Posts @wrs whole; false if the queue has no room for them (nothing
 // posted then), and the full_error() if @throw_if_full.
 template <class Wr, class Encode>
@@ -154,6 +167,8 @@ bool post(QueuePair::State &s, QueuePair::State::Queue &q, std::span<const Wr> w
         for (std::size_t i = 0; i < wrs.size(); ++i)
             encode(q.ring.next_slot(static_cast<std::uint32_t>(i)), wrs[i], q.limits, s.handle);
         q.ring.publish(static_cast<std::uint32_t>(wrs.size()));
+        if (which == VIADUCT_DOORBELL_RQ && rq_taken_on_demand(s, q))
+            return true;
     }
     ring_doorbell(s, which);
     return true;

@@ -545,6 +545,80 @@ TEST_F(LiveCm, ConnectedQpsMoveDataEveryByteChecked) {
     server_->expect(CmEventType::Disconnected);
 }
 
+// Receives posted in RTS need no DOORBELL: a message that finds no receive
+// in the kernel's FIFO takes the new ones from the ring. Every one still
+// gets its message, in order; a ring half full is handed over anyway; and
+// once the QP left RTS a receive rings again, so that one posted into an
+// Error QP is flushed, behind those still waiting in the ring.
+TEST_F(LiveCm, ReceivesInRtsNeedNoDoorbell) {
+    const std::size_t size = 64 << 10;
+    Endpoint client(*client_, size, true), server(*server_, size, true);
+    client.fill(5);
+
+    ConnectionId conn(client_->channel);
+    conn.connect(client.qp, addr_, port_);
+    CmEvent req = server_->expect(CmEventType::ConnectRequest);
+    ConnectionId accepted = req.connection();
+    req.ack();
+    accepted.accept(server.qp);
+    client_->expect(CmEventType::Established);
+    server_->expect(CmEventType::Established);
+    ASSERT_EQ(QpState::Rts, server.qp.query().state);
+
+    // One receive at a time, each before its Send, as a ping-pong does.
+    const std::uint64_t rings = server.qp.doorbell_calls();
+    for (std::uint32_t i = 0; i < 4; ++i) {
+        auto dst = server.mr.sge(i * 1024, 1024);
+        server.qp.post_recv(viaduct::RecvWr{.wr_id = 10 + i, .sge = {&dst, 1}});
+        auto src = client.mr.sge(i * 1024, 100 + i);
+        client.qp.post_send(viaduct::SendWr{.wr_id = 20 + i, .sge = {&src, 1}});
+        EXPECT_EQ(20u + i, client.next().wr_id);
+        viaduct::Completion rc = server.next();
+        EXPECT_EQ(10u + i, rc.wr_id);
+        EXPECT_EQ(100u + i, rc.byte_len);
+        EXPECT_EQ(-1, first_difference(std::span(server.buf).subspan(i * 1024, 100 + i),
+                                       std::span(client.buf).subspan(i * 1024, 100 + i)));
+    }
+    EXPECT_EQ(rings, server.qp.doorbell_calls()) << "a receive in RTS made a system call";
+
+    // A burst: half the ring waiting is handed to the kernel.
+    const std::uint32_t half = server.qp.caps().rq_ring_depth / 2;
+    ASSERT_GT(half, 2u);
+    for (std::uint32_t i = 0; i < half; ++i)
+        server.qp.post_recv(viaduct::RecvWr{.wr_id = 100 + i});
+    EXPECT_LT(rings, server.qp.doorbell_calls()) << "the ring filled without a doorbell";
+    EXPECT_GE(server.qp.recv_queue_room(), server.qp.caps().rq_ring_depth - half);
+    // two more, left in the ring
+    server.qp.post_recv(viaduct::RecvWr{.wr_id = 100 + half});
+    server.qp.post_recv(viaduct::RecvWr{.wr_id = 101 + half});
+    for (std::uint32_t i = 0; i < 2; ++i)
+        client.qp.post_send(viaduct::SendWr{.wr_id = 30 + i});
+    for (std::uint32_t i = 0; i < 2; ++i) {
+        client.next();
+        EXPECT_EQ(100u + i, server.next().wr_id);
+    }
+
+    // Out of RTS: a receive rings, and in Error it is flushed in post
+    // order behind the others, those the kernel holds and those it never
+    // took from the ring.
+    server.qp.modify(QpState::Error);
+    const std::uint64_t before = server.qp.doorbell_calls();
+    server.qp.post_recv(viaduct::RecvWr{.wr_id = 999});
+    EXPECT_EQ(before + 1, server.qp.doorbell_calls());
+    std::array<viaduct::Completion, 1> wc{};
+    for (std::uint64_t want = 102; want <= 102 + half; ++want) {
+        const std::uint64_t id = want == 102 + half ? 999 : want;
+        const auto deadline = std::chrono::steady_clock::now() + 10s;
+        std::size_t n = 0;
+        while (!(n = server.cq.poll(wc)) && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(1ms);
+        ASSERT_EQ(1u, n) << "receive " << id << " never completed";
+        EXPECT_EQ(id, wc[0].wr_id);
+        EXPECT_EQ(viaduct::WcStatus::Flushed, wc[0].status);
+    }
+    client_->expect(CmEventType::Disconnected);
+}
+
 // Fast registration through the native API: a FastRegRegion filled over
 // pages of the responder's own MR, an RDMA Write through its new STag, the
 // initiator's Send with Invalidate reported at the responder, and an RDMA

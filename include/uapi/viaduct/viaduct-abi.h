@@ -515,7 +515,15 @@ struct viaduct_doorbell {
 	__u32 rq_consumer;	/* kernel writes: RQ slots taken */
 	__u32 pad3[15];
 	__u32 flags;		/* kernel writes: VIADUCT_DB_F_* */
-	__u32 pad4[15];
+	/*
+	 * kernel writes: nonzero while the QP is in RTS with an RQ of its
+	 * own, when a message that needs a receive takes it from the ring
+	 * itself: new RQ WQEs need no DOORBELL then (Documentation/rings.rst,
+	 * "Receives without a doorbell"). 0 (also from a module that does
+	 * not know it): ring as always.
+	 */
+	__u32 rq_on_demand;
+	__u32 pad4[14];
 };
 
 #define VIADUCT_DB_F_NEED_WAKEUP	(1U << 0)	/* polling worker asleep: ring DOORBELL */

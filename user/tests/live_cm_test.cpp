@@ -469,6 +469,26 @@ std::ptrdiff_t first_difference(std::span<const std::byte> a, std::span<const st
     return ia == a.end() && ib == b.end() ? -1 : ia - a.begin();
 }
 
+struct Connected {
+    ConnectionId initiator, responder;
+};
+
+// Connects @client's QP to @server's through the listener at @addr:@port
+// (of @ss), both ESTABLISHED. C, S: anything with a QueuePair qp.
+template <class C, class S>
+Connected connect_endpoints(Side &cs, C &client, Side &ss, S &server, const std::string &addr,
+                            std::uint16_t port) {
+    ConnectionId conn(cs.channel);
+    conn.connect(client.qp, addr, port);
+    CmEvent req = ss.expect(CmEventType::ConnectRequest);
+    ConnectionId accepted = req.connection();
+    req.ack();
+    accepted.accept(server.qp);
+    cs.expect(CmEventType::Established);
+    ss.expect(CmEventType::Established);
+    return {std::move(conn), std::move(accepted)};
+}
+
 } // namespace
 
 // Connected QPs moving data: Send into a posted receive, Send with
@@ -479,14 +499,8 @@ TEST_F(LiveCm, ConnectedQpsMoveDataEveryByteChecked) {
     Endpoint client(*client_, size, true), server(*server_, size, false);
     client.fill(1);
 
-    ConnectionId conn(client_->channel);
-    conn.connect(client.qp, addr_, port_);
-    CmEvent req = server_->expect(CmEventType::ConnectRequest);
-    ConnectionId accepted = req.connection();
-    req.ack();
-    accepted.accept(server.qp);
-    client_->expect(CmEventType::Established);
-    server_->expect(CmEventType::Established);
+    [[maybe_unused]] auto [conn, accepted] =
+        connect_endpoints(*client_, client, *server_, server, addr_, port_);
 
     // Send: 64 KiB into a receive of the whole buffer.
     const std::uint32_t send_len = 64 << 10;
@@ -555,14 +569,8 @@ TEST_F(LiveCm, ReceivesInRtsNeedNoDoorbell) {
     Endpoint client(*client_, size, true), server(*server_, size, true);
     client.fill(5);
 
-    ConnectionId conn(client_->channel);
-    conn.connect(client.qp, addr_, port_);
-    CmEvent req = server_->expect(CmEventType::ConnectRequest);
-    ConnectionId accepted = req.connection();
-    req.ack();
-    accepted.accept(server.qp);
-    client_->expect(CmEventType::Established);
-    server_->expect(CmEventType::Established);
+    [[maybe_unused]] auto [conn, accepted] =
+        connect_endpoints(*client_, client, *server_, server, addr_, port_);
     ASSERT_EQ(QpState::Rts, server.qp.query().state);
 
     // One receive at a time, each before its Send, as a ping-pong does.
@@ -631,14 +639,8 @@ TEST_F(LiveCm, FastRegisterAndInvalidate) {
     Endpoint client(*client_, size, false), server(*server_, size, false);
     client.fill(3);
 
-    ConnectionId conn(client_->channel);
-    conn.connect(client.qp, addr_, port_);
-    CmEvent req = server_->expect(CmEventType::ConnectRequest);
-    ConnectionId accepted = req.connection();
-    req.ack();
-    accepted.accept(server.qp);
-    client_->expect(CmEventType::Established);
-    server_->expect(CmEventType::Established);
+    [[maybe_unused]] auto [conn, accepted] =
+        connect_endpoints(*client_, client, *server_, server, addr_, port_);
 
     viaduct::FastRegRegion fr(server_->pd, pages + 1, 0x21);
     EXPECT_EQ(0x21u, fr.stag() & 0xffu);
@@ -721,14 +723,8 @@ TEST_F(LiveCm, MemoryWindows) {
     Endpoint client(*client_, size, false), server(*server_, size, false);
     client.fill(4);
 
-    ConnectionId conn(client_->channel);
-    conn.connect(client.qp, addr_, port_);
-    CmEvent req = server_->expect(CmEventType::ConnectRequest);
-    ConnectionId accepted = req.connection();
-    req.ack();
-    accepted.accept(server.qp);
-    client_->expect(CmEventType::Established);
-    server_->expect(CmEventType::Established);
+    [[maybe_unused]] auto [conn, accepted] =
+        connect_endpoints(*client_, client, *server_, server, addr_, port_);
 
     auto region = std::make_unique<viaduct::MemoryRegion>(
         server_->pd, server.buf.data(), server.buf.size(),
@@ -1030,14 +1026,8 @@ TEST_F(LiveCm, ThresholdArmWakesOnceForNCompletions) {
     ASSERT_TRUE(server_->dev.attributes().caps & VIADUCT_DEV_CAP_CQ_THRESHOLD);
     ThresholdSide server(*server_);
     Endpoint client(*client_, 4096, false);
-    ConnectionId conn(client_->channel);
-    conn.connect(client.qp, addr_, port_);
-    CmEvent req = server_->expect(CmEventType::ConnectRequest);
-    ConnectionId accepted = req.connection();
-    req.ack();
-    accepted.accept(server.qp);
-    client_->expect(CmEventType::Established);
-    server_->expect(CmEventType::Established);
+    [[maybe_unused]] auto [conn, accepted] =
+        connect_endpoints(*client_, client, *server_, server, addr_, port_);
 
     for (std::uint32_t i = 0; i < n; ++i)
         server.qp.post_recv(viaduct::RecvWr{.wr_id = i});
@@ -1089,14 +1079,8 @@ TEST_F(LiveCm, ThresholdWaitLosesNoCompletionRacingTheArm) {
     constexpr std::uint32_t total = 48;
     ThresholdSide server(*server_);
     Endpoint client(*client_, 4096, false);
-    ConnectionId conn(client_->channel);
-    conn.connect(client.qp, addr_, port_);
-    CmEvent req = server_->expect(CmEventType::ConnectRequest);
-    ConnectionId accepted = req.connection();
-    req.ack();
-    accepted.accept(server.qp);
-    client_->expect(CmEventType::Established);
-    server_->expect(CmEventType::Established);
+    [[maybe_unused]] auto [conn, accepted] =
+        connect_endpoints(*client_, client, *server_, server, addr_, port_);
 
     for (std::uint32_t batch : {1u, 3u, 7u}) {
         SCOPED_TRACE("batches of " + std::to_string(batch));

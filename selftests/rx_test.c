@@ -105,7 +105,22 @@ FIXTURE_SETUP(rx)
 	xf_fill(self->src, self->a.len, 3);
 }
 
-static int rx_bool_param(const char *path, int set);
+/* Sets the bool module parameter at @path; returns what it was, or -1. */
+static int rx_bool_param(const char *path, int set)
+{
+	char was = 0;
+	FILE *f = fopen(path, "r+");
+
+	if (!f)
+		return -1;
+	if (fscanf(f, " %c", &was) == 1 && set >= 0) {
+		rewind(f);
+		fprintf(f, "%d\n", set);
+	}
+	if (fclose(f) || (was != 'Y' && was != 'N'))
+		return -1;
+	return was == 'Y';
+}
 
 FIXTURE_TEARDOWN(rx)
 {
@@ -543,23 +558,6 @@ TEST_F_TIMEOUT(rx, closed_in_crc, XF_TIMEOUT_S)
  */
 #define RX_RST_WRITES	8000U		/* of 8 bytes, 128 apart */
 
-/* Sets the bool module parameter at @path; returns what it was, or -1. */
-static int rx_bool_param(const char *path, int set)
-{
-	char was = 0;
-	FILE *f = fopen(path, "r+");
-
-	if (!f)
-		return -1;
-	if (fscanf(f, " %c", &was) == 1 && set >= 0) {
-		rewind(f);
-		fprintf(f, "%d\n", set);
-	}
-	if (fclose(f) || (was != 'Y' && was != 'N'))
-		return -1;
-	return was == 'Y';
-}
-
 TEST_F_TIMEOUT(rx, reset_after_data, XF_TIMEOUT_S)
 {
 	struct rx_stream *s = &self->st;
@@ -580,16 +578,15 @@ TEST_F_TIMEOUT(rx, reset_after_data, XF_TIMEOUT_S)
 
 	self->upcall_saved = rx_bool_param(RX_UPCALL_PARAM, 0);
 	ASSERT_LE(0, self->upcall_saved) TH_LOG("no %s", RX_UPCALL_PARAM);
-	if (rx_write_all(self->fd, s->p, s->len) == 0) {
-		/* all of it acknowledged, i.e. in viaduct's socket: then RST */
-		end = vd_now_ms() + XF_WAIT_MS;
-		while (!ioctl(self->fd, SIOCOUTQ, &outq) && outq && vd_now_ms() < end)
-			vd_sleep_ms(1);
-		EXPECT_EQ(0, outq);
-		ASSERT_EQ(0, setsockopt(self->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
-		close(self->fd);
-		self->fd = -1;
-	}
+	ASSERT_EQ(0, rx_write_all(self->fd, s->p, s->len));
+	/* all of it acknowledged, i.e. in viaduct's socket: then RST */
+	end = vd_now_ms() + XF_WAIT_MS;
+	while (!ioctl(self->fd, SIOCOUTQ, &outq) && outq && vd_now_ms() < end)
+		vd_sleep_ms(1);
+	EXPECT_EQ(0, outq);
+	ASSERT_EQ(0, setsockopt(self->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
+	close(self->fd);
+	self->fd = -1;
 	rx_established(_metadata, self);
 
 	ASSERT_EQ(1U, vd_cring_wait(&self->a.q.rcq, &cqe, 1, XF_WAIT_MS));

@@ -37,7 +37,9 @@
 # job starts is booted once more, its console kept as
 # RESULTS/console-failed-boot.log; 0 to fail at once), VD_TCG_THREAD
 # (multi, the default, or single: one host thread for all vCPUs, which
-# rules out cross-vCPU code-patching races at the cost of parallelism).
+# rules out cross-vCPU code-patching races at the cost of parallelism),
+# VD_MONITOR (a path: QEMU's human monitor listens on that Unix socket, for
+# "info jit" and the like while the guest runs; default none).
 #
 # Exit status: the job's, or 124 on timeout, or 125 when the guest died
 # before writing its completion marker (panic, init crash, QEMU failure).
@@ -150,11 +152,14 @@ for a in "$job" "$results" "$here"; do
 	[[ $a != *[[:space:]]* ]] || die "paths with spaces are not supported: $a"
 done
 
+monitor=none
+[[ -z ${VD_MONITOR:-} ]] || monitor=unix:$VD_MONITOR,server=on,wait=off
 # shellcheck disable=SC2054 # the commas are part of option values
 qemu=(
 	qemu-system-x86_64 -machine "${VD_MACHINE:-q35}" -accel "tcg,thread=${VD_TCG_THREAD:-multi}" -cpu max
 	-smp "${VD_SMP:-2}" -m "${VD_MEM:-2048}"
-	-nographic -no-reboot -nic none -monitor none -serial stdio
+	-nographic -no-reboot -nic none -serial stdio
+	-monitor "$monitor"
 	-kernel "$kernel"
 	-fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap
 	-device virtio-9p-pci,fsdev=root,mount_tag=/dev/root

@@ -39,7 +39,8 @@
 # (multi, the default, or single: one host thread for all vCPUs, which
 # rules out cross-vCPU code-patching races at the cost of parallelism),
 # VD_MONITOR (a path: QEMU's human monitor listens on that Unix socket, for
-# "info jit" and the like while the guest runs; default none).
+# "info jit" and the like while the guest runs; whoever can open it controls
+# the VM; default none).
 #
 # Exit status: the job's, or 124 on timeout, or 125 when the guest died
 # before writing its completion marker (panic, init crash, QEMU failure).

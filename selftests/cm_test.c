@@ -1576,27 +1576,8 @@ FIXTURE(rawreq) {
  * rest of a truncated request; the truncated variants lower it to this
  * while their own connection waits, and restore it before the next.
  */
-#define REQ_TMO_PARAM	"/sys/module/viaduct/parameters/mpa_req_timeout_ms"
+#define REQ_TMO_PARAM	"mpa_req_timeout_ms"
 #define REQ_TMO_TEST_MS	1000
-
-/* Sets the parameter at @path to @set (if >= 0); returns the old value or -1. */
-static long module_param_swap(const char *path, long set)
-{
-	long old = -1;
-	FILE *f = fopen(path, "r+");
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld", &old) != 1)
-		old = -1;
-	if (old >= 0 && set >= 0) {
-		rewind(f);
-		fprintf(f, "%ld\n", set);
-	}
-	if (fclose(f))
-		old = -1;
-	return old;
-}
 
 FIXTURE_VARIANT(rawreq) {
 	const char *key;
@@ -1671,7 +1652,7 @@ FIXTURE_SETUP(rawreq)
 FIXTURE_TEARDOWN(rawreq)
 {
 	if (self->req_tmo_saved >= 0)
-		module_param_swap(REQ_TMO_PARAM, self->req_tmo_saved);
+		vd_param_swap(REQ_TMO_PARAM, self->req_tmo_saved);
 	side_close(&self->a);
 }
 
@@ -1693,7 +1674,7 @@ TEST_F_TIMEOUT(rawreq, request, 90)
 		buf[22] |= 0x80;
 	}
 	if (variant->truncate) {
-		self->req_tmo_saved = module_param_swap(REQ_TMO_PARAM, REQ_TMO_TEST_MS);
+		self->req_tmo_saved = vd_param_swap(REQ_TMO_PARAM, REQ_TMO_TEST_MS);
 		ASSERT_LE(0, self->req_tmo_saved) TH_LOG("no %s", REQ_TMO_PARAM);
 	}
 	fd = tcp_connect(B, IP_A, self->port);
@@ -1712,7 +1693,7 @@ TEST_F_TIMEOUT(rawreq, request, 90)
 		EXPECT_EQ(-ETIMEDOUT, read_event(self->a.ch, &ev, 200));
 		close(fd);
 		if (self->req_tmo_saved >= 0) {
-			module_param_swap(REQ_TMO_PARAM, self->req_tmo_saved);
+			vd_param_swap(REQ_TMO_PARAM, self->req_tmo_saved);
 			self->req_tmo_saved = -1;
 		}
 		/* and the listener still works */

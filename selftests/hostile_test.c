@@ -50,8 +50,8 @@
 #define HP_CANARY	0xc5
 #define HP_RECV_OFF	(1UL << 20)	/* the receive, in a's own buffer */
 #define HP_RECV_LEN	1000U
-#define HP_STALL_PARAM	"/sys/module/viaduct/parameters/rx_stall_ms"
-#define HP_CHAN_PARAM	"/sys/module/viaduct/parameters/cm_channel_events"
+#define HP_STALL_PARAM	"rx_stall_ms"
+#define HP_CHAN_PARAM	"cm_channel_events"
 
 /*
  * The regions, each between canary pages of one mapping:
@@ -139,24 +139,6 @@ static __u64 hp_to(FIXTURE_DATA(hp) *self, int i, size_t off)
 	return (unsigned long)(hp_reg(self, i) + off);
 }
 
-static long hp_param(const char *path, long set)
-{
-	long old = -1;
-	FILE *f = fopen(path, "r+");
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld", &old) != 1)
-		old = -1;
-	if (old >= 0 && set >= 0) {
-		rewind(f);
-		fprintf(f, "%ld\n", set);
-	}
-	if (fclose(f))
-		old = -1;
-	return old;
-}
-
 FIXTURE_SETUP(hp)
 {
 	int i, ret;
@@ -210,9 +192,9 @@ FIXTURE_TEARDOWN(hp)
 		}
 	}
 	if (self->stall_saved >= 0)
-		hp_param(HP_STALL_PARAM, self->stall_saved);
+		vd_param_swap(HP_STALL_PARAM, self->stall_saved);
 	if (self->chan_saved >= 0)
-		hp_param(HP_CHAN_PARAM, self->chan_saved);
+		vd_param_swap(HP_CHAN_PARAM, self->chan_saved);
 	if (self->fd >= 0)
 		close(self->fd);
 	if (self->lfd >= 0)
@@ -814,7 +796,7 @@ TEST_F_TIMEOUT(hp, bad_header_answered_early, XF_TIMEOUT_S)
 	struct rx_stream *s = &self->st;
 	size_t bad;
 
-	self->stall_saved = hp_param(HP_STALL_PARAM, 600000);
+	self->stall_saved = vd_param_swap(HP_STALL_PARAM, 600000);
 	ASSERT_LE(0, self->stall_saved) TH_LOG("no %s", HP_STALL_PARAM);
 	hp_post_recv(self);
 	hp_connect(_metadata, self);
@@ -834,7 +816,7 @@ TEST_F_TIMEOUT(hp, stall_mid_frame, XF_TIMEOUT_S)
 	struct rx_stream *s = &self->st;
 	size_t bad;
 
-	self->stall_saved = hp_param(HP_STALL_PARAM, 1000);
+	self->stall_saved = vd_param_swap(HP_STALL_PARAM, 1000);
 	ASSERT_LE(0, self->stall_saved) TH_LOG("no %s", HP_STALL_PARAM);
 	hp_post_recv(self);
 	hp_connect(_metadata, self);
@@ -955,7 +937,7 @@ TEST_F_TIMEOUT(hp, listener_flood_loses_no_event, XF_TIMEOUT_S)
 	int lid, c1, c2, c3;
 	char c;
 
-	self->chan_saved = hp_param(HP_CHAN_PARAM, 1);
+	self->chan_saved = vd_param_swap(HP_CHAN_PARAM, 1);
 	ASSERT_LE(0, self->chan_saved) TH_LOG("no %s", HP_CHAN_PARAM);
 	lid = xf_create_id(&self->a, 9);
 	ASSERT_LT(0, lid);
@@ -995,7 +977,7 @@ TEST_F_TIMEOUT(hp, listener_flood_loses_no_event, XF_TIMEOUT_S)
 	EXPECT_EQ((__u32)lid, ev.listen_handle);
 	close(c1);
 	close(c3);
-	hp_param(HP_CHAN_PARAM, self->chan_saved);
+	vd_param_swap(HP_CHAN_PARAM, self->chan_saved);
 	self->chan_saved = -1;
 	hp_check_memory(_metadata, self, 0);
 	hp_still_serves(_metadata, self);

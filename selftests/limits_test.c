@@ -39,27 +39,6 @@ FIXTURE(lim)
 	unsigned char *buf;
 };
 
-static long lim_param(const char *name, long set)
-{
-	char path[128];
-	long old = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/module/viaduct/parameters/%s", name);
-	f = fopen(path, "r+");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld", &old) != 1)
-		old = -1;
-	if (old >= 0 && set >= 0) {
-		rewind(f);
-		fprintf(f, "%ld\n", set);
-	}
-	if (fclose(f))
-		old = -1;
-	return old;
-}
-
 FIXTURE_SETUP(lim)
 {
 	int i;
@@ -79,7 +58,7 @@ FIXTURE_TEARDOWN(lim)
 
 	for (i = 0; i < NKINDS; i++)
 		if (self->saved[i] >= 0)
-			lim_param(params[i], self->saved[i]);
+			vd_param_swap(params[i], self->saved[i]);
 	vd_testdev_down(&self->d);
 	if (self->buf && self->buf != MAP_FAILED)
 		munmap(self->buf, 1 << 16);
@@ -87,12 +66,12 @@ FIXTURE_TEARDOWN(lim)
 
 TEST_F(lim, defaults_are_the_device_limits)
 {
-	EXPECT_EQ((long)self->d.attr.max_pd, lim_param("ctx_max_pd", -1));
-	EXPECT_EQ((long)self->d.attr.max_mr, lim_param("ctx_max_mr", -1));
-	EXPECT_EQ((long)self->d.attr.max_cq, lim_param("ctx_max_cq", -1));
-	EXPECT_EQ((long)self->d.attr.max_qp, lim_param("ctx_max_qp", -1));
-	EXPECT_EQ((long)self->d.attr.max_qp, lim_param("ctx_max_srq", -1));
-	EXPECT_EQ((long)self->d.attr.max_mw, lim_param("ctx_max_mw", -1));
+	EXPECT_EQ((long)self->d.attr.max_pd, vd_param_swap("ctx_max_pd", -1));
+	EXPECT_EQ((long)self->d.attr.max_mr, vd_param_swap("ctx_max_mr", -1));
+	EXPECT_EQ((long)self->d.attr.max_cq, vd_param_swap("ctx_max_cq", -1));
+	EXPECT_EQ((long)self->d.attr.max_qp, vd_param_swap("ctx_max_qp", -1));
+	EXPECT_EQ((long)self->d.attr.max_qp, vd_param_swap("ctx_max_srq", -1));
+	EXPECT_EQ((long)self->d.attr.max_mw, vd_param_swap("ctx_max_mw", -1));
 	EXPECT_LT(0, self->d.attr.max_mw);
 }
 
@@ -168,7 +147,7 @@ TEST_F(lim, each_limit_holds_per_context)
 		/* the PD the MRs, QPs and SRQs need, before the PD limit is low */
 		pd = k ? vd_create_pd(self->d.fd) : 0;
 		ASSERT_LE(0, pd);
-		self->saved[k] = lim_param(params[k], LIM);
+		self->saved[k] = vd_param_swap(params[k], LIM);
 		ASSERT_LE(0, self->saved[k]) TH_LOG("no parameter %s", params[k]);
 		for (i = 0; i < LIM; i++) {
 			h[i] = lim_create(self, self->d.fd, k, pd);
@@ -193,7 +172,7 @@ TEST_F(lim, each_limit_holds_per_context)
 		for (i = 0; i < LIM; i++)
 			if (h[i] > 0)
 				EXPECT_EQ(0, vd_destroy(self->d.fd, destroy_cmd[k], h[i]));
-		lim_param(params[k], self->saved[k]);
+		vd_param_swap(params[k], self->saved[k]);
 		self->saved[k] = -1;
 		if (k)
 			EXPECT_EQ(0, vd_destroy_pd(self->d.fd, pd));

@@ -1190,35 +1190,18 @@ TEST_F_TIMEOUT(mem, mw_bind_type2_length_0, XF_TIMEOUT_S)
  * window beyond it fails with ENOSPC and takes nothing; one deallocated
  * makes room for one.
  */
-#define MW_LIMIT_PARAM	"/sys/module/viaduct/parameters/ctx_max_mw"
-
-static long mw_limit(long set)
-{
-	FILE *f = fopen(MW_LIMIT_PARAM, set < 0 ? "r" : "w");
-	long v = -1;
-
-	if (!f)
-		return -1;
-	if (set < 0) {
-		if (fscanf(f, "%ld", &v) != 1)
-			v = -1;
-	} else {
-		v = fprintf(f, "%ld\n", set) < 0 ? -1 : set;
-	}
-	if (fclose(f))
-		v = -1;
-	return v;
-}
+#define MW_LIMIT_PARAM	"ctx_max_mw"
 
 TEST_F_TIMEOUT(mem, mw_ctx_limit, XF_TIMEOUT_S)
 {
-	long old = mw_limit(-1);
+	long old = vd_param_swap(MW_LIMIT_PARAM, -1);
 	__u32 stag;
 	int mw[3], i;
 
 	ASSERT_LT(0, old);
 	EXPECT_EQ(self->b.attr.max_mr, (__u32)old);
-	ASSERT_EQ(2, mw_limit(2));
+	ASSERT_EQ(old, vd_param_swap(MW_LIMIT_PARAM, 2));
+	ASSERT_EQ(2, vd_param_swap(MW_LIMIT_PARAM, -1));
 	for (i = 0; i < 2; i++) {
 		mw[i] = alloc_mw(self->b.fd, self->b.pd, VIADUCT_MW_TYPE_1 + i, &stag);
 		EXPECT_LT(0, mw[i]);
@@ -1232,7 +1215,8 @@ TEST_F_TIMEOUT(mem, mw_ctx_limit, XF_TIMEOUT_S)
 	mw[0] = alloc_mw(self->b.fd, self->b.pd, VIADUCT_MW_TYPE_2, &stag);
 	EXPECT_LT(0, mw[0]);
 	EXPECT_EQ(-ENOSPC, alloc_mw(self->b.fd, self->b.pd, VIADUCT_MW_TYPE_1, &stag));
-	EXPECT_EQ(old, mw_limit(old));
+	EXPECT_EQ(2, vd_param_swap(MW_LIMIT_PARAM, old));
+	EXPECT_EQ(old, vd_param_swap(MW_LIMIT_PARAM, -1));
 }
 
 /* A bound type-2 window is not bound again: LOC_PROT_ERR. */

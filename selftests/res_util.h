@@ -1250,28 +1250,7 @@ static inline int vd_wait_async(int fd, __u32 type, __u32 handle,
 /* The polling worker's idle time                                     */
 /* ------------------------------------------------------------------ */
 
-#define VD_POLL_IDLE_PATH "/sys/module/viaduct/parameters/poll_idle_us"
-
-static long long vd_poll_idle_saved = -1;
-
-static inline long long vd_poll_idle_rw(long long set)
-{
-	long long old = -1;
-	FILE *f = fopen(VD_POLL_IDLE_PATH, "r+");
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &old) != 1)
-		old = -1;
-	if (old >= 0 && set >= 0) {
-		rewind(f);
-		if (fprintf(f, "%lld\n", set) < 0)
-			old = -1;
-	}
-	if (fclose(f))
-		old = -1;
-	return old;
-}
+static long vd_poll_idle_saved = -1;
 
 /*
  * Keeps the doorbell worker polling for @us without work before it sleeps
@@ -1280,9 +1259,9 @@ static inline long long vd_poll_idle_rw(long long set)
  * vd_poll_idle_restore(), which the res fixture's teardown calls. Returns
  * 0, or -1 when the parameter cannot be written (not root).
  */
-static inline int vd_poll_idle_raise(long long us)
+static inline int vd_poll_idle_raise(long us)
 {
-	long long old = vd_poll_idle_rw(us);
+	long old = vd_param_swap("poll_idle_us", us);
 
 	if (old < 0)
 		return -1;
@@ -1294,7 +1273,7 @@ static inline int vd_poll_idle_raise(long long us)
 static inline void vd_poll_idle_restore(void)
 {
 	if (vd_poll_idle_saved >= 0)
-		vd_poll_idle_rw(vd_poll_idle_saved);
+		vd_param_swap("poll_idle_us", vd_poll_idle_saved);
 	vd_poll_idle_saved = -1;
 }
 

@@ -54,7 +54,7 @@
 #define RX_RECV_AREA	(RX_REGION)	/* receives: 64 KiB each from here */
 #define RX_RECV_SIZE	65536U
 #define RX_NRECV	12
-#define RX_UPCALL_PARAM	"/sys/module/viaduct/parameters/rx_upcall_on"
+#define RX_UPCALL_PARAM	"rx_upcall_on"
 
 /* --- The fixture ----------------------------------------------------- */
 
@@ -105,27 +105,10 @@ FIXTURE_SETUP(rx)
 	xf_fill(self->src, self->a.len, 3);
 }
 
-/* Sets the bool module parameter at @path; returns what it was, or -1. */
-static int rx_bool_param(const char *path, int set)
-{
-	char was = 0;
-	FILE *f = fopen(path, "r+");
-
-	if (!f)
-		return -1;
-	if (fscanf(f, " %c", &was) == 1 && set >= 0) {
-		rewind(f);
-		fprintf(f, "%d\n", set);
-	}
-	if (fclose(f) || (was != 'Y' && was != 'N'))
-		return -1;
-	return was == 'Y';
-}
-
 FIXTURE_TEARDOWN(rx)
 {
 	if (self->upcall_saved >= 0)
-		rx_bool_param(RX_UPCALL_PARAM, self->upcall_saved);
+		vd_param_swap(RX_UPCALL_PARAM, self->upcall_saved);
 	if (self->fd >= 0)
 		close(self->fd);
 	if (self->lfd >= 0)
@@ -576,7 +559,7 @@ TEST_F_TIMEOUT(rx, reset_after_data, XF_TIMEOUT_S)
 		st_write(s, self->a.stag, rx_to(self, i * 128), self->src + i * 128, 8);
 	st_send(s, 1, 0, 1, self->src + RX_RECV_AREA, 64);
 
-	self->upcall_saved = rx_bool_param(RX_UPCALL_PARAM, 0);
+	self->upcall_saved = vd_param_swap(RX_UPCALL_PARAM, 0);
 	ASSERT_LE(0, self->upcall_saved) TH_LOG("no %s", RX_UPCALL_PARAM);
 	ASSERT_EQ(0, rx_write_all(self->fd, s->p, s->len));
 	/* all of it acknowledged, i.e. in viaduct's socket: then RST */

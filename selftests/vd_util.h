@@ -105,6 +105,41 @@ static inline long vd_read_long(const char *path)
 	return v;
 }
 
+/*
+ * Swaps viaduct's module parameter @name (a file of
+ * /sys/module/viaduct/parameters): returns its value, a bool's Y or N as
+ * 1 or 0, or -1 if it cannot be read; then, if @set >= 0, writes @set, and
+ * returns -1 if the module refused it.
+ */
+static inline long vd_param_swap(const char *name, long set)
+{
+	char path[128], word[32], *end;
+	long old = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/module/viaduct/parameters/%s", name);
+	f = fopen(path, "r+");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%31s", word) == 1) {
+		if (!strcmp(word, "Y") || !strcmp(word, "N")) {
+			old = word[0] == 'Y';
+		} else {
+			old = strtol(word, &end, 10);
+			if (*end || old < 0)
+				old = -1;
+		}
+	}
+	if (old >= 0 && set >= 0) {
+		rewind(f);
+		if (fprintf(f, "%ld\n", set) < 0)
+			old = -1;
+	}
+	if (fclose(f))	/* the write reaches the module here */
+		old = -1;
+	return old;
+}
+
 static inline long vd_module_refcnt(void)
 {
 	return vd_read_long("/sys/module/viaduct/refcnt");

@@ -364,32 +364,17 @@ static inline void xf_side_down(struct xf_side *s)
 }
 
 /* The module parameter zcopy_tx_min: tests set it and restore it. */
-#define XF_ZC_PARAM	"/sys/module/viaduct/parameters/zcopy_tx_min"
+#define XF_ZC_PARAM	"zcopy_tx_min"
 
 static inline long xf_zc_get(void)
 {
-	FILE *f = fopen(XF_ZC_PARAM, "r");
-	long v = -1;
-
-	if (f) {
-		if (fscanf(f, "%ld", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
+	return vd_param_swap(XF_ZC_PARAM, -1);
 }
 
+/* 0 once the module holds @v, else -EIO. */
 static inline int xf_zc_set(long v)
 {
-	FILE *f = fopen(XF_ZC_PARAM, "w");
-	int ret;
-
-	if (!f)
-		return -errno;
-	ret = fprintf(f, "%ld\n", v) < 0;
-	if (fclose(f) || ret)
-		return -EIO;
-	return xf_zc_get() == v ? 0 : -EIO;
+	return vd_param_swap(XF_ZC_PARAM, v) >= 0 && xf_zc_get() == v ? 0 : -EIO;
 }
 
 /* Waits for one CQE of @ring; asserts it is @wr_id with @status. */
